@@ -1,0 +1,63 @@
+"""Durations as people and Slurm write them: "90s", "5m", "2h", "1d12h", "2-00:00:00", "30:00", "1:00:00".
+
+Pure functions; the site config and the sacct/squeue parsers share them.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_HUMAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*([smhdw])\s*)+$", re.IGNORECASE)
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+_SLURM = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+
+
+def parse_duration(text: str | int | float) -> int:
+    """Seconds in `text`. Raises ValueError with the offending text.
+
+    Bare integers are minutes, as in Slurm's --time; "M:S", "H:M:S" and "D-H[:M[:S]]" follow Slurm too.
+    """
+    if isinstance(text, bool):
+        raise ValueError(f"expected a duration, got {text!r}")
+    if isinstance(text, (int, float)):
+        if text < 0:
+            raise ValueError(f"duration must not be negative, got {text!r}")
+        return int(text * 60)
+    s = str(text).strip()
+    if not s:
+        raise ValueError("expected a duration, got an empty string")
+    if _HUMAN.match(s):
+        return int(sum(float(n) * _UNIT[u.lower()] for n, u in _PART.findall(s)))
+    m = _SLURM.match(s)
+    if m:
+        days, a, b, c = m.groups()
+        if days is not None:
+            # D-H, D-H:M, D-H:M:S
+            h, mi, se = int(a), int(b or 0), int(c or 0)
+            return int(days) * 86400 + h * 3600 + mi * 60 + se
+        if b is None:
+            return int(a) * 60  # minutes
+        if c is None:
+            return int(a) * 60 + int(b)  # M:S
+        return int(a) * 3600 + int(b) * 60 + int(c)
+    raise ValueError(f'expected a duration like "5m", "2h", "1d" or "2-00:00:00", got {text!r}')
+
+
+def slurm_time(seconds: int) -> str:
+    """Slurm's D-HH:MM:SS form, rounded up to whole minutes (Slurm limits are in minutes)."""
+    minutes = -(-int(seconds) // 60)
+    d, rem = divmod(minutes, 1440)
+    h, m = divmod(rem, 60)
+    return f"{d}-{h:02d}:{m:02d}:00" if d else f"{h:02d}:{m:02d}:00"
+
+
+def human(seconds: float) -> str:
+    s = int(round(seconds))
+    if s % 86400 == 0 and s:
+        return f"{s // 86400}d"
+    if s % 3600 == 0 and s:
+        return f"{s // 3600}h"
+    if s % 60 == 0 and s:
+        return f"{s // 60}m"
+    return f"{s}s"

@@ -1,0 +1,60 @@
+"""Error types shared by every layer.
+
+Every error a user can cause carries one line that names the file, field or option at fault; the CLI prints
+that line and exits non-zero instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SlurmtoolsError(Exception):
+    """Base class: an error with a one-line, user-facing message."""
+
+    exit_code = 1
+
+
+class ConfigError(SlurmtoolsError):
+    """A site, fabric or template file is invalid. The message starts with `file: dotted.key: ...`."""
+
+    exit_code = 2
+
+    def __init__(self, source: str, key: str, message: str):
+        self.source = source
+        self.key = key
+        self.detail = message
+        where = f"{source}: {key}: " if key else f"{source}: "
+        super().__init__(where + message)
+
+
+class ParseError(SlurmtoolsError):
+    """A discovery dump (nvidia-smi, ibnetdiscover, topology.conf, sacct) could not be read faithfully."""
+
+    exit_code = 2
+
+    def __init__(self, source: str, line: int | None, message: str, column: int | None = None):
+        self.source = source
+        self.line = line
+        self.column = column
+        where = source
+        if line is not None:
+            where += f":{line}"
+            if column is not None:
+                where += f":{column}"
+        super().__init__(f"{where}: {message}")
+
+
+class SlurmError(SlurmtoolsError):
+    """A Slurm command failed; the message carries Slurm's own words (`sbatch: error: ...`)."""
+
+    exit_code = 3
+
+    def __init__(self, command: str, message: str, returncode: int | None = None):
+        self.command = command
+        self.returncode = returncode
+        super().__init__(message)
+
+
+class SlurmUnavailable(SlurmError):
+    """No Slurm is reachable (commands missing, or slurmctld not answering)."""
+
+    exit_code = 4

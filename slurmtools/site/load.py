@@ -1,0 +1,143 @@
+"""Read and validate a site file into the typed model.
+
+Lookup order: --site PATH, $SLURMTOOLS_SITE, /etc/slurmtools/site.toml, then the bundled example site.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from slurmtools.errors import ConfigError
+from slurmtools.site.model import Account, GpuType, Partition, PolicySettings, Site, Tier
+from slurmtools.site.tomlread import Table, each, load_toml
+
+SYSTEM_SITE = Path("/etc/slurmtools/site.toml")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+_SIGNALS = ("USR1", "USR2", "TERM", "INT", "HUP", "URG", "CONT")
+
+
+def find_site_path(explicit: str | os.PathLike | None = None) -> Path:
+    from slurmtools.resources import example_site
+
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("SLURMTOOLS_SITE")
+    if env:
+        return Path(env)
+    if SYSTEM_SITE.exists():
+        return SYSTEM_SITE
+    return example_site()
+
+
+def load_site(path: str | os.PathLike | None = None) -> Site:
+    p = find_site_path(path)
+    src = str(p)
+    root = Table(src, load_toml(p))
+
+    s = root.table("site")
+    name = s.str("name")
+    cluster = s.str("cluster_name", name)
+    spool = Path(s.str("spool_dir", "/var/spool/slurmtools"))
+    currency = s.str("currency", "USD")
+    default_tier = s.str("default_tier")
+    fabric = s.str("fabric", None)
+    fabric_path = (p.parent / fabric).resolve() if fabric else None
+    s.check_unknown()
+
+    gpu_types = each(root.tables("gpu_types"), lambda n, t: GpuType(
+        name=_name(t, n), description=t.str("description", n), memory_gb=t.int("memory_gb", 0, minimum=0),
+        price_per_gpu_hour=t.float("price_per_gpu_hour", minimum=0.0)))
+    if not gpu_types:
+        raise root.error("gpu_types", "at least one GPU type is required")
+
+    partitions = each(root.tables("partitions"), lambda n, t: _partition(n, t, gpu_types))
+    if not partitions:
+        raise root.error("partitions", "at least one partition is required")
+    defaults = [p_.name for p_ in partitions.values() if p_.default]
+    if len(defaults) > 1:
+        raise root.error("partitions", f"only one partition may be the default, got {', '.join(defaults)}")
+
+    tiers = each(root.tables("tiers"), lambda n, t: _tier(n, t, partitions))
+    if not tiers:
+        raise root.error("tiers", "at least one tier is required")
+    for t in tiers.values():
+        for other in t.preempted_by:
+            if other not in tiers:
+                raise ConfigError(src, f"tiers.{t.name}.preempted_by", f"unknown tier {other!r}")
+            if tiers[other].priority <= t.priority:
+                raise ConfigError(src, f"tiers.{t.name}.preempted_by",
+                                  f"tier {other!r} must have a higher priority than {t.name!r} to preempt it")
+        if t.preemptible and t.grace_time <= 0:
+            raise ConfigError(src, f"tiers.{t.name}.grace_time", "a preemptible tier needs a grace time > 0")
+    if default_tier not in tiers:
+        raise ConfigError(src, "site.default_tier", f"unknown tier {default_tier!r} (tiers: {', '.join(tiers)})")
+
+    accounts = each(root.tables("accounts", {}), lambda n, t: _account(n, t, tiers))
+    pol = root.table("policy", {})
+    policy = PolicySettings(
+        require_gpu_type=pol.bool("require_gpu_type", True),
+        require_checkpoint_signal=pol.bool("require_checkpoint_signal", True),
+        cpu_mem_tolerance=pol.float("cpu_mem_tolerance", 1.0, minimum=1.0),
+        enabled=pol.str_list("enabled", ()),
+        extra={k: v for k, v in pol.data.items() if k not in
+               ("require_gpu_type", "require_checkpoint_signal", "cpu_mem_tolerance", "enabled")},
+    )
+    root.check_unknown()
+    return Site(name=name, cluster_name=cluster, source=p, spool_dir=spool, currency=currency,
+                default_tier=default_tier, gpu_types=gpu_types, partitions=partitions, tiers=tiers,
+                accounts=accounts, fabric_path=fabric_path, policy=policy)
+
+
+def _name(t: Table, name: str) -> str:
+    if not _NAME.match(name):
+        raise ConfigError(t.source, t.path, "names must start with a letter and hold only letters, digits, _ or -")
+    return name
+
+
+def _partition(name: str, t: Table, gpu_types: dict) -> Partition:
+    from slurmtools.hostlist import expand
+
+    nodes = t.str("nodes")
+    try:
+        if not expand(nodes):
+            raise ValueError("empty")
+    except ValueError:
+        raise t.error("nodes", f'expected a Slurm hostlist like "gpu[01-16]", got {nodes!r}') from None
+    types = t.str_list("gpu_types", tuple(gpu_types))
+    for g in types:
+        if g not in gpu_types:
+            raise t.error("gpu_types", f"unknown GPU type {g!r} (known: {', '.join(gpu_types)})")
+    return Partition(name=_name(t, name), nodes=nodes, default=t.bool("default", False),
+                     max_time=t.duration("max_time", "7d"), gpu_types=types,
+                     allow_partial_nodes=t.bool("allow_partial_nodes", False),
+                     description=t.str("description", ""))
+
+
+def _tier(name: str, t: Table, partitions: dict) -> Tier:
+    parts = t.str_list("partitions", tuple(partitions))
+    for p in parts:
+        if p not in partitions:
+            raise t.error("partitions", f"unknown partition {p!r} (known: {', '.join(partitions)})")
+    preempted_by = t.str_list("preempted_by", ())
+    return Tier(
+        name=_name(t, name), description=t.str("description", ""), priority=t.int("priority", minimum=0),
+        preempted_by=preempted_by, grace_time=t.duration("grace_time", 0),
+        max_gpus_per_job=t.int("max_gpus_per_job", None, minimum=1),
+        max_gpus_per_user=t.int("max_gpus_per_user", None, minimum=1),
+        max_walltime=t.duration("max_walltime", "7d"), max_nodes=t.int("max_nodes", None, minimum=1),
+        partitions=parts, checkpoint_signal=t.str("checkpoint_signal", "USR1", choices=_SIGNALS),
+        signal_lead=t.duration("signal_lead", "5m"),
+    )
+
+
+def _account(name: str, t: Table, tiers: dict) -> Account:
+    allowed = t.str_list("tiers", tuple(tiers))
+    for x in allowed:
+        if x not in tiers:
+            raise t.error("tiers", f"unknown tier {x!r} (known: {', '.join(tiers)})")
+    users = t.str_list("users", ())
+    return Account(name=_name(t, name), description=t.str("description", ""),
+                   monthly_gpu_hours=t.float("monthly_gpu_hours", None, minimum=0.0), users=users,
+                   tiers=allowed, over_budget=t.str("over_budget", "reject", choices=("reject", "scavenger")))

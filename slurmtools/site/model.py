@@ -1,0 +1,117 @@
+"""Typed model of a site. Pure data: loading and validation live in `load.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """A GPU model as Slurm's GRES type names it (`h100`), with its price per GPU-hour."""
+
+    name: str
+    description: str
+    memory_gb: int
+    price_per_gpu_hour: float
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    nodes: str  # Slurm hostlist expression, e.g. "gpu[01-16]"
+    default: bool
+    max_time: int  # seconds
+    gpu_types: tuple[str, ...]
+    #: multi-node jobs get whole nodes unless this is true
+    allow_partial_nodes: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A service tier, enforced as a Slurm QoS of the same name."""
+
+    name: str
+    description: str
+    priority: int
+    #: tiers whose jobs may preempt this one; empty means never preempted
+    preempted_by: tuple[str, ...]
+    #: seconds between the preemption warning and SIGKILL (Slurm's GraceTime)
+    grace_time: int
+    max_gpus_per_job: int | None
+    max_gpus_per_user: int | None
+    max_walltime: int  # seconds
+    max_nodes: int | None
+    partitions: tuple[str, ...]
+    #: the signal sent to the batch shell ahead of time limit and preemption (sbatch --signal=B:SIG@lead)
+    checkpoint_signal: str = "USR1"
+    #: seconds of warning before the time limit
+    signal_lead: int = 300
+
+    @property
+    def qos(self) -> str:
+        return self.name
+
+    @property
+    def preemptible(self) -> bool:
+        return bool(self.preempted_by)
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    description: str
+    #: GPU-hours per calendar month; None means unlimited
+    monthly_gpu_hours: float | None
+    users: tuple[str, ...]
+    tiers: tuple[str, ...]
+    #: what happens to a job once the budget is spent: "reject" or "scavenger" (route to the lowest tier)
+    over_budget: str = "reject"
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """Site-wide switches for the admission policies (which ones run, and their tolerances)."""
+
+    require_gpu_type: bool = True
+    require_checkpoint_signal: bool = True
+    #: how far a job's CPUs/memory per GPU may exceed the node type's share (1.0 = exactly its share)
+    cpu_mem_tolerance: float = 1.0
+    enabled: tuple[str, ...] = ()
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Site:
+    name: str
+    cluster_name: str
+    source: Path
+    spool_dir: Path
+    currency: str
+    default_tier: str
+    gpu_types: dict[str, GpuType]
+    partitions: dict[str, Partition]
+    tiers: dict[str, Tier]
+    accounts: dict[str, Account]
+    fabric_path: Path | None
+    policy: PolicySettings = PolicySettings()
+
+    @property
+    def default_partition(self) -> Partition:
+        for p in self.partitions.values():
+            if p.default:
+                return p
+        return next(iter(self.partitions.values()))
+
+    def tiers_by_priority(self) -> list[Tier]:
+        """Highest priority first."""
+        return sorted(self.tiers.values(), key=lambda t: -t.priority)
+
+    def preempts(self, tier: str) -> list[str]:
+        """Names of the tiers that `tier` may preempt (Slurm's QoS Preempt= list)."""
+        return [t.name for t in self.tiers.values() if tier in t.preempted_by]
+
+    @property
+    def lowest_tier(self) -> Tier:
+        return min(self.tiers.values(), key=lambda t: t.priority)

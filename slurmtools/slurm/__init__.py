@@ -1,0 +1,1 @@
+"""Talking to Slurm: the backend interface, its command-line implementation, and parsers of Slurm's output."""

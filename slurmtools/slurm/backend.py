@@ -1,0 +1,87 @@
+"""The one interface every part of slurmtools uses to reach Slurm.
+
+Two implementations: `commands.CommandBackend` (default; drives sbatch, scontrol, squeue, sinfo, sacct, sacctmgr)
+and `pyslurm_backend.PyslurmBackend` (optional; only when pyslurm imports and matches the running Slurm).
+"""
+
+from __future__ import annotations
+
+import abc
+from datetime import datetime
+from typing import Mapping, Sequence
+
+from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo
+
+
+class Backend(abc.ABC):
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def version(self) -> tuple[int, int, int]:
+        """Slurm's version, e.g. (22, 5, 8)."""
+
+    @abc.abstractmethod
+    def submit(self, script: str, options: Sequence[str] = (), env: Mapping[str, str] | None = None,
+               cwd: str | None = None) -> int:
+        """Submit a batch script (its text) with extra sbatch options; return the job id."""
+
+    @abc.abstractmethod
+    def cancel(self, job_id: int, signal: str | None = None) -> None: ...
+
+    @abc.abstractmethod
+    def hold(self, job_id: int) -> None: ...
+
+    @abc.abstractmethod
+    def release(self, job_id: int) -> None: ...
+
+    @abc.abstractmethod
+    def requeue(self, job_id: int) -> None: ...
+
+    @abc.abstractmethod
+    def jobs(self, job_ids: Sequence[int] | None = None, user: str | None = None,
+             states: Sequence[str] | None = None) -> list[JobInfo]:
+        """Jobs the controller knows now (pending, running, recently ended)."""
+
+    def job(self, job_id: int) -> JobInfo:
+        found = self.jobs([job_id])
+        if not found:
+            from slurmtools.errors import SlurmError
+            raise SlurmError("squeue", f"job {job_id} is not known to Slurm")
+        return found[0]
+
+    @abc.abstractmethod
+    def nodes(self) -> list[NodeInfo]: ...
+
+    @abc.abstractmethod
+    def partitions(self) -> list[PartitionInfo]: ...
+
+    @abc.abstractmethod
+    def qos(self) -> list[QosInfo]: ...
+
+    @abc.abstractmethod
+    def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
+                   all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:
+        """Accounting records of jobs active in [start, end). `duplicates` keeps every run of a requeued job."""
+
+    @abc.abstractmethod
+    def update_job(self, job_id: int, **fields: str) -> None:
+        """`scontrol update JobId=N Key=Value ...` (e.g. StartTime=now)."""
+
+
+def get_backend(prefer: str | None = None) -> Backend:
+    """The pyslurm backend when asked for (or SLURMTOOLS_BACKEND=pyslurm) and usable, else the command backend."""
+    import os
+
+    choice = prefer or os.environ.get("SLURMTOOLS_BACKEND", "auto")
+    if choice in ("pyslurm", "auto"):
+        from slurmtools.slurm.pyslurm_backend import pyslurm_usable
+
+        ok, why = pyslurm_usable()
+        if ok:
+            from slurmtools.slurm.pyslurm_backend import PyslurmBackend
+            return PyslurmBackend()
+        if choice == "pyslurm":
+            from slurmtools.errors import SlurmUnavailable
+            raise SlurmUnavailable("pyslurm", f"--backend pyslurm: {why}")
+    from slurmtools.slurm.commands import CommandBackend
+    return CommandBackend()

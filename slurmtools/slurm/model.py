@@ -1,0 +1,123 @@
+"""What the backend returns: typed snapshots of Slurm's jobs, nodes, partitions, QoS and accounting records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    state: str  # base state, lower case: idle, mixed, allocated, down, drained, draining, ...
+    flags: tuple[str, ...]  # DRAIN, NOT_RESPONDING, ... upper case as Slurm writes them
+    cpus: int
+    cpus_alloc: int
+    memory_mb: int
+    memory_alloc_mb: int
+    gpus_by_type: dict[str, int]  # configured GPUs
+    gpus_used_by_type: dict[str, int]
+    gpus_used_idx: tuple[int, ...]
+    features: tuple[str, ...]
+    partitions: tuple[str, ...]
+    reason: str = ""
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.gpus_by_type.values())
+
+    @property
+    def gpus_used(self) -> int:
+        return sum(self.gpus_used_by_type.values())
+
+    @property
+    def gpus_free(self) -> int:
+        return 0 if not self.schedulable else self.gpus - self.gpus_used
+
+    @property
+    def schedulable(self) -> bool:
+        bad = {"DRAIN", "DRAINED", "DRAINING", "NOT_RESPONDING", "MAINTENANCE", "RESERVED", "POWERED_DOWN", "FAIL"}
+        return self.state not in ("down", "drained", "draining", "fail", "future", "unknown") and not (bad & set(self.flags))
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    name: str
+    nodes: tuple[str, ...]
+    default: bool
+    state: str
+    max_time_s: int | None
+    qos: str | None = None
+
+
+@dataclass(frozen=True)
+class QosInfo:
+    name: str
+    priority: int
+    preempt: tuple[str, ...]
+    preempt_mode: str
+    grace_time_s: int
+    max_tres_per_job: str = ""
+    max_tres_per_user: str = ""
+    max_wall_s: int | None = None
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    job_id: int
+    name: str
+    user: str
+    account: str
+    partition: str
+    qos: str
+    state: str  # PENDING, RUNNING, COMPLETED, ...
+    reason: str
+    nodes: tuple[str, ...]
+    num_nodes: int
+    gpus: int
+    gpus_by_type: dict[str, int]
+    time_limit_s: int | None
+    restarts: int
+    submit_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    array_job_id: int | None = None
+    array_task_id: int | None = None
+    req_switch: int | None = None
+    comment: str = ""
+    std_out: str = ""
+    raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class AcctRecord:
+    """One line of sacct: a job allocation (`step` is None) or one of its steps."""
+
+    job_id: str  # "123", "123_4" for array tasks
+    job_id_raw: int
+    step: str | None  # None for the allocation; "batch", "extern", "0", ...
+    name: str
+    user: str
+    account: str
+    partition: str
+    qos: str
+    state: str  # first word: COMPLETED, FAILED, PREEMPTED, REQUEUED, CANCELLED, TIMEOUT, ...
+    exit_code: str
+    submit: datetime | None
+    eligible: datetime | None
+    start: datetime | None
+    end: datetime | None
+    elapsed_s: int
+    timelimit_s: int | None
+    nodelist: tuple[str, ...]
+    alloc_gpus: int
+    alloc_gpus_by_type: dict[str, int]
+    req_gpus: int
+    alloc_cpus: int
+    alloc_tres: str
+    req_tres: str
+    extra: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def gpu_seconds(self) -> float:
+        return self.alloc_gpus * self.elapsed_s

@@ -1,0 +1,174 @@
+"""The site's declared fabric (`topology/*.toml`): node types, leaf and spine switches, hosts.
+
+Used where discovery cannot run, and as the source of the lab's slurm.conf node lines, gres.conf and
+topology.conf. Pure: reading the TOML is the only I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurmtools.errors import ConfigError
+from slurmtools.hostlist import expand
+from slurmtools.site.tomlread import Table, each, load_toml
+
+# IB link: width x per-lane signalling -> GB/s of data per direction (after encoding)
+IB_LANE_GBPS = {"SDR": 0.25, "DDR": 0.5, "QDR": 1.0, "FDR10": 1.25, "FDR": 1.7, "EDR": 3.125,
+                "HDR": 6.25, "NDR": 12.5, "XDR": 25.0}
+
+
+def link_gbytes(link: str) -> float:
+    """'4xNDR' -> 50.0 GB/s."""
+    s = link.strip().upper()
+    if "X" not in s:
+        raise ValueError(f'expected a link like "4xNDR", got {link!r}')
+    width, speed = s.split("X", 1)
+    if not width.isdigit() or speed not in IB_LANE_GBPS:
+        raise ValueError(f'expected a link like "4xNDR", got {link!r}')
+    return int(width) * IB_LANE_GBPS[speed]
+
+
+@dataclass(frozen=True)
+class NodeType:
+    name: str
+    gpu_type: str
+    gpus: int
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    memory_mb: int
+    nvlink: str  # "nvswitch" | "none"
+    nvlinks_per_gpu: int
+    nics: tuple[str, ...]
+    pcie_switches: int
+    features: tuple[str, ...]
+    capture: Path | None = None
+
+    @property
+    def cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    def gpu_socket(self, gpu: int) -> int:
+        """GPUs are spread evenly over the sockets in index order (GPU 0-3 on socket 0 for 8 GPUs, 2 sockets)."""
+        return gpu * self.sockets // self.gpus
+
+    def gpu_cores(self, gpu: int) -> range:
+        """Core ids local to a GPU: the cores of its socket."""
+        s = self.gpu_socket(gpu)
+        per = self.cores_per_socket * self.threads_per_core
+        return range(s * per, (s + 1) * per)
+
+    def gpu_pcie_switch(self, gpu: int) -> int:
+        return gpu * self.pcie_switches // self.gpus if self.pcie_switches else 0
+
+    def nearest_nics(self, gpu: int) -> tuple[str, ...]:
+        """HCAs on the GPU's PCIe switch (rail-optimised boards have one per GPU)."""
+        if not self.nics:
+            return ()
+        if len(self.nics) >= self.gpus:
+            per = len(self.nics) // self.gpus
+            return self.nics[gpu * per:(gpu + 1) * per]
+        sw = self.gpu_pcie_switch(gpu)
+        return tuple(n for i, n in enumerate(self.nics)
+                     if i * self.pcie_switches // len(self.nics) == sw) or (self.nics[0],)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    name: str
+    hosts: tuple[str, ...]
+    node_type: str
+
+
+@dataclass(frozen=True)
+class Spine:
+    name: str
+    leaves: tuple[str, ...]
+    uplinks_per_leaf: int | None
+
+
+@dataclass(frozen=True)
+class Fabric:
+    name: str
+    source: Path
+    link: str
+    node_types: dict[str, NodeType]
+    leaves: dict[str, Leaf]
+    spines: dict[str, Spine]
+
+    @property
+    def hosts(self) -> list[str]:
+        return [h for leaf in self.leaves.values() for h in leaf.hosts]
+
+    def node_type_of(self, host: str) -> NodeType:
+        for leaf in self.leaves.values():
+            if host in leaf.hosts:
+                return self.node_types[leaf.node_type]
+        raise KeyError(host)
+
+    def leaf_of(self, host: str) -> Leaf:
+        for leaf in self.leaves.values():
+            if host in leaf.hosts:
+                return leaf
+        raise KeyError(host)
+
+
+def load_fabric(path: str | Path) -> Fabric:
+    p = Path(path)
+    src = str(p)
+    root = Table(src, load_toml(p))
+    f = root.table("fabric")
+    name = f.str("name")
+    link = f.str("link", "4xNDR")
+    try:
+        link_gbytes(link)
+    except ValueError as exc:
+        raise f.error("link", str(exc)) from None
+    f.check_unknown()
+
+    def node_type(n: str, t: Table) -> NodeType:
+        cap = t.str("capture", None)
+        nt = NodeType(
+            name=n, gpu_type=t.str("gpu_type"), gpus=t.int("gpus", minimum=0), sockets=t.int("sockets", 1, minimum=1),
+            cores_per_socket=t.int("cores_per_socket", minimum=1), threads_per_core=t.int("threads_per_core", 1, minimum=1),
+            memory_mb=t.int("memory_mb", minimum=1), nvlink=t.str("nvlink", "none", choices=("nvswitch", "none")),
+            nvlinks_per_gpu=t.int("nvlinks_per_gpu", 0, minimum=0), nics=t.str_list("nics", ()),
+            pcie_switches=t.int("pcie_switches", 0, minimum=0), features=t.str_list("features", ()),
+            capture=(p.parent / cap).resolve() if cap else None)
+        if nt.nvlink == "nvswitch" and nt.nvlinks_per_gpu == 0:
+            raise t.error("nvlinks_per_gpu", "an NVSwitch node type needs nvlinks_per_gpu > 0")
+        return nt
+
+    node_types = each(root.tables("node_types"), node_type)
+    leaves: dict[str, Leaf] = {}
+    seen: dict[str, str] = {}
+    for t in root.table_list("leaves"):
+        lname = t.str("name")
+        expr = t.str("hosts")
+        try:
+            hosts = tuple(expand(expr))
+        except ValueError:
+            raise t.error("hosts", f'expected a Slurm hostlist like "gpu[01-04]", got {expr!r}') from None
+        nt = t.str("node_type")
+        if nt not in node_types:
+            raise t.error("node_type", f"unknown node type {nt!r} (known: {', '.join(node_types)})")
+        for h in hosts:
+            if h in seen:
+                raise t.error("hosts", f"host {h} is already under leaf {seen[h]}")
+            seen[h] = lname
+        if lname in leaves:
+            raise t.error("name", f"duplicate leaf name {lname!r}")
+        leaves[lname] = Leaf(lname, hosts, nt)
+        t.check_unknown()
+    spines: dict[str, Spine] = {}
+    for t in root.table_list("spines", []):
+        sname = t.str("name")
+        ls = t.str_list("leaves")
+        for x in ls:
+            if x not in leaves:
+                raise t.error("leaves", f"unknown leaf {x!r}")
+        spines[sname] = Spine(sname, ls, t.int("uplinks_per_leaf", None, minimum=1))
+        t.check_unknown()
+    root.check_unknown()
+    return Fabric(name=name, source=p, link=link, node_types=node_types, leaves=leaves, spines=spines)
