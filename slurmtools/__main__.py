@@ -1,0 +1,3 @@
+from slurmtools.cli.main import run
+
+run()

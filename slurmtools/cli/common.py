@@ -1,0 +1,36 @@
+"""Helpers shared by the CLI modules: site loading from --site, JSON output, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+
+SiteOpt = typer.Option(None, "--site", help="Site file (default: $SLURMTOOLS_SITE, /etc/slurmtools/site.toml, "
+                                            "else the bundled example site)", show_default=False)
+JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON output")
+
+
+def load_site(path: str | None):
+    from slurmtools.site import load_site as _load
+
+    return _load(path)
+
+
+def backend():
+    from slurmtools.slurm.backend import get_backend
+
+    return get_backend()
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+def fail(message: str, code: int = 2) -> None:
+    """End the command with one line on stderr and a non-zero exit."""
+    typer.echo(f"slurmtools: error: {message}", err=True)
+    raise typer.Exit(code)

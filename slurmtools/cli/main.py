@@ -1,0 +1,64 @@
+"""Entry point: builds the typer app from the command-group modules and turns errors into one line."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from slurmtools import __version__
+
+app = typer.Typer(
+    name="slurmtools",
+    help="Topology-aware job planning, tiered policy and GPU utilization reports for Slurm GPU clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"slurmtools {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                        help="Print the version and exit")) -> None:
+    """Topology-aware job planning, tiered policy and GPU utilization reports for Slurm GPU clusters."""
+
+
+def _register() -> None:
+    # Each module only imports typer at the top, so registering every group stays cheap.
+    import importlib
+
+    for mod in ("site", "cluster", "admin", "topo", "jobs", "report"):
+        try:
+            m = importlib.import_module(f"slurmtools.cli.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"slurmtools.cli.{mod}":
+                continue  # command group not built yet
+            raise
+        m.register(app)
+
+
+_register()
+
+
+def run() -> None:
+    from slurmtools.errors import SlurmtoolsError
+
+    try:
+        app()
+    except SlurmtoolsError as exc:
+        typer.echo(f"slurmtools: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("slurmtools: interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    run()
