@@ -6,7 +6,7 @@ topology.conf. Pure: reading the TOML is the only I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
@@ -44,6 +44,7 @@ class NodeType:
     pcie_switches: int
     features: tuple[str, ...]
     capture: Path | None = None
+    nvswitches: int = 1  # NVSwitch chips on the board (H100 HGX: 4); GPU links are spread over them
 
     @property
     def cpus(self) -> int:
@@ -79,6 +80,7 @@ class Leaf:
     name: str
     hosts: tuple[str, ...]
     node_type: str
+    rack: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,23 @@ class Fabric:
     node_types: dict[str, NodeType]
     leaves: dict[str, Leaf]
     spines: dict[str, Spine]
+    racks: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rack -> hosts ([[racks]])
+    nvlink_domains: dict[str, tuple[str, ...]] = field(default_factory=dict)  # multi-node NVLink domain -> hosts
+
+    def rack_of_host(self, host: str) -> str | None:
+        for r, hosts in self.racks.items():
+            if host in hosts:
+                return r
+        for leaf in self.leaves.values():
+            if host in leaf.hosts:
+                return leaf.rack
+        return None
+
+    def rack_of_leaf(self, leaf: str) -> str | None:
+        return self.leaves[leaf].rack
+
+    def nvlink_domain_of_host(self) -> dict[str, str]:
+        return {h: d for d, hosts in self.nvlink_domains.items() for h in hosts}
 
     @property
     def hosts(self) -> list[str]:
@@ -135,7 +154,7 @@ def load_fabric(path: str | Path) -> Fabric:
             memory_mb=t.int("memory_mb", minimum=1), nvlink=t.str("nvlink", "none", choices=("nvswitch", "none")),
             nvlinks_per_gpu=t.int("nvlinks_per_gpu", 0, minimum=0), nics=t.str_list("nics", ()),
             pcie_switches=t.int("pcie_switches", 0, minimum=0), features=t.str_list("features", ()),
-            capture=(p.parent / cap).resolve() if cap else None)
+            capture=(p.parent / cap).resolve() if cap else None, nvswitches=t.int("nvswitches", 1, minimum=1))
         if nt.nvlink == "nvswitch" and nt.nvlinks_per_gpu == 0:
             raise t.error("nvlinks_per_gpu", "an NVSwitch node type needs nvlinks_per_gpu > 0")
         return nt
@@ -159,7 +178,7 @@ def load_fabric(path: str | Path) -> Fabric:
             seen[h] = lname
         if lname in leaves:
             raise t.error("name", f"duplicate leaf name {lname!r}")
-        leaves[lname] = Leaf(lname, hosts, nt)
+        leaves[lname] = Leaf(lname, hosts, nt, t.str("rack", None))
         t.check_unknown()
     spines: dict[str, Spine] = {}
     for t in root.table_list("spines", []):
@@ -170,5 +189,32 @@ def load_fabric(path: str | Path) -> Fabric:
                 raise t.error("leaves", f"unknown leaf {x!r}")
         spines[sname] = Spine(sname, ls, t.int("uplinks_per_leaf", None, minimum=1))
         t.check_unknown()
+    racks = _host_groups(root, "racks", seen)
+    domains = _host_groups(root, "nvlink_domains", seen)
     root.check_unknown()
-    return Fabric(name=name, source=p, link=link, node_types=node_types, leaves=leaves, spines=spines)
+    return Fabric(name=name, source=p, link=link, node_types=node_types, leaves=leaves, spines=spines,
+                  racks=racks, nvlink_domains=domains)
+
+
+def _host_groups(root: Table, key: str, known: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """`[[racks]]` / `[[nvlink_domains]]`: named groups of declared hosts, each host in at most one group."""
+    out: dict[str, tuple[str, ...]] = {}
+    owner: dict[str, str] = {}
+    for t in root.table_list(key, []):
+        gname = t.str("name")
+        expr = t.str("hosts")
+        try:
+            hosts = tuple(expand(expr))
+        except ValueError:
+            raise t.error("hosts", f'expected a Slurm hostlist like "gpu[01-04]", got {expr!r}') from None
+        for h in hosts:
+            if h not in known:
+                raise t.error("hosts", f"host {h} is not under any leaf")
+            if h in owner:
+                raise t.error("hosts", f"host {h} is already in {owner[h]}")
+            owner[h] = gname
+        if gname in out:
+            raise t.error("name", f"duplicate name {gname!r}")
+        out[gname] = hosts
+        t.check_unknown()
+    return out

@@ -1,0 +1,543 @@
+"""The topology model: one typed graph from GPU to the top of the switch fabric.
+
+Providers (nvidia-smi, NVML captures, ibnetdiscover, topology.conf, the site's fabric file) build a `Topology`
+through the `add_*` / `link_*` methods below; renderers, checks and the planner only read it. Vertices and edges
+carry frozen dataclasses, so every consumer sees the same typed fields, and ids are stable strings
+(`host:gpu01`, `gpu:gpu01:3`, `nic:gpu01:mlx5_3`, `switch:leaf1`) so captures made on different machines join.
+
+Pure: no I/O. The graph is an undirected `networkx.Graph`; parallel cables between two switches are one edge
+with a `count`, which keeps 16k-host fabrics small.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar, Iterable, Iterator
+
+import networkx as nx
+
+from slurmtools.errors import ParseError
+
+FORMAT = "slurmtools.topology/1"
+
+# IB lane rate in GB/s of data per direction after encoding (4xNDR = 4 * 12.5 = 50 GB/s = 400 Gb/s).
+IB_LANE_GBYTES = {"SDR": 0.25, "DDR": 0.5, "QDR": 1.0, "FDR10": 1.25, "FDR": 1.7, "EDR": 3.125,
+                  "HDR": 6.25, "NDR": 12.5, "XDR": 25.0}
+# PCIe lane rate in GB/s per direction after encoding, by generation.
+PCIE_LANE_GBYTES = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+
+# ---------------------------------------------------------------------------------------------- vertex kinds
+
+@dataclass(frozen=True)
+class Cluster:
+    """The whole system; hosts are its members."""
+    kind: ClassVar[str] = "cluster"
+    name: str
+
+    @property
+    def vid(self) -> str:
+        return f"cluster:{self.name}"
+
+
+@dataclass(frozen=True)
+class Switch:
+    """An InfiniBand or Ethernet switch. `level` 0 is a leaf; None means "infer from the cabling"."""
+    kind: ClassVar[str] = "switch"
+    name: str
+    level: int | None = None
+    guid: str | None = None
+    description: str | None = None
+    rack: str | None = None
+
+    @property
+    def vid(self) -> str:
+        return f"switch:{self.name}"
+
+
+@dataclass(frozen=True)
+class Host:
+    """A compute node, named as Slurm names it."""
+    kind: ClassVar[str] = "host"
+    name: str
+    node_type: str | None = None
+    rack: str | None = None
+    features: tuple[str, ...] = ()
+
+    @property
+    def vid(self) -> str:
+        return f"host:{self.name}"
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """A NUMA node (with its socket): the CPUs a device's traffic is local to.
+
+    `cpus` are logical CPU ids as the OS and NVML report them; `cores` are Slurm's core ids (gres.conf Cores=)."""
+    kind: ClassVar[str] = "cpu"
+    host: str
+    numa: int
+    socket: int | None = None
+    cpus: tuple[int, ...] = ()
+    cores: tuple[int, ...] = ()
+
+    @property
+    def vid(self) -> str:
+        return f"cpu:{self.host}:{self.numa}"
+
+
+@dataclass(frozen=True)
+class PcieBridge:
+    """A PCIe host bridge / root complex (PHB in `nvidia-smi topo -m`)."""
+    kind: ClassVar[str] = "pcie_bridge"
+    host: str
+    index: int
+    bus_id: str | None = None
+
+    @property
+    def vid(self) -> str:
+        return f"pcibr:{self.host}:{self.index}"
+
+
+@dataclass(frozen=True)
+class PcieSwitch:
+    """A PCIe switch (PIX/PXB); GPUs and NICs under one switch exchange traffic without the CPU."""
+    kind: ClassVar[str] = "pcie_switch"
+    host: str
+    index: int
+    bus_id: str | None = None
+
+    @property
+    def vid(self) -> str:
+        return f"pcisw:{self.host}:{self.index}"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    kind: ClassVar[str] = "gpu"
+    host: str
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    memory_mb: int | None = None
+    gpu_type: str | None = None  # Slurm GRES type, e.g. "h100"
+
+    @property
+    def vid(self) -> str:
+        return f"gpu:{self.host}:{self.index}"
+
+
+@dataclass(frozen=True)
+class Nic:
+    """A network adapter port set (HCA), e.g. mlx5_3. `compute` False marks storage/management adapters."""
+    kind: ClassVar[str] = "nic"
+    host: str
+    name: str
+    port_guids: tuple[str, ...] = ()
+    rate_gbytes: float | None = None
+    link_layer: str = "ib"  # "ib" | "ethernet"
+    compute: bool = True
+
+    @property
+    def vid(self) -> str:
+        return f"nic:{self.host}:{self.name}"
+
+
+@dataclass(frozen=True)
+class NvSwitch:
+    kind: ClassVar[str] = "nvswitch"
+    host: str
+    index: int
+
+    @property
+    def vid(self) -> str:
+        return f"nvswitch:{self.host}:{self.index}"
+
+
+@dataclass(frozen=True)
+class NvlinkDomain:
+    """GPUs that reach each other over NVLink: one host's NVSwitch board, or a multi-node clique (NVL72).
+
+    `clique_id` / `cluster_uuid` are NVML's GPU fabric ids where a capture provides them."""
+    kind: ClassVar[str] = "nvlink_domain"
+    name: str
+    clique_id: int | None = None
+    cluster_uuid: str | None = None
+
+    @property
+    def vid(self) -> str:
+        return f"nvdomain:{self.name}"
+
+
+VERTEX_TYPES: dict[str, type] = {t.kind: t for t in (Cluster, Switch, Host, Cpu, PcieBridge, PcieSwitch, Gpu, Nic,
+                                                      NvSwitch, NvlinkDomain)}
+Vertex = Cluster | Switch | Host | Cpu | PcieBridge | PcieSwitch | Gpu | Nic | NvSwitch | NvlinkDomain
+
+
+# ------------------------------------------------------------------------------------------------ edge kinds
+
+@dataclass(frozen=True)
+class NvLink:
+    """NVLink between two GPUs or a GPU and an NVSwitch: `links` lanes of `gbytes_per_link` GB/s each way."""
+    kind: ClassVar[str] = "nvlink"
+    links: int
+    gbytes_per_link: float = 25.0
+
+    @property
+    def gbytes(self) -> float:
+        return self.links * self.gbytes_per_link
+
+
+@dataclass(frozen=True)
+class Pcie:
+    kind: ClassVar[str] = "pcie"
+    gen: int | None = None
+    width: int | None = None
+
+    @property
+    def gbytes(self) -> float | None:
+        if self.gen in PCIE_LANE_GBYTES and self.width:
+            return PCIE_LANE_GBYTES[self.gen] * self.width
+        return None
+
+
+@dataclass(frozen=True)
+class Smp:
+    """The inter-socket / inter-NUMA interconnect (SYS/NODE hops in `nvidia-smi topo -m`)."""
+    kind: ClassVar[str] = "smp"
+    gbytes: float | None = None
+
+
+@dataclass(frozen=True)
+class IbLink:
+    """`count` parallel InfiniBand cables of `width` lanes at `speed` (4xNDR)."""
+    kind: ClassVar[str] = "ib"
+    width: int = 4
+    speed: str = "NDR"
+    count: int = 1
+
+    @property
+    def gbytes(self) -> float:
+        return self.count * self.width * IB_LANE_GBYTES[self.speed]
+
+
+@dataclass(frozen=True)
+class EthLink:
+    kind: ClassVar[str] = "ethernet"
+    gbps: float = 100.0
+    count: int = 1
+
+    @property
+    def gbytes(self) -> float:
+        return self.count * self.gbps / 8
+
+
+@dataclass(frozen=True)
+class Member:
+    """Membership: host in cluster, device in host, GPU in NVLink domain."""
+    kind: ClassVar[str] = "member"
+
+
+EDGE_TYPES: dict[str, type] = {t.kind: t for t in (NvLink, Pcie, Smp, IbLink, EthLink, Member)}
+Edge = NvLink | Pcie | Smp | IbLink | EthLink | Member
+FABRIC_KINDS = ("ib", "ethernet")
+
+
+def ib_link(spec: str, count: int = 1) -> IbLink:
+    """'4xNDR' -> IbLink(4, 'NDR'). Raises ValueError naming the accepted speeds."""
+    s = spec.strip().upper()
+    width, _, speed = s.partition("X")
+    if not width.isdigit() or speed not in IB_LANE_GBYTES:
+        raise ValueError(f'expected an IB link like "4xNDR" (speeds {", ".join(IB_LANE_GBYTES)}), got {spec!r}')
+    return IbLink(int(width), speed, count)
+
+
+# ------------------------------------------------------------------------------------------------- the graph
+
+class Topology:
+    """A typed topology graph. Vertex data is `g.nodes[vid]["v"]`, edge data `g.edges[u, v]["e"]`."""
+
+    def __init__(self, name: str = "cluster"):
+        self.name = name
+        self.g = nx.Graph()
+        self._cache: dict[str, Any] = {}
+
+    # -- builders (what providers call) ------------------------------------------------------------------
+
+    def add(self, v: Vertex) -> str:
+        """Add a vertex (or replace its data when the id exists, keeping its edges). Returns its id."""
+        vid = v.vid
+        self.g.add_node(vid, v=v)
+        self._cache.clear()
+        return vid
+
+    def add_cluster(self, name: str) -> str:
+        return self.add(Cluster(name))
+
+    def add_host(self, name: str, node_type: str | None = None, rack: str | None = None,
+                 features: Iterable[str] = (), cluster: str | None = None) -> str:
+        """Add a host; with `cluster`, also its membership in that cluster vertex."""
+        vid = self.add(Host(name, node_type, rack, tuple(features)))
+        if cluster is not None:
+            cid = f"cluster:{cluster}"
+            if cid not in self.g:
+                self.add_cluster(cluster)
+            self.g.add_edge(vid, cid, e=Member())
+        return vid
+
+    def add_switch(self, name: str, level: int | None = None, guid: str | None = None,
+                   description: str | None = None, rack: str | None = None) -> str:
+        return self.add(Switch(name, level, guid, description, rack))
+
+    def _need_host(self, host: str) -> str:
+        hid = f"host:{host}"
+        if hid not in self.g:
+            self.add_host(host)
+        return hid
+
+    def add_cpu(self, host: str, numa: int, socket: int | None = None, cpus: Iterable[int] = (),
+                cores: Iterable[int] = ()) -> str:
+        """A NUMA node of `host` (created if missing), a member of the host."""
+        hid = self._need_host(host)
+        vid = self.add(Cpu(host, numa, socket, tuple(cpus), tuple(cores)))
+        self.g.add_edge(vid, hid, e=Member())
+        return vid
+
+    def add_pcie_bridge(self, host: str, index: int, bus_id: str | None = None, parent: str | None = None) -> str:
+        vid = self.add(PcieBridge(host, index, bus_id))
+        self._attach(host, vid, parent)
+        return vid
+
+    def add_pcie_switch(self, host: str, index: int, bus_id: str | None = None, parent: str | None = None) -> str:
+        vid = self.add(PcieSwitch(host, index, bus_id))
+        self._attach(host, vid, parent)
+        return vid
+
+    def add_gpu(self, host: str, index: int, name: str | None = None, uuid: str | None = None,
+                pci_bus_id: str | None = None, memory_mb: int | None = None, gpu_type: str | None = None,
+                parent: str | None = None) -> str:
+        """A GPU of `host`; `parent` (a cpu/pcie vertex id) gets a PCIe edge to it."""
+        vid = self.add(Gpu(host, index, name, uuid, pci_bus_id, memory_mb, gpu_type))
+        self._attach(host, vid, parent)
+        return vid
+
+    def add_nic(self, host: str, name: str, port_guids: Iterable[str] = (), rate_gbytes: float | None = None,
+                link_layer: str = "ib", compute: bool = True, parent: str | None = None) -> str:
+        vid = self.add(Nic(host, name, tuple(port_guids), rate_gbytes, link_layer, compute))
+        self._attach(host, vid, parent)
+        return vid
+
+    def add_nvswitch(self, host: str, index: int) -> str:
+        vid = self.add(NvSwitch(host, index))
+        self.g.add_edge(vid, self._need_host(host), e=Member())
+        return vid
+
+    def add_nvlink_domain(self, name: str, members: Iterable[str] = (), clique_id: int | None = None,
+                          cluster_uuid: str | None = None) -> str:
+        """An NVLink domain and the GPUs (vertex ids) in it."""
+        vid = self.add(NvlinkDomain(name, clique_id, cluster_uuid))
+        for m in members:
+            self.link(m, vid, Member())
+        return vid
+
+    def _attach(self, host: str, vid: str, parent: str | None) -> None:
+        hid = self._need_host(host)
+        self.g.add_edge(vid, hid, e=Member())
+        if parent is not None:
+            self.link(parent, vid, Pcie())
+
+    def link(self, a: str, b: str, edge: Edge) -> None:
+        """Connect two existing vertices. A second IB/Ethernet link adds to the cable count and a second NVLink
+        edge adds to the link count; any other duplicate replaces the edge data."""
+        for x in (a, b):
+            if x not in self.g:
+                raise KeyError(f"no vertex {x!r} in topology {self.name!r}")
+        if a == b:
+            raise ValueError(f"cannot link {a!r} to itself")
+        old = self.g.edges[a, b]["e"] if self.g.has_edge(a, b) else None
+        if old is not None and type(old) is type(edge):
+            if isinstance(edge, IbLink) and (old.width, old.speed) == (edge.width, edge.speed):
+                edge = IbLink(edge.width, edge.speed, old.count + edge.count)
+            elif isinstance(edge, EthLink) and old.gbps == edge.gbps:
+                edge = EthLink(edge.gbps, old.count + edge.count)
+            elif isinstance(edge, NvLink) and old.gbytes_per_link == edge.gbytes_per_link:
+                edge = NvLink(old.links + edge.links, edge.gbytes_per_link)
+        elif old is not None and isinstance(old, Member) is not isinstance(edge, Member):
+            # a member edge (device in host) never hides a physical one, and vice versa; physical wins
+            if isinstance(edge, Member):
+                return
+        self.g.add_edge(a, b, e=edge)
+        self._cache.clear()
+
+    def link_nvlink(self, a: str, b: str, links: int, gbytes_per_link: float = 25.0) -> None:
+        self.link(a, b, NvLink(links, gbytes_per_link))
+
+    def link_pcie(self, a: str, b: str, gen: int | None = None, width: int | None = None) -> None:
+        self.link(a, b, Pcie(gen, width))
+
+    def link_smp(self, a: str, b: str, gbytes: float | None = None) -> None:
+        self.link(a, b, Smp(gbytes))
+
+    def link_ib(self, a: str, b: str, width: int = 4, speed: str = "NDR", count: int = 1) -> None:
+        if speed not in IB_LANE_GBYTES:
+            raise ValueError(f"unknown IB speed {speed!r} (known: {', '.join(IB_LANE_GBYTES)})")
+        self.link(a, b, IbLink(width, speed, count))
+
+    def link_ethernet(self, a: str, b: str, gbps: float, count: int = 1) -> None:
+        self.link(a, b, EthLink(gbps, count))
+
+    # -- typed access ------------------------------------------------------------------------------------
+
+    def __contains__(self, vid: str) -> bool:
+        return vid in self.g
+
+    def vertex(self, vid: str) -> Vertex:
+        try:
+            return self.g.nodes[vid]["v"]
+        except KeyError:
+            raise KeyError(f"no vertex {vid!r} in topology {self.name!r}") from None
+
+    def edge(self, a: str, b: str) -> Edge:
+        return self.g.edges[a, b]["e"]
+
+    def kind(self, vid: str) -> str:
+        return self.g.nodes[vid]["v"].kind
+
+    def of_kind(self, kind: str) -> Iterator[Vertex]:
+        for _, d in self.g.nodes(data="v"):
+            if d.kind == kind:
+                yield d
+
+    def neighbours(self, vid: str, kind: str | None = None, edge_kind: str | None = None) -> Iterator[str]:
+        for n, d in self.g.adj[vid].items():
+            if kind is not None and self.g.nodes[n]["v"].kind != kind:
+                continue
+            if edge_kind is not None and d["e"].kind != edge_kind:
+                continue
+            yield n
+
+    def hosts(self) -> list[Host]:
+        """Hosts in name order."""
+        return sorted(self.of_kind("host"), key=lambda h: _natural(h.name))
+
+    def host_names(self) -> list[str]:
+        return [h.name for h in self.hosts()]
+
+    def switches(self) -> list[Switch]:
+        return sorted(self.of_kind("switch"), key=lambda s: _natural(s.name))
+
+    def devices(self, host: str, kind: str) -> list[Any]:
+        """The GPUs / NICs / CPUs / ... of one host, in index (or name) order."""
+        out = [self.g.nodes[n]["v"] for n in self.g.adj[f"host:{host}"] if self.g.nodes[n]["v"].kind == kind]
+        return sorted(out, key=_order)
+
+    def gpus(self, host: str) -> list[Gpu]:
+        return self.devices(host, "gpu")
+
+    def nics(self, host: str) -> list[Nic]:
+        return self.devices(host, "nic")
+
+    # -- JSON --------------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        vertices = []
+        for vid, v in self.g.nodes(data="v"):
+            d = {"kind": v.kind, **_plain(asdict(v))}
+            vertices.append(d)
+        edges = []
+        for a, b, e in self.g.edges(data="e"):
+            edges.append({"a": a, "b": b, "kind": e.kind, **_plain(asdict(e))})
+        return {"format": FORMAT, "name": self.name, "vertices": vertices, "edges": edges}
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "<json>") -> "Topology":
+        """Rebuild a topology written by `to_dict`; a malformed document fails naming the item at fault."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ParseError(source, None, f'not a slurmtools topology (expected "format": "{FORMAT}")')
+        t = cls(str(data.get("name", "cluster")))
+        for i, d in enumerate(data.get("vertices", [])):
+            v = _decode(VERTEX_TYPES, d, source, f"vertices[{i}]")
+            t.g.add_node(v.vid, v=v)
+        for i, d in enumerate(data.get("edges", [])):
+            where = f"edges[{i}]"
+            if not isinstance(d, dict) or "a" not in d or "b" not in d:
+                raise ParseError(source, None, f"{where}: expected an object with a, b and kind")
+            for end in ("a", "b"):
+                if d[end] not in t.g:
+                    raise ParseError(source, None, f"{where}.{end}: unknown vertex {d[end]!r}")
+            e = _decode(EDGE_TYPES, {k: v for k, v in d.items() if k not in ("a", "b")}, source, where)
+            t.g.add_edge(d["a"], d["b"], e=e)
+        return t
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<json>") -> "Topology":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ParseError(source, exc.lineno, f"invalid JSON: {exc.msg}", exc.colno) from None
+        return cls.from_dict(data, source)
+
+    def same_as(self, other: "Topology") -> bool:
+        """Same vertices with the same data and the same edges with the same data."""
+        if self.name != other.name or dict(self.g.nodes(data="v")) != dict(other.g.nodes(data="v")):
+            return False
+        if self.g.number_of_edges() != other.g.number_of_edges():
+            return False
+        return all(other.g.has_edge(a, b) and other.g.edges[a, b]["e"] == e for a, b, e in self.g.edges(data="e"))
+
+
+def _plain(d: dict) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def _decode(types: dict[str, type], d: Any, source: str, where: str):
+    if not isinstance(d, dict):
+        raise ParseError(source, None, f"{where}: expected an object, got {type(d).__name__}")
+    kind = d.get("kind")
+    if kind not in types:
+        raise ParseError(source, None, f"{where}.kind: expected one of {', '.join(types)}, got {kind!r}")
+    cls = types[kind]
+    names = {f.name for f in fields(cls)}
+    extra = set(d) - names - {"kind"}
+    if extra:
+        raise ParseError(source, None, f"{where}: unknown field(s) {', '.join(sorted(extra))} for a {kind}")
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "kind"}
+    try:
+        return cls(**kw)
+    except TypeError as exc:
+        raise ParseError(source, None, f"{where}: {exc}") from None
+
+
+def _order(v: Any) -> tuple:
+    for attr in ("index", "numa"):
+        if hasattr(v, attr):
+            return (getattr(v, attr),)
+    return _natural(getattr(v, "name", ""))
+
+
+def _natural(s: str) -> tuple:
+    """Sort key that puts gpu2 before gpu10."""
+    out: list = []
+    num = ""
+    txt = ""
+    for ch in s:
+        if ch.isdigit():
+            if txt:
+                out.append((1, txt))
+                txt = ""
+            num += ch
+        else:
+            if num:
+                out.append((0, int(num)))
+                num = ""
+            txt += ch
+    if num:
+        out.append((0, int(num)))
+    if txt:
+        out.append((1, txt))
+    return tuple(out)

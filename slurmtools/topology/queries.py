@@ -1,0 +1,417 @@
+"""Questions the planner, renderers and checks ask of a `Topology`.
+
+Inside a host: NVLink islands, PCIe switch groups, nearest NICs and local CPUs per GPU. Across hosts: a host's
+leaf and spine path, hops and bottleneck bandwidth between two hosts, hosts under a switch, NVLink domains with
+free capacity, and oversubscription per switch level. Fabric questions run on a small "fabric view" (hosts and
+switches only, parallel cables summed into one capacity) that is built once per topology and cached.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Mapping
+
+import networkx as nx
+
+from slurmtools.topology.graph import FABRIC_KINDS, Gpu, Topology, _natural
+
+INTERNAL = ("pcie", "smp")
+
+
+# ------------------------------------------------------------------------------------------- inside a host
+
+def nvlink_islands(t: Topology, host: str) -> list[list[int]]:
+    """GPU indices of `host` grouped by what NVLink (directly or through NVSwitches) connects; singletons for
+    PCIe-only GPUs. Ordered by lowest index."""
+    gpus = {g.vid: g.index for g in t.gpus(host)}
+    seen: set[str] = set()
+    out: list[list[int]] = []
+    for start in gpus:
+        if start in seen:
+            continue
+        comp: list[int] = []
+        queue = deque([start])
+        seen.add(start)
+        while queue:
+            u = queue.popleft()
+            if u in gpus:
+                comp.append(gpus[u])
+            for w, d in t.g.adj[u].items():
+                if w not in seen and d["e"].kind == "nvlink" and t.kind(w) in ("gpu", "nvswitch"):
+                    seen.add(w)
+                    queue.append(w)
+        out.append(sorted(comp))
+    return sorted(out)
+
+
+def nvlink_count(t: Topology, a: str, b: str) -> int:
+    """NVLinks between two GPUs (vertex ids): a direct edge's links, or through shared NVSwitches the smaller
+    of the two GPUs' link counts to each switch (on NVSwitch boards every GPU reaches every peer with all its
+    links, which is what Slurm's gres.conf Links= states for them)."""
+    n = 0
+    if t.g.has_edge(a, b) and t.edge(a, b).kind == "nvlink":
+        n += t.edge(a, b).links
+    for s, d in t.g.adj[a].items():
+        if d["e"].kind == "nvlink" and t.kind(s) == "nvswitch" and t.g.has_edge(s, b):
+            eb = t.edge(s, b)
+            if eb.kind == "nvlink":
+                n += min(d["e"].links, eb.links)
+    return n
+
+
+def nvlink_matrix(t: Topology, host: str) -> list[list[int]]:
+    """Links per GPU pair in index order, -1 on the diagonal (Slurm's gres.conf Links= rows)."""
+    gpus = t.gpus(host)
+    return [[-1 if i == j else nvlink_count(t, a.vid, b.vid) for j, b in enumerate(gpus)]
+            for i, a in enumerate(gpus)]
+
+
+def pcie_groups(t: Topology, host: str) -> dict[str | None, list[int]]:
+    """GPU indices of `host` by the PCIe switch directly above them (None: attached to a bridge or CPU)."""
+    out: dict[str | None, list[int]] = {}
+    for g in t.gpus(host):
+        sw = next((n for n in t.neighbours(g.vid, "pcie_switch", "pcie")), None)
+        out.setdefault(sw, []).append(g.index)
+    return out
+
+
+def _internal_distances(t: Topology, start: str, kinds: tuple[str, ...]) -> dict[str, int]:
+    """BFS over PCIe/SMP edges of one host from `start`."""
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        u = queue.popleft()
+        for w, d in t.g.adj[u].items():
+            if w not in dist and d["e"].kind in kinds:
+                dist[w] = dist[u] + 1
+                queue.append(w)
+    return dist
+
+
+def nearest_nics(t: Topology, host: str, compute_only: bool = True) -> dict[int, list[str]]:
+    """For each GPU index, the NIC name(s) the fewest PCIe/SMP hops away (ties all listed); [] when no NIC is
+    connected to the GPU's PCIe tree at all."""
+    out: dict[int, list[str]] = {}
+    for g in t.gpus(host):
+        dist = _internal_distances(t, g.vid, INTERNAL)
+        best: list[tuple[int, str]] = []
+        for vid, dd in dist.items():
+            v = t.vertex(vid)
+            if v.kind == "nic" and (v.compute or not compute_only):
+                best.append((dd, v.name))
+        if best:
+            m = min(d for d, _ in best)
+            out[g.index] = sorted((n for d, n in best if d == m), key=_natural)
+        else:
+            out[g.index] = []
+    return out
+
+
+def _local_cpu_vertices(t: Topology, gpu_vid: str) -> list[str]:
+    dist = _internal_distances(t, gpu_vid, ("pcie",))
+    cpus = [(d, v) for v, d in dist.items() if t.kind(v) == "cpu"]
+    if not cpus:
+        return []
+    m = min(d for d, _ in cpus)
+    return sorted((v for d, v in cpus if d == m), key=_natural)
+
+
+def local_cpus(t: Topology, host: str) -> dict[int, tuple[int, ...]]:
+    """For each GPU index, the logical CPU ids of the NUMA node(s) its PCIe tree hangs from."""
+    out = {}
+    for g in t.gpus(host):
+        ids: set[int] = set()
+        for c in _local_cpu_vertices(t, g.vid):
+            ids.update(t.vertex(c).cpus)
+        out[g.index] = tuple(sorted(ids))
+    return out
+
+
+def local_cores(t: Topology, host: str) -> dict[int, tuple[int, ...]]:
+    """For each GPU index, Slurm core ids local to it (gres.conf Cores=)."""
+    out = {}
+    for g in t.gpus(host):
+        ids: set[int] = set()
+        for c in _local_cpu_vertices(t, g.vid):
+            ids.update(t.vertex(c).cores)
+        out[g.index] = tuple(sorted(ids))
+    return out
+
+
+def gpu_numa(t: Topology, host: str) -> dict[int, list[int]]:
+    """For each GPU index, the NUMA node number(s) it is local to."""
+    return {g.index: [t.vertex(c).numa for c in _local_cpu_vertices(t, g.vid)] for g in t.gpus(host)}
+
+
+def nic_numa(t: Topology, host: str) -> dict[str, list[int]]:
+    """For each NIC name, the NUMA node number(s) it is local to."""
+    return {n.name: [t.vertex(c).numa for c in _local_cpu_vertices(t, n.vid)] for n in t.nics(host)}
+
+
+# ------------------------------------------------------------------------------------------- the fabric view
+
+def fabric_view(t: Topology) -> nx.Graph:
+    """Hosts and switches only; an edge's `gbytes` is the summed capacity of all cables between the two (a host's
+    compute NICs count toward the host). Cached until the topology changes."""
+    fv = t._cache.get("fabric")
+    if fv is not None:
+        return fv
+    fv = nx.Graph()
+    for v in t.of_kind("switch"):
+        fv.add_node(v.vid)
+    for v in t.of_kind("host"):
+        fv.add_node(v.vid)
+    nodes = t.g.nodes
+    for a, b, e in t.g.edges(data="e"):
+        if e.kind not in FABRIC_KINDS:
+            continue
+        ends = []
+        for x in (a, b):
+            v = nodes[x]["v"]
+            if v.kind == "nic":
+                if not v.compute:
+                    break
+                ends.append(f"host:{v.host}")
+            elif v.kind in ("switch", "host"):
+                ends.append(x)
+            else:
+                break
+        if len(ends) != 2 or ends[0] == ends[1]:
+            continue
+        if fv.has_edge(*ends):
+            fv.edges[ends[0], ends[1]]["gbytes"] += e.gbytes
+        else:
+            fv.add_edge(ends[0], ends[1], gbytes=e.gbytes)
+    t._cache["fabric"] = fv
+    return fv
+
+
+def switch_levels(t: Topology) -> dict[str, int]:
+    """Switch name -> level (0 = leaf). Declared levels win; the rest is the switch's distance from the nearest
+    host minus one, which is the level in a tree or fat tree. Switches no host reaches are left out."""
+    lv = t._cache.get("levels")
+    if lv is not None:
+        return lv
+    fv = fabric_view(t)
+    dist: dict[str, int] = {}
+    queue: deque[str] = deque()
+    for n in fv:
+        if n.startswith("host:"):
+            dist[n] = -1
+            queue.append(n)
+    while queue:
+        u = queue.popleft()
+        for w in fv.adj[u]:
+            if w not in dist and w.startswith("switch:"):
+                dist[w] = dist[u] + 1
+                queue.append(w)
+    lv = {}
+    for s in t.of_kind("switch"):
+        if s.level is not None:
+            lv[s.name] = s.level
+        elif s.vid in dist:
+            lv[s.name] = dist[s.vid]
+    t._cache["levels"] = lv
+    return lv
+
+
+def _need(t: Topology, vid: str, what: str) -> None:
+    if vid not in t.g:
+        raise ValueError(f"no {what} {vid.split(':', 1)[1]!r} in topology {t.name!r}")
+
+
+def leaves_of(t: Topology, host: str) -> list[str]:
+    """Leaf switches the host is cabled to, most capacity first (rail-optimised hosts have several)."""
+    _need(t, f"host:{host}", "host")
+    fv = fabric_view(t)
+    hid = f"host:{host}"
+    lv = switch_levels(t)
+    leaves = [(-fv.edges[hid, s]["gbytes"], _natural(s[7:]), s[7:]) for s in fv.adj[hid]
+              if s.startswith("switch:") and lv.get(s[7:]) == 0]
+    return [n for *_, n in sorted(leaves)]
+
+
+def primary_leaf(t: Topology, host: str) -> str | None:
+    """The one leaf a tree-shaped config (topology.conf) puts the host under: the one with the most capacity."""
+    ls = leaves_of(t, host)
+    return ls[0] if ls else None
+
+
+def uplinks(t: Topology, host: str) -> list[list[str]]:
+    """The host's switch path by level: [[leaves], [spines above them], [cores above those], ...]."""
+    lv = switch_levels(t)
+    fv = fabric_view(t)
+    level = leaves_of(t, host)
+    out: list[list[str]] = []
+    k = 0
+    while level:
+        out.append(level)
+        up = {w[7:] for s in level for w in fv.adj[f"switch:{s}"]
+              if w.startswith("switch:") and lv.get(w[7:]) == k + 1}
+        level = sorted(up, key=_natural)
+        k += 1
+    return out
+
+
+def hosts_under(t: Topology, switch: str) -> list[str]:
+    """Hosts reachable downward from a switch (through lower-level switches), in name order."""
+    _need(t, f"switch:{switch}", "switch")
+    memo = t._cache.setdefault("under", {})
+    if switch in memo:
+        return memo[switch]
+    lv = switch_levels(t)
+    fv = fabric_view(t)
+    mine = lv.get(switch)
+    hosts: set[str] = set()
+    for w in fv.adj[f"switch:{switch}"]:
+        if w.startswith("host:"):
+            hosts.add(w[5:])
+        elif mine is not None and lv.get(w[7:]) == mine - 1:
+            hosts.update(hosts_under(t, w[7:]))
+    out = sorted(hosts, key=_natural)
+    memo[switch] = out
+    return out
+
+
+@dataclass(frozen=True)
+class HostPath:
+    """Shortest cabled path between two hosts: `hops` links, `gbytes` the narrowest hop on the widest such path
+    (parallel cables and a host's several NICs to one switch summed), `via` the switches on that path."""
+    hops: int
+    gbytes: float | None
+    via: tuple[str, ...]
+
+
+def path_between(t: Topology, a: str, b: str) -> HostPath | None:
+    """Hops and bottleneck bandwidth between hosts `a` and `b`; None when no cable path joins them. Other hosts
+    are never transit points. This is a per-path bottleneck, not a max-flow over all rails."""
+    src, dst = f"host:{a}", f"host:{b}"
+    _need(t, src, "host")
+    _need(t, dst, "host")
+    if a == b:
+        return HostPath(0, None, ())
+    fv = fabric_view(t)
+    dist = {src: 0}
+    width = {src: float("inf")}
+    parent: dict[str, str] = {}
+    queue = deque([src])
+    while queue:
+        u = queue.popleft()
+        if dst in dist and dist[u] >= dist[dst]:
+            break
+        if u != src and u.startswith("host:"):
+            continue
+        for w, d in fv.adj[u].items():
+            if w.startswith("host:") and w != dst:
+                continue
+            cap = min(width[u], d["gbytes"])
+            if w not in dist:
+                dist[w] = dist[u] + 1
+                width[w] = cap
+                parent[w] = u
+                queue.append(w)
+            elif dist[w] == dist[u] + 1 and cap > width[w]:
+                width[w] = cap
+                parent[w] = u
+    if dst not in dist:
+        return None
+    via = []
+    x = parent[dst]
+    while x != src:
+        via.append(x[7:])
+        x = parent[x]
+    return HostPath(dist[dst], width[dst], tuple(reversed(via)))
+
+
+@dataclass(frozen=True)
+class LevelLoad:
+    """Oversubscription of one switch level: capacity down (to hosts / lower switches) over capacity up."""
+    level: int
+    switches: int
+    down_gbytes: float
+    up_gbytes: float
+    ratio: float | None  # down / up over the whole level; None at the top level
+    worst: float | None  # the most oversubscribed single switch of the level
+
+
+def oversubscription(t: Topology) -> list[LevelLoad]:
+    lv = switch_levels(t)
+    fv = fabric_view(t)
+    per: dict[int, list[tuple[float, float]]] = {}
+    for name, k in lv.items():
+        down = up = 0.0
+        for w, d in fv.adj[f"switch:{name}"].items():
+            if w.startswith("host:") or lv.get(w[7:], k) < k:
+                down += d["gbytes"]
+            elif lv.get(w[7:], k) > k:
+                up += d["gbytes"]
+        per.setdefault(k, []).append((down, up))
+    out = []
+    for k in sorted(per):
+        rows = per[k]
+        down = sum(r[0] for r in rows)
+        up = sum(r[1] for r in rows)
+        ratios = [r[0] / r[1] for r in rows if r[1] > 0]
+        out.append(LevelLoad(k, len(rows), down, up, down / up if up > 0 else None,
+                             max(ratios) if ratios else None))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- NVLink domains
+
+@dataclass(frozen=True)
+class DomainCapacity:
+    name: str
+    hosts: tuple[str, ...]
+    gpus: int
+    free_gpus: int
+    free_hosts: int  # hosts whose every GPU in the domain is free
+
+    @property
+    def multi_node(self) -> bool:
+        return len(self.hosts) > 1
+
+
+def domain_gpus(t: Topology, domain: str) -> list[Gpu]:
+    """GPUs in an NVLink domain (members may be GPUs or whole hosts)."""
+    vid = f"nvdomain:{domain}"
+    _need(t, vid, "NVLink domain")
+    out: list[Gpu] = []
+    for m in t.neighbours(vid, edge_kind="member"):
+        v = t.vertex(m)
+        if v.kind == "gpu":
+            out.append(v)
+        elif v.kind == "host":
+            out.extend(t.gpus(v.name))
+    return sorted(out, key=lambda g: (_natural(g.host), g.index))
+
+
+def nvlink_domains(t: Topology, free: Mapping[str, int] | None = None) -> list[DomainCapacity]:
+    """Every NVLink domain with its size and free capacity, given free GPUs per host (None: all free; a host
+    missing from `free` has none free)."""
+    out = []
+    for d in sorted(t.of_kind("nvlink_domain"), key=lambda d: _natural(d.name)):
+        per_host: dict[str, int] = {}
+        for g in domain_gpus(t, d.name):
+            per_host[g.host] = per_host.get(g.host, 0) + 1
+        hosts = tuple(sorted(per_host, key=_natural))
+        if free is None:
+            fr = dict(per_host)
+        else:
+            fr = {h: min(max(free.get(h, 0), 0), n) for h, n in per_host.items()}
+        out.append(DomainCapacity(d.name, hosts, sum(per_host.values()), sum(fr.values()),
+                                  sum(1 for h in hosts if fr[h] == per_host[h])))
+    return out
+
+
+def domain_of(t: Topology, host: str) -> list[str]:
+    """Names of the NVLink domains holding any GPU of `host`."""
+    out = set()
+    for g in t.gpus(host):
+        for m in t.neighbours(g.vid, "nvlink_domain", "member"):
+            out.add(m.split(":", 1)[1])
+    for m in t.neighbours(f"host:{host}", "nvlink_domain", "member"):
+        out.add(m.split(":", 1)[1])
+    return sorted(out, key=_natural)
