@@ -1,0 +1,458 @@
+"""Provider: the text of `nvidia-smi topo -m` and `nvidia-smi nvlink -s`, as pasted by people.
+
+Real pastes are messy (prompt lines, `#` prefixes, hand-aligned spaces, fused cells such as `PXBNODE`,
+truncation), so the parser works on whitespace-separated tokens with their columns, splits a fused cell only
+when exactly one reading into known link tokens exists, and refuses anything it cannot read faithfully with
+`file:line:column: what was expected`. A half-read matrix would give the planner a silently wrong node.
+
+Pure: takes text, returns typed dataclasses. `add_to()` copies the result into the topology graph.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from slurmtools.errors import ParseError
+
+# Connection classes, nearest first. SOC is the pre-2017 name of SYS.
+PCIE_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+CLASS_RANK = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
+_LINK_WORDS = ("X", "SOC", "SYS", "NODE", "PHB", "PXB", "PIX")
+_P2P_WORDS = {"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"}
+_CPULIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
+_TOKEN = re.compile(r"\S+")
+_NIC_LEGEND = re.compile(r"^\s*NIC(\d+)\s*:\s*(\S+)\s*$")
+_AFFINITY_COLUMNS = {("CPU", "Affinity"): "cpu", ("NUMA", "Affinity"): "numa", ("GPU", "NUMA", "ID"): "gpu_numa"}
+_COLUMN_TITLES = {"cpu": "CPU Affinity", "numa": "NUMA Affinity", "gpu_numa": "GPU NUMA ID"}
+
+
+@dataclass(frozen=True)
+class Link:
+    """One cell of the matrix: `kind` is X, NV, PIX, PXB, PHB, NODE or SYS; `token` is what was printed."""
+
+    token: str
+    kind: str
+    nvlinks: int = 0
+
+    @property
+    def rank(self) -> int:
+        """Distance class, 0 (NVLink) to 5 (SYS); the self cell ranks -1."""
+        return -1 if self.kind == "X" else CLASS_RANK[self.kind]
+
+
+@dataclass(frozen=True)
+class Device:
+    """A row/column of the matrix. NICs carry their legend name (mlx5_3, rocep49s0) when the file gives one."""
+
+    label: str                      # as in the header: GPU0, NIC2, mlx5_0
+    kind: str                       # "gpu" | "nic"
+    index: int                      # GPU index, or position among the NICs
+    name: str                       # GPU0 for GPUs; the NIC's device name where known, else its label
+    cpu_affinity: frozenset[int] | None = None   # None: column absent or not given for this row
+    numa_affinity: frozenset[int] | None = None  # None: column absent or N/A
+    gpu_numa_id: int | None = None
+
+
+@dataclass(frozen=True)
+class TopoMatrix:
+    """What one `nvidia-smi topo -m` run says about one node."""
+
+    source: str
+    devices: tuple[Device, ...]
+    links: tuple[tuple[Link, ...], ...]
+    columns: tuple[str, ...] = ()    # affinity columns present: cpu, numa, gpu_numa
+
+    @property
+    def gpus(self) -> tuple[Device, ...]:
+        return tuple(d for d in self.devices if d.kind == "gpu")
+
+    @property
+    def nics(self) -> tuple[Device, ...]:
+        return tuple(d for d in self.devices if d.kind == "nic")
+
+    def _pos(self, name: str | Device) -> int:
+        if isinstance(name, Device):
+            return self.devices.index(name)
+        for i, d in enumerate(self.devices):
+            if name in (d.label, d.name):
+                return i
+        raise KeyError(name)
+
+    def gpu(self, index: int) -> Device:
+        for d in self.devices:
+            if d.kind == "gpu" and d.index == index:
+                return d
+        raise KeyError(f"GPU{index}")
+
+    def link(self, a: str | Device, b: str | Device) -> Link:
+        """The cell between two devices, by label (GPU0, NIC1) or NIC name (mlx5_1)."""
+        return self.links[self._pos(a)][self._pos(b)]
+
+    def nvlinks(self, a: int, b: int) -> int:
+        """NVLink count between GPU a and GPU b (0 when they talk over PCIe)."""
+        return self.link(f"GPU{a}", f"GPU{b}").nvlinks
+
+    def nearest_nics(self, gpu: int) -> tuple[str, tuple[str, ...]]:
+        """(class, NIC names) of the NICs with the closest PCIe class to GPU `gpu`; ("", ()) without NICs."""
+        g = self._pos(f"GPU{gpu}")
+        best: list[tuple[int, str, str]] = []
+        for j, d in enumerate(self.devices):
+            if d.kind != "nic":
+                continue
+            ln = self.links[g][j]
+            best.append((ln.rank, ln.kind, d.name))
+        if not best:
+            return "", ()
+        low = min(r for r, _, _ in best)
+        return next(k for r, k, _ in best if r == low), tuple(n for r, _, n in best if r == low)
+
+    def pcie_groups(self, kind: str) -> list[tuple[str, ...]]:
+        """Devices joined by `kind` ("PIX": same PCIe switch, "PXB": same switch tree) or nearer, as components."""
+        limit = CLASS_RANK[kind]
+        n = len(self.devices)
+        parent = list(range(n))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for i in range(n):
+            for j in range(i + 1, n):
+                ln = self.links[i][j]
+                if ln.kind != "NV" and 0 < ln.rank <= limit:
+                    parent[find(i)] = find(j)
+        groups: dict[int, list[str]] = {}
+        for i in range(n):
+            groups.setdefault(find(i), []).append(self.devices[i].label)
+        return [tuple(g) for g in groups.values() if len(g) > 1]
+
+    def numa_of(self, label: str) -> int | None:
+        """A device's NUMA node: its own NUMA Affinity (single node) or GPU NUMA ID, else for a NIC the NUMA
+        node of a GPU it reaches without crossing the SMP interconnect or a host bridge boundary."""
+        d = self.devices[self._pos(label)]
+        if d.numa_affinity is not None and len(d.numa_affinity) == 1:
+            return next(iter(d.numa_affinity))
+        if d.kind == "nic":
+            i = self._pos(label)
+            for j, g in enumerate(self.devices):
+                if g.kind == "gpu" and self.links[i][j].kind in ("PIX", "PXB", "PHB", "NODE"):
+                    if g.numa_affinity is not None and len(g.numa_affinity) == 1:
+                        return next(iter(g.numa_affinity))
+        return None
+
+
+# ---------------------------------------------------------------- parsing helpers
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    """(offset, content) per line: a leading `#` (comment-prefixed paste) is dropped, keeping real columns."""
+    out = []
+    for raw in text.splitlines():
+        stripped = raw.lstrip()
+        if stripped.startswith("#"):
+            off = len(raw) - len(stripped) + 1
+            out.append((off, raw[off:]))
+        else:
+            out.append((0, raw))
+    return out
+
+
+def _tokens(content: str, off: int) -> list[tuple[int, str]]:
+    """(1-based column in the original line, token)."""
+    return [(m.start() + off + 1, m.group()) for m in _TOKEN.finditer(content)]
+
+
+def _link_from_word(word: str) -> Link | None:
+    if word in _LINK_WORDS:
+        return Link(word, "SYS" if word == "SOC" else word)
+    if word.startswith("NV") and word[2:].isdigit() and int(word[2:]) > 0:
+        return Link(word, "NV", int(word[2:]))
+    return None
+
+
+def _segmentations(tok: str, start: int = 0) -> Iterator[list[str]]:
+    """Every way to read `tok[start:]` as a run of link words (fused cells such as `PXBNODE`, `NV2NV1`)."""
+    if start == len(tok):
+        yield []
+        return
+    for w in _LINK_WORDS:
+        if tok.startswith(w, start):
+            for rest in _segmentations(tok, start + len(w)):
+                yield [w] + rest
+    if tok.startswith("NV", start):
+        end = start + 2
+        while end < len(tok) and tok[end].isdigit():
+            end += 1
+            for rest in _segmentations(tok, end):
+                yield [tok[start:end]] + rest
+
+
+def _split_cell(tok: str) -> list[str] | None:
+    """The unique reading of a (possibly fused) cell, None when it is not made of link words.
+    Raises ValueError when it is, but in more than one way."""
+    if _link_from_word(tok):
+        return [tok]
+    readings = []
+    for seg in _segmentations(tok):
+        readings.append(seg)
+        if len(readings) > 1:
+            raise ValueError(f"fused cell {tok!r} reads as {' '.join(readings[0])} or {' '.join(readings[1])}")
+    return readings[0] if readings else None
+
+
+def parse_cpulist(value: str) -> frozenset[int]:
+    """`0-51,104-155` -> the set of ids. Raises ValueError on anything else."""
+    if not _CPULIST.match(value):
+        raise ValueError(value)
+    out: set[int] = set()
+    for part in value.split(","):
+        a, _, b = part.partition("-")
+        lo, hi = int(a), int(b or a)
+        if hi < lo:
+            raise ValueError(value)
+        out.update(range(lo, hi + 1))
+    return frozenset(out)
+
+
+def _header_columns(toks: list[tuple[int, str]], source: str, lineno: int):
+    devices: list[tuple[int, str]] = []
+    columns: list[str] = []
+    i = 0
+    while i < len(toks):
+        col, tok = toks[i]
+        words = tuple(t for _, t in toks[i:i + 3])
+        phrase = next((k for k in _AFFINITY_COLUMNS if words[:len(k)] == k), None)
+        if phrase:
+            columns.append(_AFFINITY_COLUMNS[phrase])
+            i += len(phrase)
+            continue
+        if columns:
+            raise ParseError(source, lineno, f"unexpected header column {tok!r} after the affinity columns", col)
+        fused = re.fullmatch(r"(?:(?:GPU|NIC)\d+)+", tok)
+        parts = re.findall(r"(?:GPU|NIC)\d+", tok) if fused else [tok]
+        for p in parts:
+            devices.append((col, p))
+        i += 1
+    return devices, columns
+
+
+def _is_p2p(lines: list[tuple[int, str]], header_at: int) -> bool:
+    before = " ".join(c for _, c in lines[:header_at])
+    if "-p2p" in before:
+        return True
+    if header_at + 1 < len(lines):
+        toks = [t for _, t in _tokens(lines[header_at + 1][1], 0)]
+        return any(t in _P2P_WORDS for t in toks[1:])
+    return False
+
+
+# ---------------------------------------------------------------- topo -m
+
+def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMatrix:
+    """Read `nvidia-smi topo -m` output. Raises ParseError naming line and column on anything unreadable."""
+    lines = _lines(text)
+    header_at = None
+    for n, (off, content) in enumerate(lines):
+        toks = _tokens(content, off)
+        if toks and re.match(r"GPU0(?:\b|GPU|NIC|$)", toks[0][1]):
+            header_at = n
+            break
+    if header_at is None:
+        if re.search(r"^\s*GPU \d+: .*\n\s*Link \d+:", text, re.M):
+            raise ParseError(source, None, "this is `nvidia-smi nvlink -s` output, not `nvidia-smi topo -m` "
+                                           "(import it as nvlink status)")
+        raise ParseError(source, None, "no `nvidia-smi topo -m` header found (a line starting with GPU0)")
+    if _is_p2p(lines, header_at):
+        raise ParseError(source, header_at + 1, "this is `nvidia-smi topo -p2p` output (peer-to-peer "
+                                                "capability: OK/CNS/GNS), not the link matrix of `nvidia-smi "
+                                                "topo -m`")
+    off, content = lines[header_at]
+    hline = header_at + 1
+    header, columns = _header_columns(_tokens(content, off), source, hline)
+    labels = [t for _, t in header]
+    if len(set(labels)) != len(labels):
+        raise ParseError(source, hline, "a device appears twice in the header", header[0][0])
+    n = len(labels)
+
+    rows: list[list[Link]] = []
+    values: list[dict[str, tuple[int, str] | None]] = []
+    for r, label in enumerate(labels):
+        ln = header_at + 1 + r
+        if ln >= len(lines) or not lines[ln][1].strip() or lines[ln][1].strip().startswith("Legend"):
+            at = min(ln, len(lines)) + 1
+            raise ParseError(source, at, f"table ends after {r} of {n} rows; expected the row of {label} "
+                                         "(truncated paste?)")
+        off, content = lines[ln]
+        toks = _tokens(content, off)
+        col0, first = toks[0]
+        if first != label:
+            raise ParseError(source, ln + 1, f"expected the row of {label}, found {first!r}", col0)
+        cells: list[Link] = []
+        k = 1
+        while len(cells) < n:
+            if k >= len(toks):
+                end = len(lines[ln][1]) + lines[ln][0] + 1
+                raise ParseError(source, ln + 1, f"row {label} has {len(cells)} of {n} link cells; expected "
+                                                 f"the cell for {labels[len(cells)]} (truncated paste?)", end)
+            col, tok = toks[k]
+            try:
+                words = _split_cell(tok)
+            except ValueError as exc:
+                raise ParseError(source, ln + 1, f"{exc}; cannot tell the cells apart", col) from None
+            if words is None:
+                if tok in _P2P_WORDS:
+                    raise ParseError(source, ln + 1, f"{tok!r} is a `topo -p2p` status, not a link class", col)
+                raise ParseError(source, ln + 1, f"expected a link class (X, NV#, PIX, PXB, PHB, NODE, SYS) for "
+                                                 f"column {labels[len(cells)]}, found {tok!r}", col)
+            if len(cells) + len(words) > n:
+                raise ParseError(source, ln + 1, f"cell {tok!r} splits into {len(words)} cells but only "
+                                                 f"{n - len(cells)} columns are left", col)
+            for w in words:
+                link = _link_from_word(w)
+                assert link is not None
+                j = len(cells)
+                if (j == r) != (link.kind == "X"):
+                    what = "X (the device itself)" if j == r else "a link class, not X"
+                    raise ParseError(source, ln + 1, f"row {label}, column {labels[j]}: expected {what}, "
+                                                     f"found {w!r}", col)
+                cells.append(link)
+            k += 1
+        rest = toks[k:]
+        values.append(_affinity_values(rest, columns, label, source, ln + 1))
+        rows.append(cells)
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if rows[i][j] != rows[j][i]:
+                raise ParseError(source, header_at + 2 + j,
+                                 f"matrix not symmetric: {labels[i]}->{labels[j]} is {rows[i][j].token} but "
+                                 f"{labels[j]}->{labels[i]} is {rows[j][i].token} (misaligned paste?)")
+
+    legend = _nic_legend(lines, header_at + 1 + n, source)
+    devices = []
+    nic_no = 0
+    for label, vals in zip(labels, values):
+        if re.fullmatch(r"GPU\d+", label):
+            kind, index, name = "gpu", int(label[3:]), label
+        else:
+            kind, index = "nic", nic_no
+            nic_no += 1
+            m = re.fullmatch(r"NIC(\d+)", label)
+            name = legend.pop(int(m.group(1)), label) if m else label
+        devices.append(Device(label, kind, index, name, **vals))
+    if legend:
+        extra = ", ".join(f"NIC{k}" for k in sorted(legend))
+        raise ParseError(source, None, f"NIC Legend names {extra}, which the matrix does not have")
+    return TopoMatrix(source, tuple(devices), tuple(tuple(r) for r in rows), tuple(columns))
+
+
+def _affinity_values(rest, columns, label, source, lineno):
+    vals: dict = {}
+    names = list(columns)
+    if not rest:
+        return vals
+    if len(rest) > len(names):
+        col, tok = rest[len(names)]
+        raise ParseError(source, lineno, f"row {label}: unexpected value {tok!r} after the "
+                                         f"{len(names)} affinity columns", col)
+    if len(rest) < len(names):
+        # Only CPU Affinity is ever printed empty (nvidia-smi intersects it with the caller's cpuset).
+        if len(rest) == len(names) - 1 and "cpu" in names:
+            vals["cpu_affinity"] = frozenset()
+            names.remove("cpu")
+        else:
+            col, _ = rest[-1]
+            want = ", ".join(_COLUMN_TITLES[c] for c in columns)
+            raise ParseError(source, lineno, f"row {label}: expected values for {want}, found {len(rest)}", col)
+    for name, (col, tok) in zip(names, rest):
+        try:
+            if name == "cpu":
+                vals["cpu_affinity"] = parse_cpulist(tok)
+            elif name == "numa":
+                vals["numa_affinity"] = None if tok == "N/A" else parse_cpulist(tok)
+            else:
+                vals["gpu_numa_id"] = None if tok == "N/A" else int(tok)
+        except ValueError:
+            kind = "a NUMA id or N/A" if name == "gpu_numa" else "a list like 0-15,32-47" + \
+                (" or N/A" if name == "numa" else "")
+            raise ParseError(source, lineno, f"row {label}, {_COLUMN_TITLES[name]}: expected {kind}, "
+                                             f"found {tok!r}", col) from None
+    return vals
+
+
+def _nic_legend(lines, start, source) -> dict[int, str]:
+    legend: dict[int, str] = {}
+    in_legend = False
+    for n in range(start, len(lines)):
+        content = lines[n][1]
+        if content.strip() == "NIC Legend:":
+            in_legend = True
+            continue
+        if in_legend:
+            m = _NIC_LEGEND.match(content)
+            if m:
+                k = int(m.group(1))
+                if k in legend:
+                    raise ParseError(source, n + 1, f"NIC{k} appears twice in the NIC Legend")
+                legend[k] = m.group(2)
+            elif content.strip():
+                break
+    return legend
+
+
+# ---------------------------------------------------------------- nvlink -s
+
+@dataclass(frozen=True)
+class GpuNvlinks:
+    """One GPU's NVLinks from `nvidia-smi nvlink -s`: per link its GB/s, None when inactive."""
+
+    index: int
+    name: str
+    uuid: str
+    links: tuple[tuple[int, float | None], ...] = field(default=())
+
+    @property
+    def active(self) -> int:
+        return sum(1 for _, s in self.links if s is not None)
+
+    @property
+    def gbytes(self) -> float:
+        return sum(s for _, s in self.links if s is not None)
+
+
+_GPU_LINE = re.compile(r"^GPU (\d+): (.*?) \(UUID: ([^)]*)\)\s*$")
+_LINK_LINE = re.compile(r"^Link (\d+): (?:([\d.]+) GB/s|<inactive>)\s*$")
+
+
+def parse_nvlink_status(text: str, source: str = "<nvidia-smi nvlink -s>") -> tuple[GpuNvlinks, ...]:
+    """Read `nvidia-smi nvlink -s`. Elided lines (`[...]`) are refused: the link count would be wrong."""
+    gpus: list[GpuNvlinks] = []
+    cur: dict | None = None
+    for n, (off, content) in enumerate(_lines(text), start=1):
+        s = content.strip()
+        if not s or s.startswith("$") or "nvidia-smi" in s:
+            continue
+        m = _GPU_LINE.match(s)
+        if m:
+            if cur:
+                gpus.append(GpuNvlinks(**cur))
+            cur = {"index": int(m.group(1)), "name": m.group(2), "uuid": m.group(3), "links": ()}
+            continue
+        col = off + len(content) - len(content.lstrip()) + 1
+        if s in ("[...]", "...", "[..]"):
+            raise ParseError(source, n, "lines were elided here ([...]); the link count cannot be known", col)
+        m = _LINK_LINE.match(s)
+        if not m or cur is None:
+            raise ParseError(source, n, "expected `GPU <n>: <name> (UUID: ...)` or `Link <n>: <GB/s> GB/s`", col)
+        link = (int(m.group(1)), float(m.group(2)) if m.group(2) else None)
+        if cur["links"] and link[0] != cur["links"][-1][0] + 1:
+            raise ParseError(source, n, f"expected Link {cur['links'][-1][0] + 1}, found Link {link[0]}", col)
+        cur["links"] = cur["links"] + (link,)
+    if cur:
+        gpus.append(GpuNvlinks(**cur))
+    if not gpus:
+        raise ParseError(source, None, "no `GPU <n>: ...` lines: not `nvidia-smi nvlink -s` output")
+    return tuple(gpus)

@@ -1,0 +1,203 @@
+"""`nvidia-smi topo -m` / `nvlink -s` parsing: facts read off every real capture, and precise refusals."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from slurmtools.errors import ParseError
+from slurmtools.topology.nvsmi import parse_cpulist, parse_nvlink_status, parse_topo_matrix
+
+from ._data import read_data, shared_files
+
+# file -> GPU count, {(gpu a, gpu b): NVLinks}, {gpu: (class, nearest NICs)}, {gpu: NUMA affinity}, NIC names
+FACTS = {
+    "club-3090-issue1229_rtx5090x2-PHB.txt":
+        (2, {(0, 1): 0}, {0: ("", ())}, {0: {0}, 1: {0}}, []),
+    "gpu-compress-decompress_dgx-a100x8_10nic_nps4.txt":
+        (8, {(0, 1): 12, (0, 7): 12, (3, 6): 12},
+         {0: ("PXB", ("mlx5_0", "mlx5_1")), 3: ("PXB", ("mlx5_2", "mlx5_3")), 4: ("PXB", ("mlx5_4", "mlx5_5")),
+          7: ("PXB", ("mlx5_6", "mlx5_7"))},
+         {0: {3}, 1: {3}, 2: {1}, 4: {7}, 6: {5}, 7: {5}}, [f"mlx5_{i}" for i in range(10)]),
+    "oneflow-dlperf_v100x8-dgx1-hybridcube_1nic.txt":
+        (8, {(0, 1): 1, (0, 3): 2, (0, 4): 2, (0, 5): 0, (4, 7): 2, (5, 7): 1},
+         {0: ("NODE", ("mlx5_0",)), 2: ("PIX", ("mlx5_0",)), 4: ("SYS", ("mlx5_0",))},
+         {0: None, 7: None}, ["mlx5_0"]),
+    "oneflow-dlperf_v100x8-hybridcube_2nic_messy-whitespace.txt":
+        (8, {(0, 1): 1, (0, 2): 2, (0, 3): 1, (0, 4): 0, (0, 7): 2, (4, 5): 2, (3, 4): 1, (6, 7): 1},
+         {2: ("PIX", ("mlx5_0",)), 0: ("NODE", ("mlx5_0",)), 4: ("NODE", ("mlx5_1",)), 7: ("PIX", ("mlx5_1",))},
+         {0: {0}, 3: {0}, 4: {1}, 7: {1}}, ["mlx5_0", "mlx5_1"]),
+    "princeton-della-a100-2gpu_della-i14g20.txt":
+        (2, {(0, 1): 0}, {0: ("NODE", ("mlx5_0",)), 1: ("NODE", ("mlx5_1",))}, {0: {0}, 1: {1}},
+         ["mlx5_0", "mlx5_1"]),
+    "princeton-della-pli-h100_della-k17g3.txt":
+        (8, {(0, 1): 18, (2, 7): 18},
+         {0: ("PIX", ("mlx5_0", "mlx5_1")), 3: ("PIX", ("mlx5_2",)), 4: ("PIX", ("mlx5_3", "mlx5_4")),
+          6: ("PIX", ("mlx5_5",)), 1: ("NODE", tuple(f"mlx5_{i}" for i in range(6)))},
+         {0: {0}, 4: {1}}, [f"mlx5_{i}" for i in range(6)]),
+    "stas00-mlengineering_2gpu-nvlink-NV2.txt": (2, {(0, 1): 2}, {0: ("", ())}, {0: None}, []),
+    "stas00-mlengineering_2gpu-pcie-PHB.txt": (2, {(0, 1): 0}, {1: ("", ())}, {1: None}, []),
+    "stas00-mlengineering_a100x8-NV12_reformatted.txt": (8, {(0, 7): 12, (3, 4): 12}, {}, {3: {0}, 4: {1}}, []),
+    "stas00-mlengineering_h100x8-NV18-HT.txt": (8, {(0, 7): 18}, {}, {0: {0}, 7: {1}}, []),
+    "stas00-mlengineering_h100x8-NV18_reformatted.txt": (8, {(1, 6): 18}, {}, {2: {0}, 5: {1}}, []),
+    "unknown-repo_berkeley-savio4-n0123_a5000x8-pcie_2nic.txt":
+        (8, {(0, 1): 0, (2, 3): 0},
+         {0: ("NODE", ("mlx5_0", "mlx5_1")), 5: ("SYS", ("mlx5_0", "mlx5_1"))}, {0: {0}, 4: {1}},
+         ["mlx5_0", "mlx5_1"]),
+    "unknown-repo_hgx-a100x4-80gb_roce-nic-rocep49s0.txt":
+        (4, {(0, 3): 12, (1, 2): 12}, {g: ("SYS", ("rocep49s0",)) for g in range(4)}, {g: {1} for g in range(4)},
+         ["rocep49s0"]),
+    "unknown-repo_hgx-a100x8_4nic_jtkj003.txt":
+        (8, {(0, 5): 12},
+         {0: ("PXB", ("mlx5_0", "mlx5_1")), 2: ("PXB", ("mlx5_2", "mlx5_3")),
+          4: ("SYS", ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")), 7: ("SYS", ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"))},
+         {0: {0}, 5: {1}}, ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]),
+}
+
+# file -> (line, column or None, words the message must hold)
+REFUSED = {
+    "sglang-issue11208_gb200x4_6nic_TRUNCATED.txt": (6, 44, "row GPU3 has 5 of 10 link cells"),
+    "club-3090-issue1229_rtx5090x2_topo-p2p-rw-GNS.txt": (1, None, "topo -p2p"),
+    "stas00-mlengineering_h100x8_topo-p2p-r.txt": (2, None, "topo -p2p"),
+    "stas00-mlengineering_l4x2_topo-p2p-r.txt": (2, None, "topo -p2p"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTS))
+def test_matrix_facts(name):
+    gpus, nvl, nearest, numa, nics = FACTS[name]
+    m = parse_topo_matrix(read_data(name), name)
+    assert len(m.gpus) == gpus
+    assert [g.index for g in m.gpus] == list(range(gpus))
+    assert [n.name for n in m.nics] == nics
+    for (a, b), count in nvl.items():
+        assert m.nvlinks(a, b) == count == m.nvlinks(b, a)
+    for g, want in nearest.items():
+        assert m.nearest_nics(g) == want
+    for g, want in numa.items():
+        assert m.gpu(g).numa_affinity == (None if want is None else frozenset(want))
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_with_position(name):
+    line, column, words = REFUSED[name]
+    with pytest.raises(ParseError) as err:
+        parse_topo_matrix(read_data(name), name)
+    assert err.value.line == line and err.value.column == column
+    assert words in str(err.value) and str(err.value).startswith(name + ":")
+
+
+def test_cpu_affinity_forms():
+    ht = parse_topo_matrix(read_data("stas00-mlengineering_h100x8-NV18-HT.txt"))
+    assert ht.gpu(0).cpu_affinity == frozenset(range(0, 52)) | frozenset(range(104, 156))
+    assert ht.gpu(5).cpu_affinity == frozenset(range(52, 104)) | frozenset(range(156, 208))
+    pli = parse_topo_matrix(read_data("princeton-della-pli-h100_della-k17g3.txt"))
+    # Empty cells (the caller's cpuset held no CPU of that NUMA node) read as empty, not shifted.
+    assert pli.gpu(0).cpu_affinity == frozenset() and pli.gpu(0).numa_affinity == frozenset({0})
+    assert pli.gpu(4).cpu_affinity == frozenset({1}) and pli.gpu(4).gpu_numa_id is None
+    assert parse_cpulist("0,5-11") == frozenset({0, 5, 6, 7, 8, 9, 10, 11})
+    with pytest.raises(ValueError):
+        parse_cpulist("5-3")
+
+
+def test_pcie_groups_and_numa_of_nics():
+    m = parse_topo_matrix(read_data("unknown-repo_berkeley-savio4-n0123_a5000x8-pcie_2nic.txt"))
+    assert sorted(m.pcie_groups("PIX")) == [("GPU2", "GPU3"), ("GPU6", "GPU7"), ("mlx5_0", "mlx5_1")]
+    assert ("GPU0", "GPU1", "GPU2", "GPU3") in m.pcie_groups("PXB")
+    dgx = parse_topo_matrix(read_data("gpu-compress-decompress_dgx-a100x8_10nic_nps4.txt"))
+    assert dgx.numa_of("NIC0") == 3 and dgx.numa_of("NIC6") == 5 and dgx.numa_of("NIC8") is None
+
+
+GB200_HEAD = """\
+        GPU0    GPU1    NIC0    CPU Affinity    NUMA Affinity   GPU NUMA ID
+GPU0     X      NV18    SYS     0-71    0,3-9,11-17             2
+GPU1    NV18     X      SYS     72-143  1,19-25,27-33           10
+NIC0    SYS     SYS      X
+
+NIC Legend:
+
+  NIC0: mlx5_0
+"""
+
+
+def test_multi_range_numa_and_gpu_numa_id():
+    m = parse_topo_matrix(GB200_HEAD, "gb200.txt")
+    assert m.gpu(0).numa_affinity == frozenset({0, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17})
+    assert m.gpu(0).gpu_numa_id == 2 and m.gpu(1).gpu_numa_id == 10
+    assert m.nics[0].name == "mlx5_0" and m.nics[0].cpu_affinity is None
+
+
+def test_comment_prefix_prompt_and_fused_cells():
+    text = ("# $ nvidia-smi topo -m\n"
+            "#\tGPU0\tGPU1\tGPU2\tNIC0\tCPU Affinity\tNUMA Affinity\n"
+            "#GPU0\t X NV2\tPXBNODE\t0-7\t0\n"
+            "#GPU1\tNV2\t XPXB\tSYS\t0-7\t0\n"
+            "#GPU2\tPXB\tPXB\tXSYS\t8-15\t1\n"
+            "#NIC0\tNODE\tSYS\tSYS\t X \n")
+    m = parse_topo_matrix(text)
+    assert m.nvlinks(0, 1) == 2 and m.link("GPU0", "GPU2").kind == "PXB"
+    assert m.nearest_nics(0) == ("NODE", ("NIC0",)) and m.gpu(2).cpu_affinity == frozenset(range(8, 16))
+
+
+def test_legacy_soc_reads_as_sys():
+    m = parse_topo_matrix("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tSOC\t0-7\nGPU1\tSOC\t X \t8-15\n")
+    assert m.link("GPU0", "GPU1").kind == "SYS" and m.link("GPU0", "GPU1").token == "SOC"
+
+
+@pytest.mark.parametrize("text, line, column, words", [
+    ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tNV1\t X \n", 3, None, "not symmetric"),
+    ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7\nGPU1\tNV2\tX\tSYS0-7\n", 3, 12, "CPU Affinity: expected a list"),
+    ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7\nGPU1\tNV2SYS\t0-7\n", 3, 6, "expected X (the device itself)"),
+    ("\tGPU0\tGPU1\nGPU0\t X \tPXBNODE\n", 2, 10, "splits into 2 cells"),
+    ("\tGPU0\tGPU1\nGPU0\t X \tQPI\n", 2, 10, "expected a link class"),
+    ("\tGPU0\tGPU1\nGPU0\t X \tNV2\n\nLegend:\n", 3, None, "expected the row of GPU1"),
+    ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tNV2\tPIX\n", 3, 10, "expected X"),
+    ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7x\nGPU1\tNV2\t X \t0-7\n", 2, 14, "CPU Affinity"),
+    ("hello\n", None, None, "no `nvidia-smi topo -m` header"),
+])
+def test_precise_errors(text, line, column, words):
+    with pytest.raises(ParseError) as err:
+        parse_topo_matrix(text, "paste.txt")
+    assert (err.value.line, err.value.column) == (line, column), str(err.value)
+    assert words in str(err.value)
+
+
+def test_nvlink_status():
+    gpus = parse_nvlink_status(read_data("unknown-repo_hgx-a100x4-80gb_nvlink-s.txt"))
+    assert [g.index for g in gpus] == [0, 1, 2, 3]
+    assert all(g.active == 12 and g.gbytes == 300.0 for g in gpus)
+    assert gpus[0].uuid == "GPU-e04968e9-3302-841c-b00f-f388d7a8f56f" and gpus[0].name == "NVIDIA A100-SXM4-80GB"
+    inactive = parse_nvlink_status("GPU 0: X (UUID: GPU-1)\n\t Link 0: 25 GB/s\n\t Link 1: <inactive>\n")
+    assert inactive[0].active == 1 and inactive[0].links[1] == (1, None)
+
+
+def test_nvlink_status_elided_is_refused():
+    with pytest.raises(ParseError) as err:
+        parse_nvlink_status(read_data("stas00-mlengineering_h100_nvlink-status_abbrev.txt"), "abbrev.txt")
+    assert err.value.line == 4 and "elided" in str(err.value)
+
+
+def test_nvlink_status_is_not_a_matrix():
+    with pytest.raises(ParseError, match="nvlink -s"):
+        parse_topo_matrix(read_data("unknown-repo_hgx-a100x4-80gb_nvlink-s.txt"))
+
+
+@pytest.mark.parametrize("path", shared_files("topo_matrix", "*.txt"), ids=lambda p: p.name)
+def test_shared_sweep(path):
+    """Every shared capture parses into a consistent matrix or is refused at a line."""
+    text = path.read_text()
+    try:
+        if re.search(r"^\s*GPU \d+: .*\(UUID", text, re.M) and "topo" not in text:
+            assert parse_nvlink_status(text, path.name)
+            return
+        m = parse_topo_matrix(text, path.name)
+    except ParseError as exc:
+        assert exc.line is not None or "nvlink" in str(exc), str(exc)
+        assert path.name in FACTS or path.name in REFUSED or "nvlink" in path.name or exc.line
+        return
+    n = len(m.devices)
+    assert m.gpus and all(m.links[i][i].kind == "X" for i in range(n))
+    assert all(m.links[i][j] == m.links[j][i] for i in range(n) for j in range(n))
+    if path.name in FACTS:
+        assert len(m.gpus) == FACTS[path.name][0]
