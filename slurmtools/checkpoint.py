@@ -1,0 +1,408 @@
+"""Checkpoint-on-signal for training code running under Slurm.
+
+Use::
+
+    from slurmtools.checkpoint import Checkpointer
+    ckpt = Checkpointer("/scratch/me/run1", keep=3)      # installs the signal handlers
+    state = ckpt.load() or {"step": 0, ...}              # newest complete checkpoint, or None
+    for step in range(state["step"], n_steps):
+        ...one step...
+        state["step"] = step + 1
+        if ckpt.should_stop():                           # a warning or preemption signal arrived
+            ckpt.save(state, step=step + 1)
+            ckpt.exit()                                  # requeues on the time-limit path, then exits
+    ckpt.save(state, step=n_steps)
+
+Why it is built this way (facts measured on Slurm 22.05; see docs/checkpoint.md):
+- The batch shell is warned only with `--signal=B:USR1@lead` (time limit) and, on preemption, only when slurmctld
+  has `preempt_send_user_signal`: both arrive as the SAME signal. The handler therefore only records the signal;
+  `should_stop()` then asks Slurm which it was: `scontrol show job` carries `PreemptTime` once the job has been
+  picked for preemption, and `TimeLimit`/`RunTime` say how close the limit is.
+- Handlers only set a flag (no I/O, no locks): the save happens at the next step boundary, in normal code.
+- Checkpoints are written to a temporary file in the same directory, fsynced, renamed, and the directory fsynced,
+  so a kill at any moment leaves either the old or the new checkpoint, never a torn one.
+- Only rank 0 (`RANK`, else `SLURM_PROCID`) writes and requeues.
+- No heavy imports: torch is used only when the caller hands over an object whose type comes from torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, BinaryIO
+
+from slurmtools.errors import SlurmtoolsError
+
+PREFIX = "ckpt-"
+_NAME = re.compile(r"^ckpt-(\d{12})\.(pkl|json|bin|pt)$")
+_TMP = re.compile(r"^\.ckpt-.*\.tmp$")
+#: Slurm may send the --signal warning up to 60 s early and checks every 30 s; slack for "close to the limit"
+TIME_LIMIT_SLACK = 120
+
+Saver = Callable[[Any, BinaryIO], None]
+Loader = Callable[[BinaryIO], Any]
+
+
+class CheckpointError(SlurmtoolsError):
+    """A checkpoint could not be written or read; one line naming the file."""
+
+
+@dataclass(frozen=True)
+class StopCause:
+    """Why the job is asked to stop, as Slurm's own state tells it."""
+
+    #: "preempted", "time_limit", "cancelled" (a SIGTERM with neither) or "unknown" (no Slurm to ask)
+    kind: str
+    signal: str
+    received_at: float
+    #: the Slurm facts the decision rests on, e.g. "PreemptTime=2026-11-21T20:30:01"
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: Path
+    step: int
+
+
+def rank() -> int:
+    """This process's global rank: torchrun's RANK, else Slurm's SLURM_PROCID, else 0."""
+    for var in ("RANK", "SLURM_PROCID"):
+        v = os.environ.get(var, "").strip()
+        if v.isdigit():
+            return int(v)
+    return 0
+
+
+def wiring_path() -> Path:
+    """The bash snippet a batch script sources to forward signals to the training step (see docs)."""
+    return Path(__file__).with_name("checkpoint_wiring.sh")
+
+
+# --------------------------------------------------------------------------------------------------- writing
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None], mode: int = 0o600) -> Path:
+    """Write `path` through `write(fileobj)` so that readers see the old file or the complete new one, never part."""
+    final = Path(path)
+    d = final.parent
+    tmp = d / f".{final.name}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(d)
+    return final
+
+
+def fsync_dir(d: str | os.PathLike) -> None:
+    """Make a rename durable: fsync the directory that holds it."""
+    fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _is_torch(obj: Any) -> bool:
+    """True for torch tensors/modules/optimizers and containers holding them; never imports torch itself."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    mod = type(obj).__module__ or ""
+    if mod == "torch" or mod.startswith("torch."):
+        return True
+    if isinstance(obj, dict):
+        return any(_is_torch(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return any(_is_torch(v) for v in obj)
+    return False
+
+
+def _formats(fmt: str) -> tuple[str, Saver, Loader]:
+    if fmt == "pickle":
+        return "pkl", (lambda o, f: pickle.dump(o, f, protocol=pickle.HIGHEST_PROTOCOL)), pickle.load
+    if fmt == "json":
+        return "json", (lambda o, f: f.write(json.dumps(o, sort_keys=True).encode())), (lambda f: json.loads(f.read()))
+    if fmt == "torch":
+        def save(o, f):
+            import torch
+            torch.save(o, f)
+
+        def load(f):
+            import torch
+            return torch.load(f, map_location="cpu", weights_only=False)
+        return "pt", save, load
+    raise CheckpointError(f"checkpoint: unknown format {fmt!r} (pickle, json, torch, or pass saver=/loader=)")
+
+
+# --------------------------------------------------------------------------------------------------- Slurm state
+
+
+def slurm_job_fields(job_id: str, timeout: float = 10.0) -> dict[str, str] | None:
+    """`scontrol show job -o ID` as a dict, or None when there is no scontrol / no answer."""
+    try:
+        out = subprocess.run(["scontrol", "show", "job", "-o", str(job_id)], capture_output=True, text=True,
+                             timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return parse_scontrol_line(out.stdout)
+
+
+def parse_scontrol_line(text: str) -> dict[str, str]:
+    """Key=Value pairs of one `scontrol -o` record. Values never contain spaces except after the last key."""
+    fields: dict[str, str] = {}
+    for tok in text.strip().split():
+        k, sep, v = tok.partition("=")
+        if sep and k and k not in fields:
+            fields[k] = v
+    return fields
+
+
+def parse_slurm_duration(s: str) -> int | None:
+    """Slurm's [D-]HH:MM:SS / MM:SS as seconds; None for UNLIMITED or anything else."""
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)", (s or "").strip())
+    if not m:
+        return None
+    d, h, mi, sec = (int(x) if x else 0 for x in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60 + sec
+
+
+def classify(sig: str, fields: dict[str, str] | None, warning_signal: str, lead: int | None,
+             received_at: float) -> StopCause:
+    """Decide preempted / time_limit / cancelled from the signal and Slurm's job record. Pure; tested alone."""
+    if fields is None:
+        return StopCause("unknown", sig, received_at, "no Slurm job record (scontrol unavailable or not in a job)")
+    preempt = fields.get("PreemptTime", "None")
+    state = fields.get("JobState", "")
+    if (preempt and preempt not in ("None", "Unknown", "0")) or state == "PREEMPTED":
+        return StopCause("preempted", sig, received_at, f"PreemptTime={preempt} JobState={state}")
+    limit = parse_slurm_duration(fields.get("TimeLimit", ""))
+    run = parse_slurm_duration(fields.get("RunTime", ""))
+    left = None if limit is None or run is None else limit - run
+    ev = f"PreemptTime={preempt} JobState={state} TimeLimit={fields.get('TimeLimit')} RunTime={fields.get('RunTime')}"
+    if left is not None:
+        near = (lead if lead is not None else 0) + TIME_LIMIT_SLACK
+        if sig == warning_signal and (lead is None or left <= near):
+            return StopCause("time_limit", sig, received_at, ev + f" left={left}s")
+        if left <= TIME_LIMIT_SLACK:
+            return StopCause("time_limit", sig, received_at, ev + f" left={left}s")
+    return StopCause("cancelled", sig, received_at, ev)
+
+
+# --------------------------------------------------------------------------------------------------- the library
+
+
+class Checkpointer:
+    """Signal-aware checkpoint directory for one training run (see the module docstring for the loop)."""
+
+    def __init__(self, directory: str | os.PathLike, keep: int = 3, fmt: str = "pickle",
+                 saver: Saver | None = None, loader: Loader | None = None,
+                 warning_signal: str | None = None, signals: tuple[str, ...] = ("TERM",),
+                 requeue: bool = True, signal_lead: int | None = None, job_id: str | None = None,
+                 install: bool = True, log: Callable[[str], None] | None = None):
+        if keep < 1:
+            raise CheckpointError(f"checkpoint: keep must be at least 1, got {keep}")
+        self.dir = Path(directory)
+        self.keep = keep
+        ext, dsave, dload = _formats(fmt)
+        self.fmt = fmt
+        self.ext = "bin" if saver is not None and fmt == "pickle" else ext
+        self._saver = saver or dsave
+        self._loader = loader or dload
+        self._custom = saver is not None
+        self.warning_signal = (warning_signal or os.environ.get("SLURMTOOLS_CHECKPOINT_SIGNAL") or "USR1").upper()
+        self.warning_signal = self.warning_signal.removeprefix("SIG")
+        lead_env = os.environ.get("SLURMTOOLS_SIGNAL_LEAD", "").strip()
+        self.signal_lead = signal_lead if signal_lead is not None else (int(lead_env) if lead_env.isdigit() else None)
+        self.job_id = job_id or os.environ.get("SLURM_JOB_ID")
+        self.rank = rank()
+        self.requeue_enabled = requeue
+        self.log = log or (lambda msg: print(f"slurmtools.checkpoint: {msg}", file=sys.stderr, flush=True))
+        self._got: tuple[str, float] | None = None
+        self._cause: StopCause | None = None
+        if self.rank == 0:
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise CheckpointError(f"checkpoint: cannot create {self.dir}: {e.strerror}") from None
+            self._remove_stale_temps()
+        self._names = tuple(dict.fromkeys((self.warning_signal,) + tuple(s.upper().removeprefix("SIG")
+                                                                          for s in signals)))
+        if install:
+            self.install()
+
+    # -- signals
+
+    def install(self) -> None:
+        """Install the flag-setting handlers (main thread only, as Python requires)."""
+        for name in self._names:
+            try:
+                signum = getattr(signal, "SIG" + name)
+            except AttributeError:
+                raise CheckpointError(f"checkpoint: unknown signal {name!r}") from None
+            signal.signal(signum, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self._got is None:  # the first signal decides; a later SIGTERM does not erase a USR1
+            self._got = (signal.Signals(signum).name.removeprefix("SIG"), time.time())
+
+    @property
+    def signalled(self) -> bool:
+        return self._got is not None
+
+    def should_stop(self) -> bool:
+        """True once a stop signal arrived. Cheap until then (one attribute read)."""
+        return self._got is not None
+
+    @property
+    def cause(self) -> StopCause | None:
+        """Why we were signalled, asked of Slurm on first use after the signal (None before any signal)."""
+        if self._got is None:
+            return None
+        if self._cause is None:
+            sig, at = self._got
+            fields = slurm_job_fields(self.job_id) if self.job_id else None
+            self._cause = classify(sig, fields, self.warning_signal, self.signal_lead, at)
+            self.log(f"got SIG{sig}: {self._cause.kind} ({self._cause.evidence})")
+        return self._cause
+
+    # -- files
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """Complete checkpoints, oldest first (temporary files are never listed)."""
+        try:
+            names = os.listdir(self.dir)
+        except FileNotFoundError:
+            return []
+        found = []
+        for n in names:
+            m = _NAME.match(n)
+            if m:
+                found.append(Checkpoint(self.dir / n, int(m.group(1))))
+        return sorted(found, key=lambda c: c.step)
+
+    def save(self, obj: Any, step: int) -> Path | None:
+        """Write checkpoint `step` atomically and keep the newest `keep`. Other ranks write nothing (None)."""
+        if self.rank != 0:
+            return None
+        if not isinstance(step, int) or step < 0 or step >= 10**12:
+            raise CheckpointError(f"checkpoint: step must be an integer in [0, 10^12), got {step!r}")
+        saver, ext = self._saver, self.ext
+        if not self._custom and self.fmt == "pickle" and _is_torch(obj):
+            ext, saver, _ = _formats("torch")
+        path = self.dir / f"{PREFIX}{step:012d}.{ext}"
+        try:
+            atomic_write(path, lambda f: saver(obj, f))
+        except OSError as e:
+            raise CheckpointError(f"checkpoint: cannot write {path}: {e.strerror or e}") from None
+        self._prune()
+        return path
+
+    def load(self) -> Any | None:
+        """The newest checkpoint that reads back; an unreadable one is reported and the next older one tried."""
+        for c in reversed(self.checkpoints()):
+            loader = _formats("torch")[2] if c.path.suffix == ".pt" and not self._custom else self._loader
+            try:
+                with open(c.path, "rb") as f:
+                    obj = loader(f)
+            except Exception as e:  # a foreign or damaged file must not stop the resume; say which one
+                self.log(f"skipping unreadable checkpoint {c.path}: {type(e).__name__}: {e}")
+                continue
+            self.loaded = c
+            return obj
+        self.loaded = None
+        return None
+
+    def latest_step(self) -> int | None:
+        cs = self.checkpoints()
+        return cs[-1].step if cs else None
+
+    def _prune(self) -> None:
+        for c in self.checkpoints()[:-self.keep]:
+            try:
+                c.path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def _remove_stale_temps(self) -> None:
+        try:
+            for n in os.listdir(self.dir):
+                if _TMP.match(n):
+                    try:
+                        os.unlink(self.dir / n)
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+
+    # -- requeue and exit
+
+    def requeue(self) -> str:
+        """Ask Slurm to run this job again: `scontrol requeue`, else leave a marker the batch wiring acts on.
+
+        Returns "scontrol", "marker" or "none". Only rank 0 acts.
+        """
+        if self.rank != 0 or not self.job_id:
+            return "none"
+        try:
+            r = subprocess.run(["scontrol", "requeue", str(self.job_id)], capture_output=True, text=True, timeout=30)
+            if r.returncode == 0:
+                self.log(f"requeued job {self.job_id} with scontrol")
+                return "scontrol"
+            why = (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"rc {r.returncode}"]
+            self.log(f"scontrol requeue failed: {why[0]}; leaving a requeue marker")
+        except (OSError, subprocess.SubprocessError) as e:
+            self.log(f"no scontrol here ({type(e).__name__}); leaving a requeue marker")
+        marker = requeue_marker_path(self.job_id)
+        atomic_write(marker, lambda f: f.write(b"requeue\n"), mode=0o644)
+        return "marker"
+
+    def exit(self, code: int | None = None) -> None:
+        """End the process after a save: requeue on the time-limit and preemption paths, then exit.
+
+        Preemption also requeues itself: a job that ends during GraceTime would otherwise finish as COMPLETED
+        and never run again. Exit code 0 unless given.
+        """
+        cause = self.cause
+        if self.requeue_enabled and cause is not None and cause.kind in ("time_limit", "preempted"):
+            self.requeue()
+        sys.stdout.flush()
+        sys.exit(0 if code is None else code)
+
+
+def requeue_marker_path(job_id: str | int) -> Path:
+    """Where the library leaves a requeue request when it cannot run scontrol (the batch wiring looks here)."""
+    env = os.environ.get("SLURMTOOLS_REQUEUE_MARKER")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("TMPDIR") or "/tmp") / f"slurmtools-requeue-{job_id}"
+
+
+if __name__ == "__main__":  # `python -m slurmtools.checkpoint wiring|wiring-path`: the batch snippet or its path
+    if sys.argv[1:] == ["wiring"]:
+        sys.stdout.write(wiring_path().read_text())
+    elif sys.argv[1:] == ["wiring-path"]:
+        print(wiring_path())
+    else:
+        print("usage: python -m slurmtools.checkpoint wiring|wiring-path", file=sys.stderr)
+        sys.exit(2)
