@@ -1,0 +1,340 @@
+"""Provider: `ibnetdiscover` dumps -> switches, channel adapters (HCAs) and the cables between them.
+
+Two steps, kept apart so each can be tested on its own:
+- `parse_ibnetdiscover(text)` reads the dump faithfully (every node, every cable once, with width and speed);
+- `compute_fabric(fabric, ...)` decides what the scheduler sees: which HCAs belong to which Slurm host
+  (a regex over the node description, e.g. `a08-p1-dgx-04-c07 mlx5_0`), which HCAs are storage or
+  management (excluded by name), which switches are left out, and which switches are leaves or spines.
+
+The parser is linear in the input and uses string splitting, not backtracking regexes, because fabrics of
+16k hosts x 8 HCAs (about 1.5 million lines) must read in seconds. Pure: takes text.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+
+from slurmtools.errors import ParseError
+from slurmtools.topology.graph import IB_LANE_GBYTES
+
+DEFAULT_HOST_PATTERN = r"^(?P<host>\S+)\s+(?P<hca>\S+)$"
+AGGREGATION_NODE = "Aggregation Node"  # SHARP engine inside a switch, listed as a CA
+_KIND = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
+
+
+@dataclass(frozen=True)
+class IbNode:
+    """A switch, CA or router as ibnetdiscover names it: node GUID, port count, node description."""
+
+    kind: str          # "switch" | "ca" | "router"
+    guid: str          # node GUID, lower-case hex without 0x
+    ports: int
+    description: str
+    line: int          # where its header is, for messages
+
+
+@dataclass(frozen=True)
+class IbCable:
+    """One cable, listed once whatever the number of sides the dump shows it from."""
+
+    a: str             # node GUID
+    a_port: int
+    b: str
+    b_port: int
+    width: int         # lanes: 4 in "4xNDR"
+    speed: str         # "NDR"
+    line: int
+
+    @property
+    def spec(self) -> str:
+        return f"{self.width}x{self.speed}"
+
+    @property
+    def gbytes(self) -> float:
+        return self.width * IB_LANE_GBYTES.get(self.speed, 0.0)
+
+
+@dataclass(frozen=True)
+class IbFabric:
+    """Everything an ibnetdiscover dump says: nodes by GUID and cables, each once."""
+
+    source: str
+    nodes: dict[str, IbNode]
+    cables: tuple[IbCable, ...]
+    port_guids: dict[str, tuple[str, ...]] = field(default_factory=dict)   # CA node GUID -> its port GUIDs
+
+    def of_kind(self, kind: str) -> list[IbNode]:
+        return [n for n in self.nodes.values() if n.kind == kind]
+
+    def peers(self) -> dict[str, list[tuple[str, IbCable]]]:
+        out: dict[str, list[tuple[str, IbCable]]] = {g: [] for g in self.nodes}
+        for c in self.cables:
+            out[c.a].append((c.b, c)), out[c.b].append((c.a, c))
+        return out
+
+
+# --------------------------------------------------------------------------------------------- parsing
+
+def _quoted(s: str, start: int = 0) -> tuple[str, int]:
+    """The text between the first pair of double quotes at or after `start`, and the index after it."""
+    q1 = s.index('"', start)
+    q2 = s.index('"', q1 + 1)
+    return s[q1 + 1:q2], q2 + 1
+
+
+def _rate(comment: str, where: tuple[str, int], line: str) -> tuple[int, str]:
+    tail = comment.rsplit(None, 1)[-1] if comment.strip() else ""
+    w, x, sp = tail.partition("x")
+    if not x or not w.isdigit() or sp not in IB_LANE_GBYTES:
+        raise ParseError(where[0], where[1], f"expected the link rate (like 4xNDR) at the end of the line, "
+                                             f"found {tail or 'nothing'!r}", len(line.rstrip()) - len(tail) + 1)
+    return int(w), sp
+
+
+def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
+    """Read an ibnetdiscover dump. Every malformed line raises ParseError with its line number."""
+    nodes: dict[str, IbNode] = {}
+    port_guids: dict[str, list[str]] = {}
+    seen: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # (guid, port) -> (peer, port, width, speed, line)
+    done: dict[tuple[str, int], int] = {}  # ends of cables seen from both sides -> first line
+    cables: list[IbCable] = []
+    cur: str | None = None
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line or line[0] == "#" or line[0] == " " and not line.strip():
+            continue
+        c0 = line[0]
+        if c0 == "[":
+            if cur is None:
+                raise ParseError(source, n, "a port line before any Switch/Ca header", 1)
+            try:
+                close = line.index("]")
+                port = int(line[1:close])
+                rest = line[close + 1:]
+                if rest.startswith("("):
+                    pg = rest[1:rest.index(")")].lower()
+                    if nodes[cur].kind == "ca":
+                        port_guids[cur].append(pg)
+                remote, after = _quoted(rest)
+                rport = int(rest[after + 1:rest.index("]", after)])
+            except (ValueError, IndexError):
+                raise ParseError(source, n, 'expected a port line like [1] "S-<guid>"[17] # ... 4xNDR', 1) from None
+            kind, _, rguid = remote.partition("-")
+            if kind not in ("S", "H", "R") or not rguid:
+                raise ParseError(source, n, f'expected a remote node "S-<guid>" or "H-<guid>", found {remote!r}',
+                                 line.index('"') + 1)
+            rguid = rguid.lower()
+            hash_at = rest.find("#", after)
+            comment = rest[hash_at + 1:] if hash_at >= 0 else ""
+            width, speed = _rate(comment, (source, n), line)
+            me, them = (cur, port), (rguid, rport)
+            if them in seen:
+                pg, pp, pw, psp, pl = seen.pop(them)
+                done[them] = done[me] = pl
+                if (pg, pp) != me:
+                    raise ParseError(source, n, f"port {port} of {cur} is cabled to {rguid}[{rport}], but line "
+                                                f"{pl} says that port is cabled to {pg}[{pp}]")
+                if (pw, psp) != (width, speed):
+                    raise ParseError(source, n, f"link {width}x{speed} disagrees with line {pl}, which reads "
+                                                f"the same cable as {pw}x{psp}")
+                continue
+            for end, what in ((me, f"port {port} of {cur}"), (them, f"port {rport} of {rguid}")):
+                if end in seen or end in done:
+                    first = seen[end][4] if end in seen else done[end]
+                    raise ParseError(source, n, f"{what} is already cabled elsewhere (line {first})")
+            seen[me] = (rguid, rport, width, speed, n)
+            cables.append(IbCable(cur, port, rguid, rport, width, speed, n))
+            continue
+        head = line.split(None, 1)[0]
+        if head in _KIND:
+            try:
+                rest = line[len(head):].split(None, 1)
+                ports = int(rest[0])
+                name, after = _quoted(rest[1])
+                desc_at = rest[1].find("#", after)
+                desc = _quoted(rest[1], desc_at)[0] if desc_at >= 0 else ""
+            except (ValueError, IndexError):
+                raise ParseError(source, n, f'expected {head} <ports> "<S|H>-<guid>" # "<description>"', 1) from None
+            guid = name.partition("-")[2].lower()
+            if not guid:
+                raise ParseError(source, n, f"expected a node id like S-<guid>, found {name!r}",
+                                 line.index('"') + 1)
+            if guid in nodes:
+                raise ParseError(source, n, f"node {guid} is listed twice (first at line {nodes[guid].line})")
+            nodes[guid] = IbNode(_KIND[head], guid, ports, desc, n)
+            if head == "Ca":
+                port_guids[guid] = []
+            cur = guid
+            continue
+        if "=" in head and head.split("=", 1)[0] in ("vendid", "devid", "sysimgguid", "switchguid", "caguid",
+                                                     "rtguid"):
+            continue
+        raise ParseError(source, n, f"unexpected line starting {head[:20]!r}: not ibnetdiscover output", 1)
+    if not nodes:
+        raise ParseError(source, None, "no Switch or Ca entries: not ibnetdiscover output")
+    for c in cables:
+        for g, p in ((c.b, c.b_port),):
+            if g not in nodes:
+                raise ParseError(source, c.line, f"cable to {g}[{p}], a node the dump never lists")
+    return IbFabric(source, nodes, tuple(cables), {g: tuple(p) for g, p in port_guids.items()})
+
+
+# -------------------------------------------------------------------------------------------- decisions
+
+@dataclass(frozen=True)
+class Hca:
+    """A host's adapter in the compute fabric, with the leaf it is cabled to."""
+
+    host: str
+    name: str          # mlx5_3, HCA-6, or the GUID when the description names no adapter
+    guid: str
+    port_guids: tuple[str, ...]
+    leaf: str          # switch GUID
+    link: str          # "4xNDR"
+    gbytes: float
+
+
+@dataclass(frozen=True)
+class ComputeFabric:
+    """The slice of an IB fabric the scheduler places jobs on."""
+
+    source: str
+    switches: dict[str, IbNode]          # GUID -> switch, excluded ones removed
+    levels: dict[str, int]               # GUID -> 0 leaf, 1 spine, 2 core ...
+    hcas: tuple[Hca, ...]
+    switch_links: dict[tuple[str, str], tuple[int, str, int]]   # (lower guid, upper guid) -> (width, speed, cables)
+    unmapped: tuple[IbNode, ...]         # CAs whose description does not name a host
+    excluded: tuple[IbNode, ...]         # CAs left out by --exclude-hca
+
+    @property
+    def hosts(self) -> list[str]:
+        return sorted({h.host for h in self.hcas})
+
+    def leaves(self) -> list[str]:
+        return [g for g, lv in self.levels.items() if lv == 0]
+
+    def spines(self) -> list[str]:
+        return [g for g, lv in self.levels.items() if lv >= 1]
+
+    def rails(self) -> dict[str, set[str]]:
+        """Leaf GUID -> adapter names cabled to it. One name per leaf is a rail-optimised fabric."""
+        out: dict[str, set[str]] = {}
+        for h in self.hcas:
+            out.setdefault(h.leaf, set()).add(h.name)
+        return out
+
+    def switch_name(self, guid: str) -> str:
+        """A readable, unique switch name: the hostname part of the description (A09-P1-IBLEAF-04-04), else the
+        GUID."""
+        d = self.switches[guid].description
+        name = d.split(";", 1)[-1].split(":", 1)[0].strip() if d else ""
+        if not name or " " in name or self._name_count().get(name, 0) > 1:
+            return guid
+        return name
+
+    def _name_count(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for g, sw in self.switches.items():
+            d = sw.description.split(";", 1)[-1].split(":", 1)[0].strip()
+            counts[d] = counts.get(d, 0) + 1
+        return counts
+
+
+def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
+                   exclude_hca: tuple[str, ...] = (), exclude_switch: tuple[str, ...] = ()) -> ComputeFabric:
+    """Pick the compute fabric out of a dump.
+
+    `host_pattern` is a regex over CA descriptions with a named group `host` (and optionally `hca`);
+    `exclude_hca` are shell globs over adapter names (`mlx5_8`, `mlx5_[89]`) for storage or management HCAs;
+    `exclude_switch` are globs over switch GUIDs or descriptions. A switch cabled to a host adapter is a leaf
+    (level 0); one cabled only to excluded adapters is dropped; the others get their distance from the nearest
+    leaf (1 spine, 2 core). Switches not reachable from a leaf are dropped."""
+    try:
+        rx = re.compile(host_pattern)
+    except re.error as exc:
+        raise ParseError("--hostname-pattern", None, f"not a regular expression: {exc}") from None
+    if "host" not in rx.groupindex:
+        raise ParseError("--hostname-pattern", None, "the pattern needs a named group (?P<host>...)")
+    switches = {g: n for g, n in fabric.nodes.items() if n.kind == "switch"
+                and not any(fnmatch.fnmatchcase(g, p) or fnmatch.fnmatchcase(n.description, p)
+                            for p in exclude_switch)}
+    hcas: list[Hca] = []
+    unmapped: list[IbNode] = []
+    excluded: list[IbNode] = []
+    cables_of: dict[str, list[IbCable]] = {}
+    for c in fabric.cables:
+        cables_of.setdefault(c.a, []).append(c)
+        cables_of.setdefault(c.b, []).append(c)
+    for g, node in fabric.nodes.items():
+        if node.kind != "ca":
+            continue
+        m = rx.match(node.description)
+        if not m:
+            unmapped.append(node)
+            continue
+        name = (m.groupdict().get("hca") or g)
+        if any(fnmatch.fnmatchcase(name, p) for p in exclude_hca):
+            excluded.append(node)
+            continue
+        for c in cables_of.get(g, ()):
+            sw = c.b if c.a == g else c.a
+            if sw in switches:
+                hcas.append(Hca(m.group("host"), name, g, fabric.port_guids.get(g, ()), sw, c.spec, c.gbytes))
+    # Leaves: switches cabled to a host adapter, mapped or not (a CA whose description was never set is still
+    # a host); SHARP aggregation nodes sit inside every switch and say nothing about its level.
+    # Switches whose only adapters are excluded ones (storage leaves) leave the compute fabric with them.
+    def cabled_to(nodes: list[IbNode]) -> set[str]:
+        return {sw for nd in nodes if AGGREGATION_NODE not in nd.description
+                for c in cables_of.get(nd.guid, ()) for sw in (c.a, c.b) if sw in switches}
+
+    leaves = {h.leaf for h in hcas} | cabled_to(unmapped)
+    for sw in cabled_to(excluded) - leaves:
+        del switches[sw]
+    levels = {sw: 0 for sw in leaves}
+    switch_links: dict[tuple[str, str], list] = {}
+    frontier = list(levels)
+    while frontier:
+        nxt = []
+        for sw in frontier:
+            for c in cables_of.get(sw, ()):
+                other = c.b if c.a == sw else c.a
+                if other not in switches:
+                    continue
+                if other not in levels:
+                    levels[other] = levels[sw] + 1
+                    nxt.append(other)
+        frontier = nxt
+    for c in fabric.cables:
+        if c.a in levels and c.b in levels and c.a != c.b:
+            lo, hi = (c.a, c.b) if (levels[c.a], c.a) <= (levels[c.b], c.b) else (c.b, c.a)
+            entry = switch_links.setdefault((lo, hi), [c.width, c.speed, 0])
+            entry[2] += 1
+    kept = {g: switches[g] for g in levels}
+    return ComputeFabric(fabric.source, kept, levels, tuple(hcas),
+                         {k: (v[0], v[1], v[2]) for k, v in switch_links.items()}, tuple(unmapped), tuple(excluded))
+
+
+def add_to(topology, cf: ComputeFabric) -> None:
+    """Copy the compute fabric into a `Topology`: switches with levels, hosts, their HCAs and every cable."""
+    from slurmtools.topology.graph import IbLink
+
+    names = {g: cf.switch_name(g) for g in cf.switches}
+    for g, sw in cf.switches.items():
+        topology.add_switch(names[g], level=cf.levels[g], guid=g, description=sw.description)
+    for h in cf.hcas:
+        if f"host:{h.host}" not in topology:
+            topology.add_host(h.host)
+        nid = topology.add_nic(h.host, h.name, port_guids=h.port_guids, rate_gbytes=h.gbytes)
+        width, _, speed = h.link.partition("x")
+        topology.link(nid, f"switch:{names[h.leaf]}", IbLink(int(width), speed, 1))
+    for (lo, hi), (width, speed, count) in cf.switch_links.items():
+        topology.link(f"switch:{names[lo]}", f"switch:{names[hi]}", IbLink(width, speed, count))
+
+
+def to_topology(cf: ComputeFabric, name: str = "cluster"):
+    from slurmtools.topology.graph import Topology
+
+    t = Topology(name)
+    add_to(t, cf)
+    return t

@@ -1,0 +1,125 @@
+"""ibnetdiscover parsing and the choice of the compute fabric, on NVIDIA topograph's real SuperPOD dump."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from slurmtools.errors import ParseError
+from slurmtools.topology import queries
+from slurmtools.topology.ibnet import compute_fabric, parse_ibnetdiscover, to_topology
+
+from ._data import read_data, shared_files
+
+EXAMPLE = "topograph_ibnetdiscover_example.out.gz"
+
+
+@pytest.fixture(scope="module")
+def fabric():
+    return parse_ibnetdiscover(read_data(EXAMPLE), EXAMPLE)
+
+
+def test_counts_of_the_real_dump(fabric):
+    assert len(fabric.of_kind("switch")) == 40
+    assert len(fabric.of_kind("ca")) == 582
+    # 2228 port lines carry 4xNDR: every cable is listed from both ends, so 1114 cables.
+    assert len(fabric.cables) == 1114 and all(c.spec == "4xNDR" and c.gbytes == 50.0 for c in fabric.cables)
+    kinds = Counter(tuple(sorted((fabric.nodes[c.a].kind, fabric.nodes[c.b].kind))) for c in fabric.cables)
+    assert kinds == {("ca", "switch"): 582, ("switch", "switch"): 532}
+    sw = fabric.nodes["2c5eab0300b87b40"]
+    assert sw.ports == 65 and sw.description == "MF0;A09-P1-IBLEAF-04-04:MQM9701/U1"
+    assert fabric.port_guids["e09d7303007a5a68"] == ("e09d7303007a5a68",)
+
+
+def test_compute_fabric_hosts_leaves_spines_rails(fabric):
+    cf = compute_fabric(fabric)
+    assert len(cf.leaves()) == 31 and len(cf.spines()) == 9
+    assert all("IBSPINE" in cf.switch_name(g) for g in cf.spines())
+    assert all("IBLEAF" in cf.switch_name(g) for g in cf.leaves())
+    assert len(cf.hosts) == 122 and len(cf.hcas) == 473
+    per_host = Counter(Counter(h.host for h in cf.hcas).values())
+    assert per_host == {4: 109, 3: 11, 2: 2}
+    # 69 adapters never had their description set, 40 are SHARP aggregation nodes (one per switch)
+    assert Counter(n.description for n in cf.unmapped) == {"MT4129 ConnectX7   Mellanox Technologies": 69,
+                                                           "Mellanox Technologies Aggregation Node": 40}
+    rails = cf.rails()
+    # rail-optimised: one adapter name per leaf, except two B09 leaves that see three names
+    assert sum(1 for names in rails.values() if len(names) == 1) == 29
+    assert sorted(cf.switch_name(g) for g, n in rails.items() if len(n) > 1) == ["B09-P1-IBLEAF-03-08",
+                                                                                   "B09-P1-IBLEAF-04-08"]
+    h = next(h for h in cf.hcas if h.host == "a08-p1-dgx-04-c07" and h.name == "mlx5_5")
+    assert cf.switch_name(h.leaf) == "A09-P1-IBLEAF-04-04" and h.link == "4xNDR"
+
+
+def test_hostname_pattern_and_exclusions(fabric):
+    cf = compute_fabric(fabric, host_pattern=r"^(?P<host>[a-z]\d\d-p1-dgx-\d\d-c\d\d) (?P<hca>mlx5_\d+)$")
+    assert Counter(h.name for h in cf.hcas) == {"mlx5_0": 17, "mlx5_1": 17, "mlx5_4": 17, "mlx5_5": 17}
+    storage = compute_fabric(fabric, exclude_hca=("HCA-[56]", "mlx5_[45]"))
+    assert not {h.name for h in storage.hcas} & {"HCA-5", "HCA-6", "mlx5_4", "mlx5_5"}
+    assert len(storage.excluded) == 229
+    no_spine = compute_fabric(fabric, exclude_switch=("*IBSPINE-02*",))
+    assert len(no_spine.spines()) == 8 and len(no_spine.switches) == 39
+    with pytest.raises(ParseError, match="named group"):
+        compute_fabric(fabric, host_pattern=r"^(\S+) ")
+    with pytest.raises(ParseError, match="--hostname-pattern"):
+        compute_fabric(fabric, host_pattern=r"(?P<host>")
+
+
+def test_into_the_graph(fabric):
+    t = to_topology(compute_fabric(fabric))
+    assert len(t.hosts()) == 122 and len(t.switches()) == 40
+    assert queries.switch_levels(t)["A10-P1-IBSPINE-02"] == 1
+    assert "A09-P1-IBLEAF-04-04" in queries.leaves_of(t, "a08-p1-dgx-04-c07")
+    e = t.edge("switch:A09-P1-IBLEAF-04-04", "switch:A10-P1-IBSPINE-02")
+    assert e.count == 2 and e.gbytes == 100.0
+    assert [n.name for n in t.nics("a08-p1-dgx-04-c07")] == sorted(n.name for n in t.nics("a08-p1-dgx-04-c07"))
+
+
+SMALL = """\
+vendid=0x2c9
+switchguid=0xaa(aa)
+Switch\t4 "S-aa"\t\t# "leaf-1" enhanced port 0 lid 1 lmc 0
+[1]\t"H-c1"[1](c1) \t\t# "node01 mlx5_0" lid 3 4xHDR
+[2]\t"H-c2"[1](c2) \t\t# "node02 mlx5_0" lid 4 4xHDR
+[3]\t"S-bb"[1]\t\t# "spine-1" lid 2 4xHDR
+[4]\t"S-bb"[2]\t\t# "spine-1" lid 2 4xHDR
+
+Switch\t2 "S-bb"\t\t# "spine-1" enhanced port 0 lid 2 lmc 0
+[1]\t"S-aa"[3]\t\t# "leaf-1" lid 1 4xHDR
+[2]\t"S-aa"[4]\t\t# "leaf-1" lid 1 4xHDR
+
+Ca\t1 "H-c1"\t\t# "node01 mlx5_0"
+[1](c1) \t"S-aa"[1]\t\t# lid 3 lmc 0 "leaf-1" lid 1 4xHDR
+Ca\t1 "H-c2"\t\t# "node02 mlx5_0"
+[1](c2) \t"S-aa"[2]\t\t# lid 4 lmc 0 "leaf-1" lid 1 4xHDR
+"""
+
+
+def test_small_fabric_cables_once():
+    f = parse_ibnetdiscover(SMALL, "small.out")
+    cf = compute_fabric(f)
+    assert len(f.cables) == 4 and cf.hosts == ["node01", "node02"]
+    assert cf.switch_links == {("aa", "bb"): (4, "HDR", 2)}
+    assert cf.levels == {"aa": 0, "bb": 1}
+
+
+@pytest.mark.parametrize("bad, line, words", [
+    (SMALL.replace("lid 4 4xHDR\n[3]", "lid 4 4xQQR\n[3]"), 5, "link rate"),
+    (SMALL.replace('[2]\t"S-aa"[4]', '[2]\t"S-aa"[3]'), 11, "already cabled elsewhere (line 6)"),
+    (SMALL.replace("lid 1 4xHDR\nCa\t1", "lid 1 4xEDR\nCa\t1"), 14, "disagrees with line 4"),
+    (SMALL.replace('Ca\t1 "H-c2"', 'Cx\t1 "H-c2"'), 15, "unexpected line"),
+    (SMALL + '[2](c2) \t"S-zz"[9]\t\t# lid 4 lmc 0 "x" lid 1 4xHDR\n', 17, "never lists"),
+    ('[1]\t"S-aa"[3]\t\t# 4xHDR\n', 1, "before any Switch/Ca header"),
+])
+def test_errors_name_the_line(bad, line, words):
+    with pytest.raises(ParseError) as err:
+        parse_ibnetdiscover(bad, "bad.out")
+    assert err.value.line == line and words in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("path", shared_files("ibnet"), ids=lambda p: p.name)
+def test_shared_sweep(path):
+    f = parse_ibnetdiscover(path.read_text(), path.name)
+    cf = compute_fabric(f)
+    assert cf.leaves() and len(cf.hcas) <= len(f.of_kind("ca"))
