@@ -1,0 +1,1 @@
+"""The Slurm side rendered from the site: slurm.conf fragments, sacctmgr commands, gres.conf, topology.conf."""
