@@ -1,0 +1,492 @@
+"""The planner: a JobRequest + the site + a cluster view -> a Plan (every sbatch directive with its reason).
+
+Pure: it reads the view it is given and never talks to Slurm. The CLI builds the view (live or idle) and the
+list of upcoming GPU releases; the templates render the plan.
+"""
+
+from __future__ import annotations
+
+import getpass
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from slurmtools.durations import human, slurm_time
+from slurmtools.errors import ConfigError
+from slurmtools.hostlist import compress, expand
+from slurmtools.planner.packing import HostNeed, first_fit, leaves_of, min_leaves, pack, eligible_by_leaf
+from slurmtools.planner.quality import Estimate, estimate
+from slurmtools.planner.request import BEST_TIER, JobRequest, RequestError
+from slurmtools.planner.view import ClusterView
+from slurmtools.site.model import Partition, Site, Tier
+from slurmtools.topology.sitefile import NodeType
+
+#: characters allowed in a user-supplied value that ends up on an #SBATCH line (no space, quote, newline, $, `)
+_DIRECTIVE_SAFE = re.compile(r"^[A-Za-z0-9._%/@:+,=~-]+$")
+#: the share of a job's time limit worth spending in the queue for a tighter placement, and its cap
+WAIT_FRACTION = 0.10
+WAIT_CAP = 2 * 3600
+#: wait asked for when the best placement is available now: covers the gap until the scheduler runs
+SHORT_WAIT = 120
+
+
+@dataclass(frozen=True)
+class TemplateShape:
+    """What the planner needs to know about a template: how many tasks it starts and whether it is an array."""
+
+    name: str
+    tasks: str = "per-node"  # "per-node" (a launcher per host), "per-gpu" (one rank per GPU, e.g. MPI)
+    multi_node: bool = True
+    array: bool = False
+
+
+@dataclass(frozen=True)
+class Release:
+    """GPUs a running job gives back on a host when it reaches its time limit (from squeue)."""
+
+    host: str
+    gpus: int
+    in_seconds: int
+    job_id: int = 0
+
+
+@dataclass(frozen=True)
+class Directive:
+    option: str  # without the leading dashes, e.g. "switches"
+    value: str | None  # None for flags such as --requeue
+    why: str
+
+    @property
+    def text(self) -> str:
+        return f"--{self.option}" if self.value is None else f"--{self.option}={self.value}"
+
+
+@dataclass(frozen=True)
+class Quality:
+    plan: Estimate  # the predicted placement now
+    best_empty: Estimate  # the best the empty cluster allows
+    best_now: Estimate  # the best the cluster allows now (what the plan aims for)
+    first_fit: Estimate | None  # a topology-blind first fit now, for comparison
+
+    @property
+    def vs_empty(self) -> float:
+        return _ratio(self.plan.gbytes, self.best_empty.gbytes)
+
+    @property
+    def vs_now(self) -> float:
+        return _ratio(self.plan.gbytes, self.best_now.gbytes)
+
+
+@dataclass(frozen=True)
+class Plan:
+    request: JobRequest
+    template: TemplateShape
+    partition: str
+    tier: str
+    qos: str
+    account: str | None
+    gpu_type: str
+    node_type: str
+    nodes: int
+    gpus_per_node: int
+    tasks_per_node: int
+    cpus_per_gpu: int
+    mem_per_gpu_mb: int
+    time_limit: int
+    switches: int | None  # --switches count, None when not used
+    switch_wait: int | None
+    leaves_now: int | None  # fewest leaves that hold the job now (None: does not fit now)
+    leaves_empty: int  # fewest leaves on the empty cluster
+    hosts: tuple[str, ...]  # predicted placement (Slurm makes the final choice)
+    starts_now: bool
+    preemptible: bool
+    directives: tuple[Directive, ...]
+    env: tuple[tuple[str, str], ...]  # planner-set environment (NCCL), then the user's
+    nic_map: Mapping[int, tuple[str, ...]]  # GPU index -> nearest HCAs
+    quality: Quality
+    live: bool
+    notes: tuple[str, ...] = ()
+    array_size: int = 0
+    output: str = ""
+    checkpoint_signal: str | None = None
+
+    def directive(self, option: str) -> Directive | None:
+        return next((d for d in self.directives if d.option == option), None)
+
+    @property
+    def total_gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+
+def plan_job(request: JobRequest, site: Site, view: ClusterView, template: TemplateShape,
+             releases: Sequence[Release] = ()) -> Plan:
+    """Choose partition, tier, shape, placement constraint, binding and environment for `request`."""
+    partition = _partition(request, site)
+    gpu_type = _gpu_type(request, site, partition)
+    pview = _restrict(view, set(expand(partition.nodes)), gpu_type)
+    node_types = sorted({s.node_type for s in pview.hosts.values()})
+    if not node_types:
+        raise RequestError("--gpu-type", f"no host of partition {partition.name} has {gpu_type} GPUs in the fabric "
+                                         f"{view.source or ''}".rstrip())
+    best: Plan | None = None
+    errors: list[RequestError] = []
+    for nt_name in node_types:
+        try:
+            p = _plan_for(request, site, pview, template, releases, partition, gpu_type, pview.node_types[nt_name])
+        except RequestError as exc:
+            errors.append(exc)
+            continue
+        if best is None or _better(p, best):
+            best = p
+    if best is None:
+        raise errors[0]
+    return best
+
+
+def _better(a: Plan, b: Plan) -> bool:
+    ka = (not a.starts_now, a.leaves_now or 10**9, -a.quality.plan.gbytes)
+    kb = (not b.starts_now, b.leaves_now or 10**9, -b.quality.plan.gbytes)
+    return ka < kb
+
+
+def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape, releases: Sequence[Release],
+              part: Partition, gpu_type: str, nt: NodeType) -> Plan:
+    notes: list[str] = []
+    nodes, gpn = _shape(r, part, nt, tmpl)
+    if nodes > 1 and not tmpl.multi_node:
+        raise RequestError("--template", f"template {tmpl.name} runs on one node, but the job needs {nodes} nodes")
+    total = nodes * gpn
+    tier, account = _tier(r, site, part, total, nodes)
+    # CPUs and memory per GPU: the GPU's own socket's share, so --gres-flags=enforce-binding can be met.
+    gpus_per_socket = max(1, nt.gpus // nt.sockets)
+    cpus_per_gpu = max(1, (nt.cores_per_socket * nt.threads_per_core) // gpus_per_socket)
+    mem_per_gpu = nt.memory_mb // max(nt.gpus, 1)
+    tasks = gpn if tmpl.tasks == "per-gpu" else 1
+    need = HostNeed(gpn, cpus_per_gpu * gpn, mem_per_gpu * gpn, nt.name)
+    spread_ok = r.comm == "independent"
+
+    empty = view.idle()
+    hosts_empty = pack(empty, need, nodes, spread_ok=False)
+    if hosts_empty is None:
+        raise RequestError("--gpus", f"{nodes} node(s) x {gpn} {gpu_type} GPUs do not fit in partition "
+                                     f"{part.name} even when it is empty ({_count_fit(empty, need)} hosts could take "
+                                     f"{gpn} GPUs each)")
+    leaves_empty = len(leaves_of(empty, hosts_empty))
+    hosts_now = pack(view, need, nodes, spread_ok=spread_ok)
+    starts_now = hosts_now is not None
+    if spread_ok:
+        best_now_hosts = pack(view, need, nodes)
+    else:
+        best_now_hosts = hosts_now
+    leaves_now = len(leaves_of(view, best_now_hosts)) if best_now_hosts else None
+    ff = first_fit(view, need, nodes)
+
+    q_empty = estimate(empty, hosts_empty, gpn)
+    q_now = estimate(view, best_now_hosts, gpn) if best_now_hosts else Estimate(0.0, 0, 0, "does not fit now")
+    q_plan = estimate(view, hosts_now, gpn) if hosts_now else q_now
+    q_ff = estimate(view, ff, gpn) if ff else None
+    quality = Quality(q_plan, q_empty, q_now, q_ff)
+
+    # --switches: the fewest leaves now; ask for fewer (with a wait) when releases make that likely soon.
+    switches: int | None = None
+    wait: int | None = None
+    max_wait = r.max_wait if r.max_wait is not None else min(WAIT_CAP, int(r.time_limit * WAIT_FRACTION))
+    why_switch = ""
+    if nodes > 1 and not spread_ok:
+        if starts_now:
+            switches, wait = leaves_now, SHORT_WAIT
+            why_switch = (f"the job needs {nodes} whole hosts; {leaves_now} leaf switch(es) can hold it now, the fewest "
+                          f"possible now (the empty partition would need {leaves_empty})")
+            if leaves_now > leaves_empty and r.comm != "pipeline":
+                better = _tighter_soon(view, need, nodes, leaves_now, releases, max_wait)
+                if better is not None:
+                    n_better, t_better = better
+                    gain = _gain_if(view, need, nodes, releases, t_better, gpn, q_plan)
+                    if gain > 1.0:
+                        switches, wait = n_better, _round_minutes(t_better + 60)
+                        why_switch = (f"{leaves_now} leaf switches could hold the job now, but running jobs free "
+                                      f"enough hosts for {n_better} within about {human(t_better)} (their time limits), "
+                                      f"which is worth waiting for (estimated {gain:.2f}x the allreduce bandwidth; "
+                                      f"the wait is capped at {human(max_wait)}, {int(WAIT_FRACTION * 100)}% of the "
+                                      f"time limit); after {human(wait)} Slurm may spread it further")
+            if wait == SHORT_WAIT:
+                why_switch += f"; the {human(SHORT_WAIT)} wait only covers the gap until the scheduler runs"
+        else:
+            switches, wait = leaves_empty, _round_minutes(max(max_wait, SHORT_WAIT))
+            why_switch = (f"the job does not fit now; once hosts free up Slurm keeps it under {leaves_empty} leaf "
+                          f"switch(es) (the fewest the partition allows) for up to {human(wait)} before spreading it")
+            notes.append("not enough free hosts now: the job will queue")
+    if r.comm == "pipeline" and switches:
+        notes.append("pipeline stages exchange activations point to point; no wait is taken for a tighter placement")
+
+    nic_map = {g: tuple(nt.nearest_nics(g)) for g in range(nt.gpus)}
+    env: list[tuple[str, str]] = []
+    if nodes > 1 and r.comm != "independent" and nt.nics:
+        used = gpn if gpn == nt.gpus else nt.gpus  # which GPUs Slurm gives is known only at run time
+        hcas = []
+        for g in range(used):
+            for n in nic_map[g]:
+                if n not in hcas:
+                    hcas.append(n)
+        env.append(("NCCL_IB_HCA", "=" + ",".join(hcas)))
+        if len(nt.nics) >= nt.gpus:
+            env.append(("NCCL_CROSS_NIC", "0"))
+    env.extend(r.env)
+
+    d: list[Directive] = []
+    add = lambda o, v, why: d.append(Directive(o, v, why))  # noqa: E731
+    add("job-name", _safe("--name", r.name), "the name you gave; output files are named after it")
+    add("partition", part.name, f"partition {part.name} holds the {gpu_type} hosts"
+                                + (" (the site's default)" if part.default and not r.partition else ""))
+    tier_obj = site.tiers[tier]
+    add("qos", tier_obj.qos, _tier_why(r, tier_obj, total, nodes))
+    if account:
+        add("account", _safe("--account", account), "the account charged for the GPU-hours")
+    add("time", slurm_time(r.time_limit), f"your time limit ({human(r.time_limit)}), within tier {tier}'s "
+                                          f"{human(tier_obj.max_walltime)} and the partition's {human(part.max_time)}")
+    add("nodes", str(nodes), f"{total} GPUs as {nodes} host(s) x {gpn}"
+                             + (" (whole hosts: multi-node jobs get all GPUs of each host)"
+                                if nodes > 1 and gpn == nt.gpus else ""))
+    add("ntasks-per-node", str(tasks), "one launcher per host; it starts one process per GPU" if tasks == 1
+        else "one task (rank) per GPU")
+    add("gpus-per-node", f"{gpu_type}:{gpn}", f"{gpn} {gpu_type} GPU(s) on each host")
+    add("cpus-per-gpu", str(cpus_per_gpu), f"a {nt.name} host has {nt.cores_per_socket * nt.threads_per_core} CPUs "
+                                           f"per socket for its {gpus_per_socket} GPUs per socket: {cpus_per_gpu} "
+                                           "CPUs per GPU from the GPU's own socket")
+    add("mem-per-gpu", f"{mem_per_gpu}M", f"the host's {nt.memory_mb} MB shared over its {nt.gpus} GPUs")
+    add("gres-flags", "enforce-binding", "CPUs must come from the sockets local to the allocated GPUs")
+    if tasks > 1:
+        add("gpu-bind", "closest", "each rank sees the GPU(s) closest to its CPUs")
+    if switches:
+        add("switches", f"{switches}@{slurm_time(wait or 0)}", why_switch)
+    out_dir = _safe("--output-dir", r.output_dir.rstrip("/")) + "/" if r.output_dir else ""
+    pattern = "%x-%A_%a.out" if tmpl.array else "%x-%j.out"
+    output = out_dir + pattern
+    add("output", output, "where the job's output goes (%x job name, %j job id" +
+        (", %A array job, %a task)" if tmpl.array else ")"))
+    if r.workdir:
+        add("chdir", _safe("--workdir", r.workdir), "the directory the job runs in")
+    array_size = 0
+    if tmpl.array:
+        if not r.sweep:
+            raise RequestError("--sweep", f"template {tmpl.name} runs a sweep: give at least one --sweep ARGS")
+        array_size = len(r.sweep)
+        add("array", f"0-{array_size - 1}", f"one array task per sweep entry ({array_size})")
+    elif r.sweep:
+        raise RequestError("--sweep", f"template {tmpl.name} is not a sweep; use --template array")
+    signal = None
+    if tier_obj.preemptible:
+        signal = tier_obj.checkpoint_signal
+        add("requeue", None, f"tier {tier} is preemptible (by {', '.join(tier_obj.preempted_by)}): a preempted run is "
+                             "queued again instead of lost")
+        add("open-mode", "append", "a requeued run appends to the same output file instead of truncating it")
+        add("signal", f"B:{signal}@{tier_obj.signal_lead}",
+            f"the batch shell gets SIG{signal} {human(tier_obj.signal_lead)} before the time limit (and at preemption, "
+            f"with grace {human(tier_obj.grace_time)}); the script forwards it to the step so training can checkpoint")
+    return Plan(request=r, template=tmpl, partition=part.name, tier=tier, qos=tier_obj.qos, account=account,
+                gpu_type=gpu_type, node_type=nt.name, nodes=nodes, gpus_per_node=gpn, tasks_per_node=tasks,
+                cpus_per_gpu=cpus_per_gpu, mem_per_gpu_mb=mem_per_gpu, time_limit=r.time_limit,
+                switches=switches, switch_wait=wait, leaves_now=leaves_now, leaves_empty=leaves_empty,
+                hosts=tuple(hosts_now or hosts_empty), starts_now=starts_now, preemptible=tier_obj.preemptible,
+                directives=tuple(d), env=tuple(env), nic_map=nic_map, quality=quality, live=view.live,
+                notes=tuple(notes), array_size=array_size, output=output, checkpoint_signal=signal)
+
+
+# ------------------------------------------------------------------------------------------------- pieces
+
+def _partition(r: JobRequest, site: Site) -> Partition:
+    if r.partition:
+        if r.partition not in site.partitions:
+            raise RequestError("--partition", f"unknown partition {r.partition!r} (known: {', '.join(site.partitions)})")
+        return site.partitions[r.partition]
+    if r.gpu_type:
+        for p in [site.default_partition, *site.partitions.values()]:
+            if r.gpu_type in p.gpu_types:
+                return p
+    return site.default_partition
+
+
+def _gpu_type(r: JobRequest, site: Site, part: Partition) -> str:
+    if r.gpu_type:
+        if r.gpu_type not in part.gpu_types:
+            raise RequestError("--gpu-type", f"partition {part.name} has no {r.gpu_type!r} GPUs "
+                                             f"(it has: {', '.join(part.gpu_types)})")
+        return r.gpu_type
+    if len(part.gpu_types) == 1:
+        return part.gpu_types[0]
+    raise RequestError("--gpu-type", f"partition {part.name} has several GPU types ({', '.join(part.gpu_types)}); "
+                                     "choose one")
+
+
+def _restrict(view: ClusterView, hosts: set[str], gpu_type: str) -> ClusterView:
+    from dataclasses import replace
+
+    keep = {h: s for h, s in view.hosts.items()
+            if h in hosts and view.node_types[s.node_type].gpu_type == gpu_type}
+    if len(keep) == len(view.hosts):
+        return view
+    leaves = {leaf: tuple(h for h in hs if h in keep) for leaf, hs in view.leaves.items()}
+    return replace(view, hosts=keep, leaves={k: v for k, v in leaves.items() if v})
+
+
+def _shape(r: JobRequest, part: Partition, nt: NodeType, tmpl: TemplateShape) -> tuple[int, int]:
+    per = nt.gpus
+    if r.nodes is not None and r.gpus_per_node is not None:
+        nodes, gpn = r.nodes, r.gpus_per_node
+    elif r.nodes is not None:
+        nodes = r.nodes
+        gpn = r.gpus // r.nodes if r.gpus is not None else per
+    else:
+        g = r.gpus
+        if g <= per:
+            nodes, gpn = 1, g
+        elif g % per == 0:
+            nodes, gpn = g // per, per
+        elif part.allow_partial_nodes:
+            nodes = next(n for n in range(math.ceil(g / per), g + 1) if g % n == 0)
+            gpn = g // nodes
+        else:
+            lo, hi = g // per * per, (g // per + 1) * per
+            raise RequestError("--gpus", f"{g} GPUs is not a whole number of {per}-GPU {nt.name} hosts and partition "
+                                         f"{part.name} gives multi-node jobs whole hosts: ask for {lo} or {hi}")
+    if gpn > per:
+        raise RequestError("--gpus-per-node", f"{gpn} GPUs per node, but a {nt.name} host has {per}")
+    if nodes > 1 and gpn != per and not part.allow_partial_nodes:
+        raise RequestError("--gpus-per-node", f"partition {part.name} gives multi-node jobs whole hosts: use "
+                                              f"--gpus-per-node {per} (or one node)")
+    return nodes, gpn
+
+
+def _user_accounts(site: Site, user: str) -> list[str]:
+    return [a.name for a in site.accounts.values() if user in a.users]
+
+
+def _tier(r: JobRequest, site: Site, part: Partition, gpus: int, nodes: int) -> tuple[str, str | None]:
+    user = r.user or _whoami()
+    if r.account:
+        if r.account not in site.accounts:
+            raise RequestError("--account", f"unknown account {r.account!r} (known: {', '.join(site.accounts)})")
+        account: str | None = r.account
+    else:
+        mine = _user_accounts(site, user)
+        account = mine[0] if mine else None
+    allowed = site.accounts[account].tiers if account else tuple(site.tiers)
+
+    def misfit(t: Tier) -> str | None:
+        if t.name not in allowed:
+            return f"account {account} may not use tier {t.name}"
+        if t.partitions and part.name not in t.partitions:
+            return f"tier {t.name} does not run on partition {part.name}"
+        if t.max_gpus_per_job is not None and gpus > t.max_gpus_per_job:
+            return f"{gpus} GPUs is over tier {t.name}'s {t.max_gpus_per_job} GPUs per job"
+        if t.max_nodes is not None and nodes > t.max_nodes:
+            return f"{nodes} nodes is over tier {t.name}'s {t.max_nodes} nodes per job"
+        if r.time_limit > t.max_walltime:
+            return f"{human(r.time_limit)} is over tier {t.name}'s {human(t.max_walltime)} time limit"
+        if r.time_limit > part.max_time:
+            return f"{human(r.time_limit)} is over partition {part.name}'s {human(part.max_time)} time limit"
+        return None
+
+    if r.tier != BEST_TIER:
+        if r.tier not in site.tiers:
+            raise RequestError("--tier", f"unknown tier {r.tier!r} (known: {', '.join(site.tiers)}, or best)")
+        why = misfit(site.tiers[r.tier])
+        if why:
+            raise RequestError("--tier", why)
+        return r.tier, account
+    reasons = []
+    for t in site.tiers_by_priority():
+        why = misfit(t)
+        if why is None:
+            return t.name, account
+        reasons.append(why)
+    raise RequestError("--tier", "no tier fits: " + "; ".join(reasons))
+
+
+def _tier_why(r: JobRequest, t: Tier, gpus: int, nodes: int) -> str:
+    how = "the tier you asked for" if r.tier != BEST_TIER else "the highest-priority tier you may use that fits"
+    lim = []
+    if t.max_gpus_per_job:
+        lim.append(f"{gpus} <= {t.max_gpus_per_job} GPUs per job")
+    if t.max_nodes:
+        lim.append(f"{nodes} <= {t.max_nodes} nodes")
+    pre = (f"preemptible by {', '.join(t.preempted_by)}" if t.preemptible else "never preempted")
+    return f"tier {t.name}: {how} ({pre}; limits checked: {', '.join(lim) or 'none'})"
+
+
+def _whoami() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no passwd entry (containers): no account can be inferred
+        return ""
+
+
+def _safe(option: str, value: str) -> str:
+    """A user value for an #SBATCH line: refused (not mangled) when it could break the line or the shell."""
+    if not _DIRECTIVE_SAFE.match(value or ""):
+        raise RequestError(option, f"{value!r} may only hold letters, digits and . _ % / @ : + , = ~ - "
+                                   "(it goes on an #SBATCH line)")
+    return value
+
+
+def _count_fit(view: ClusterView, need: HostNeed) -> int:
+    return sum(len(v) for v in eligible_by_leaf(view, need).values())
+
+
+def _tighter_soon(view: ClusterView, need: HostNeed, k: int, now_leaves: int, releases: Sequence[Release],
+                  max_wait: int) -> tuple[int, int] | None:
+    """(fewest leaves, seconds) at the earliest release time within max_wait that beats `now_leaves`."""
+    freed: dict[str, int] = {}
+    for t in sorted({x.in_seconds for x in releases if 0 <= x.in_seconds <= max_wait}):
+        for x in releases:
+            if x.in_seconds == t:
+                freed[x.host] = freed.get(x.host, 0) + x.gpus
+        v = view.with_free(freed)
+        caps = [len(hs) for hs in eligible_by_leaf(v, need).values()]
+        n = min_leaves(caps, k)
+        if n is not None and n < now_leaves:
+            return n, t
+    return None
+
+
+def _gain_if(view: ClusterView, need: HostNeed, k: int, releases: Sequence[Release], t: int, gpn: int,
+             q_now: Estimate) -> float:
+    freed: dict[str, int] = {}
+    for x in releases:
+        if x.in_seconds <= t:
+            freed[x.host] = freed.get(x.host, 0) + x.gpus
+    v = view.with_free(freed)
+    hosts = pack(v, need, k)
+    if not hosts:
+        return 0.0
+    return _ratio(estimate(v, hosts, gpn).gbytes, q_now.gbytes)
+
+
+def _round_minutes(s: int) -> int:
+    return int(math.ceil(s / 60.0) * 60)
+
+
+def _ratio(a: float, b: float) -> float:
+    return round(a / b, 4) if b else 0.0
+
+
+def releases_from_jobs(jobs: Sequence, now) -> list[Release]:
+    """Running jobs' GPUs per host and when their time limits end (an upper bound on when they free up)."""
+    out: list[Release] = []
+    for j in jobs:
+        if j.state != "RUNNING" or not j.nodes or j.start_time is None or not j.time_limit_s:
+            continue
+        left = int((j.start_time - now).total_seconds()) + j.time_limit_s
+        per = max(1, j.gpus // max(len(j.nodes), 1)) if j.gpus else 0
+        for h in j.nodes:
+            out.append(Release(h, per, max(0, left), j.job_id))
+    return out
+
+
+def placement_text(plan: Plan) -> str:
+    return compress(plan.hosts) if plan.hosts else "-"
+
+
+__all__ = ["Directive", "Plan", "Quality", "Release", "TemplateShape", "plan_job", "releases_from_jobs",
+           "ConfigError"]

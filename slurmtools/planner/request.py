@@ -1,0 +1,89 @@
+"""What a researcher asks for: a `JobRequest`. Pure data plus the checks that need no site.
+
+The request says what the job needs (GPUs, time, how its ranks talk); the planner decides how to ask Slurm for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from slurmtools.errors import ConfigError
+
+Comm = Literal["allreduce", "tensor-parallel", "pipeline", "independent"]
+COMM_HINTS: tuple[str, ...] = ("allreduce", "tensor-parallel", "pipeline", "independent")
+BEST_TIER = "best"
+
+
+class RequestError(ConfigError):
+    """A request field is invalid; the message names the option (`--gpus`, `--time`, ...)."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__("request", option, message)
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A job as the researcher describes it. Either `gpus` (total) or `nodes` x `gpus_per_node`."""
+
+    command: tuple[str, ...] = ()
+    gpus: int | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    gpu_type: str | None = None
+    time_limit: int = 3600  # seconds
+    tier: str = BEST_TIER  # a tier name, or "best": the highest-priority tier this user may use that fits
+    comm: str = "allreduce"
+    template: str | None = None  # None: chosen from the job's shape
+    name: str = "job"
+    account: str | None = None
+    user: str | None = None
+    partition: str | None = None
+    output_dir: str | None = None  # where %x-%j.out goes; None: the submit directory
+    workdir: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    template_vars: tuple[tuple[str, str], ...] = ()
+    sweep: tuple[tuple[str, ...], ...] = ()  # job arrays: one argument list per task
+    max_wait: int | None = None  # cap on the wait for a tighter placement, seconds; None: planner default
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @property
+    def vars(self) -> dict[str, str]:
+        return dict(self.template_vars)
+
+
+def validate(r: JobRequest) -> None:
+    """Shape checks that need no site. Site checks (tiers, partitions, node types) live in the planner."""
+    for opt, v in (("--gpus", r.gpus), ("--nodes", r.nodes), ("--gpus-per-node", r.gpus_per_node)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise RequestError(opt, f"must be a whole number >= 1, got {v!r}")
+    if r.gpus is not None and r.nodes is not None and r.gpus_per_node is None:
+        if r.gpus % r.nodes:
+            raise RequestError("--gpus", f"{r.gpus} GPUs cannot be spread evenly over {r.nodes} nodes")
+    if r.gpus is not None and r.nodes is not None and r.gpus_per_node is not None \
+            and r.gpus != r.nodes * r.gpus_per_node:
+        raise RequestError("--gpus", f"{r.gpus} GPUs disagrees with --nodes {r.nodes} x --gpus-per-node "
+                                     f"{r.gpus_per_node}; give one or the other")
+    if r.gpus is None and r.nodes is None:
+        raise RequestError("--gpus", "give the total GPUs (--gpus N) or --nodes N with --gpus-per-node G")
+    if not isinstance(r.time_limit, int) or r.time_limit < 60:
+        raise RequestError("--time", f"must be at least one minute, got {r.time_limit!r} s")
+    if r.comm not in COMM_HINTS:
+        raise RequestError("--comm", f"unknown communication hint {r.comm!r} (known: {', '.join(COMM_HINTS)})")
+    if not r.name or any(ch in r.name for ch in "\n\r\0"):
+        raise RequestError("--name", "must be a non-empty single line")
+    for k, _v in r.env:
+        if not k or not (k[0].isalpha() or k[0] == "_") or not all(c.isalnum() or c == "_" for c in k):
+            raise RequestError("--env", f"{k!r} is not a valid environment variable name")
+    for k, _v in r.template_vars:
+        if not k.isidentifier():
+            raise RequestError("--var", f"{k!r} is not a valid template variable name")
+    if r.max_wait is not None and r.max_wait < 0:
+        raise RequestError("--max-wait", "must not be negative")
+    if r.sweep and not all(isinstance(a, tuple) for a in r.sweep):
+        raise RequestError("--sweep", "each sweep entry must be a list of arguments")
+    if len(r.sweep) > 100000:
+        raise RequestError("--sweep", "more than 100000 array tasks")

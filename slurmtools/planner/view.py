@@ -1,0 +1,130 @@
+"""The planner's input: a small pure "cluster view" of leaves, hosts and their free GPUs.
+
+Why a view and not the topology graph itself: the optimiser runs on every plan over up to 16k hosts, so it
+needs flat tables (leaf -> hosts, host -> free GPUs); deriving them once from the declared fabric (or the
+topology graph) joined with the backend's live node state keeps the optimiser fast and easy to prove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable, Mapping
+
+from slurmtools.slurm.model import NodeInfo
+from slurmtools.topology.sitefile import Fabric, NodeType, link_gbytes
+
+# GB/s per NVLink link per direction (NVLink 4); PCIe gen5 x16 per direction for GPUs without NVLink.
+NVLINK_GBYTES_PER_LINK = 25.0
+PCIE_GPU_GBYTES = 63.0
+
+
+@dataclass(frozen=True)
+class HostState:
+    name: str
+    leaf: str
+    node_type: str
+    gpus: int  # GPUs of the planned type on this host
+    gpus_free: int
+    cpus_free: int
+    mem_free_mb: int
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """Hosts grouped by leaf switch, with free resources and the bandwidths the quality score needs."""
+
+    hosts: Mapping[str, HostState]
+    leaves: Mapping[str, tuple[str, ...]]  # leaf -> hosts under it, in fabric order
+    leaf_spines: Mapping[str, tuple[str, ...]]  # leaf -> spines it uplinks to
+    node_types: Mapping[str, NodeType]
+    link_gbytes: float  # one host<->leaf link, GB/s per direction
+    leaf_uplink_gbytes: Mapping[str, float]  # leaf -> total uplink capacity to the spines, GB/s
+    live: bool  # True: free GPUs from Slurm now; False: the declared fabric as if idle
+    source: str = ""
+
+    def idle(self) -> "ClusterView":
+        """The same cluster with every host free: the reference for "best the empty cluster allows"."""
+        hosts = {h: replace(s, gpus_free=s.gpus, cpus_free=self.node_types[s.node_type].cpus,
+                            mem_free_mb=self.node_types[s.node_type].memory_mb) for h, s in self.hosts.items()}
+        return replace(self, hosts=hosts, live=False)
+
+    def with_free(self, extra: Mapping[str, int]) -> "ClusterView":
+        """The view with `extra` GPUs (and their CPU/memory share) given back on some hosts (a job's own)."""
+        hosts = dict(self.hosts)
+        for h, g in extra.items():
+            if h in hosts:
+                s = hosts[h]
+                nt = self.node_types[s.node_type]
+                free = min(s.gpus, s.gpus_free + g)
+                hosts[h] = replace(s, gpus_free=free,
+                                   cpus_free=min(nt.cpus, s.cpus_free + g * nt.cpus // max(nt.gpus, 1)),
+                                   mem_free_mb=min(nt.memory_mb, s.mem_free_mb + g * nt.memory_mb // max(nt.gpus, 1)))
+        return replace(self, hosts=hosts)
+
+    def host_gbytes(self, host: str) -> float:
+        """Network bandwidth of one host: its HCAs times the link rate."""
+        nt = self.node_types[self.hosts[host].node_type]
+        return max(len(nt.nics), 1) * self.link_gbytes
+
+    def nvlink_gbytes(self, node_type: str) -> float:
+        nt = self.node_types[node_type]
+        return nt.nvlinks_per_gpu * NVLINK_GBYTES_PER_LINK if nt.nvlink == "nvswitch" else PCIE_GPU_GBYTES
+
+    def common_spine(self, a: str, b: str) -> bool:
+        return bool(set(self.leaf_spines.get(a, ())) & set(self.leaf_spines.get(b, ())))
+
+
+def from_fabric(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_type: str | None = None,
+                only_hosts: Iterable[str] | None = None) -> ClusterView:
+    """The view of a declared fabric; with `nodes` (the backend's live state) free GPUs come from Slurm.
+
+    Hosts that Slurm does not report, or reports down/drained, count as having nothing free. `gpu_type`
+    keeps only hosts whose node type carries that GPU; `only_hosts` keeps a partition's hosts.
+    """
+    live = {n.name: n for n in nodes} if nodes is not None else None
+    keep = set(only_hosts) if only_hosts is not None else None
+    link = link_gbytes(fabric.link)
+    hosts: dict[str, HostState] = {}
+    leaves: dict[str, tuple[str, ...]] = {}
+    for leaf in fabric.leaves.values():
+        nt = fabric.node_types[leaf.node_type]
+        if gpu_type is not None and nt.gpu_type != gpu_type:
+            continue
+        members = []
+        for h in leaf.hosts:
+            if keep is not None and h not in keep:
+                continue
+            if live is None:
+                free, cpus, mem = nt.gpus, nt.cpus, nt.memory_mb
+            else:
+                n = live.get(h)
+                free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
+            hosts[h] = HostState(h, leaf.name, nt.name, nt.gpus, free, cpus, mem)
+            members.append(h)
+        leaves[leaf.name] = tuple(members)
+    spines: dict[str, list[str]] = {name: [] for name in fabric.leaves}
+    uplink: dict[str, float] = {name: 0.0 for name in fabric.leaves}
+    for sp in fabric.spines.values():
+        for leaf_name in sp.leaves:
+            spines[leaf_name].append(sp.name)
+            if sp.uplinks_per_leaf:
+                uplink[leaf_name] += sp.uplinks_per_leaf * link
+    for leaf in fabric.leaves.values():
+        if not uplink[leaf.name]:  # not declared: assume a non-blocking leaf
+            nt = fabric.node_types[leaf.node_type]
+            uplink[leaf.name] = len(leaf.hosts) * max(len(nt.nics), 1) * link
+    return ClusterView(hosts=hosts, leaves=leaves, leaf_spines={k: tuple(v) for k, v in spines.items()},
+                       node_types=dict(fabric.node_types), link_gbytes=link, leaf_uplink_gbytes=uplink,
+                       live=live is not None, source=str(fabric.source))
+
+
+def _free(n: NodeInfo, nt: NodeType) -> tuple[int, int, int]:
+    if not n.schedulable:
+        return 0, 0, 0
+    typed = n.gpus_by_type.get(nt.gpu_type)
+    if typed is not None:
+        free = typed - n.gpus_used_by_type.get(nt.gpu_type, 0)
+        free = min(free, n.gpus_free)
+    else:
+        free = n.gpus_free
+    return max(0, min(free, nt.gpus)), max(0, n.cpus - n.cpus_alloc), max(0, n.memory_mb - n.memory_alloc_mb)
