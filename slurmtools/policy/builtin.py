@@ -1,0 +1,338 @@
+"""The built-in admission policies. Each reads its `params` from the site once; the generated job_submit.lua
+gets the very same `params` and message templates, and its evaluator mirrors each `check` line by line.
+
+Messages are templates with `{name}` slots filled with already formatted strings, so Python and Lua print
+byte-identical text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from slurmtools.errors import ConfigError
+from slurmtools.policy.base import Decision, Policy, PolicyContext
+from slurmtools.policy.request import INFINITE, JobRequest
+
+MESSAGES = {
+    "unknown_qos": "QoS {qos} is not a tier of this site (tiers: {tiers})",
+    "unknown_partition": "partition {partition} is not a partition of this site (partitions: {partitions})",
+    "tier_account": "account {account} may not use tier {qos} (its tiers: {tiers})",
+    "tier_partition": "tier {qos} may not run on partition {partition} (its partitions: {partitions})",
+    "over_budget": "account {account} has used {used} of its {budget} GPU-hours for {month}; "
+                   "only tier {lowest} is open to it until the budget is raised",
+    "gpus_per_job": "tier {qos} allows at most {limit} GPUs per job; this job asks for {gpus}",
+    "walltime": "tier {qos} allows a time limit of at most {limit}; this job asks for {time}",
+    "nodes": "tier {qos} allows at most {limit} nodes per job; this job asks for {nodes}",
+    "gpu_type_missing": "partition {partition} needs a GPU type: ask for e.g. --gres=gpu:{example}:N "
+                        "instead of an untyped GPU count (GPU types here: {types})",
+    "gpu_type_unknown": "partition {partition} has no GPU type {type} (GPU types here: {types})",
+    "gpus_per_type": "at most {limit} {type} GPUs per job; this job asks for {gpus} "
+                     "(untyped GPUs count against every type's limit)",
+    "cpus_per_gpu": "on partition {partition} each GPU comes with at most {per_gpu} CPUs: {gpus} GPUs allow "
+                    "{limit} CPUs, this job asks for {cpus}",
+    "mem_per_gpu": "on partition {partition} each GPU comes with at most {per_gpu} MB of memory: {gpus} GPUs "
+                   "allow {limit} MB, this job asks for {mem} MB",
+    "checkpoint_signal": "tier {qos} is preemptible: add '#SBATCH --signal=B:{signal}@{lead}' to the batch "
+                         "script so the job can checkpoint (a --signal on the command line is not visible here)",
+}
+
+#: signal numbers sbatch accepts for the names a checkpoint may use (Linux numbering)
+SIGNAL_NUMBERS = {"1": "HUP", "2": "INT", "10": "USR1", "12": "USR2", "15": "TERM", "18": "CONT", "23": "URG"}
+
+_SLOT = re.compile(r"\{([A-Za-z0-9_]+)\}")
+
+
+def fmt(key: str, **values: str) -> str:
+    """Fill a message template; every value is a string already (Lua formats numbers the same way)."""
+    return _SLOT.sub(lambda m: values[m.group(1)], MESSAGES[key])
+
+
+def slurm_minutes(minutes: int) -> str:
+    """Minutes as Slurm prints a time limit: `1-00:00:00`, `12:00:00`; INFINITE as UNLIMITED."""
+    if minutes >= INFINITE:
+        return "UNLIMITED"
+    d, rest = divmod(minutes, 1440)
+    h, m = divmod(rest, 60)
+    return "%d-%02d:%02d:00" % (d, h, m) if d > 0 else "%02d:%02d:00" % (h, m)
+
+
+def _names(xs) -> str:
+    return ", ".join(xs)
+
+
+class Routing(Policy):
+    """Default partition and QoS (the site's default tier); unknown tiers and partitions, account and
+    partition access per tier. Runs first so that every later policy sees a partition and a tier."""
+
+    name = "routing"
+    lua = True
+
+    def configure(self, site, fabric):
+        return {
+            "default_partition": site.default_partition.name,
+            "default_qos": site.default_tier,
+            "tiers": {t.name: {"partitions": list(t.partitions)} for t in site.tiers_by_priority()},
+            "tier_names": [t.name for t in site.tiers_by_priority()],
+            "partitions": list(site.partitions),
+            "accounts": {a.name: {"tiers": list(a.tiers)} for a in site.accounts.values()},
+        }
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        p = self.params
+        changes = {}
+        if not r.partition:
+            changes["partition"] = p["default_partition"]
+        if not r.qos:
+            changes["qos"] = p["default_qos"]
+        partition = r.partition or p["default_partition"]
+        qos = r.qos or p["default_qos"]
+        if qos not in p["tiers"]:
+            return Decision.deny(fmt("unknown_qos", qos=qos, tiers=_names(p["tier_names"])))
+        if partition not in p["partitions"]:
+            return Decision.deny(fmt("unknown_partition", partition=partition, partitions=_names(p["partitions"])))
+        account = r.effective_account
+        if account and account in p["accounts"] and qos not in p["accounts"][account]["tiers"]:
+            return Decision.deny(fmt("tier_account", account=account, qos=qos,
+                                     tiers=_names(p["accounts"][account]["tiers"])))
+        if partition not in p["tiers"][qos]["partitions"]:
+            return Decision.deny(fmt("tier_partition", qos=qos, partition=partition,
+                                     partitions=_names(p["tiers"][qos]["partitions"])))
+        return Decision.modify(self.name, **changes)
+
+
+class Budget(Policy):
+    """Monthly GPU-hour budgets: once spent, reject or move the job to the lowest tier (the account's
+    `over_budget`). The lowest tier stays open either way: it runs on idle capacity at no charge."""
+
+    name = "budget"
+    lua = True
+
+    def configure(self, site, fabric):
+        return {
+            "lowest": site.lowest_tier.name,
+            "accounts": {a.name: {"budget": a.monthly_gpu_hours, "action": a.over_budget}
+                         for a in site.accounts.values() if a.monthly_gpu_hours is not None},
+        }
+
+    @property
+    def active(self) -> bool:
+        return bool(self.params["accounts"])
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        p = self.params
+        account = r.effective_account
+        if ctx.usage is None or not account or account not in p["accounts"] or r.qos == p["lowest"]:
+            return Decision.allow()
+        a = p["accounts"][account]
+        used = float(ctx.usage.get(account, 0.0))
+        if used < a["budget"]:
+            return Decision.allow()
+        if a["action"] == "scavenger":
+            return Decision.modify(self.name, qos=p["lowest"])
+        return Decision.deny(fmt("over_budget", account=account, used="%.1f" % used, budget="%.1f" % a["budget"],
+                                 month=ctx.month or "this month", lowest=p["lowest"]))
+
+
+class TierLimits(Policy):
+    """GPUs per job, walltime and nodes per tier. GPUs per *user* are left to the QoS MaxTRESPerUser that
+    `admin sync-qos` sets: slurmctld counts them against running jobs, which admission cannot see reliably."""
+
+    name = "tier_limits"
+    lua = True
+
+    def configure(self, site, fabric):
+        return {"tiers": {t.name: {"max_gpus": t.max_gpus_per_job, "max_minutes": t.max_walltime // 60,
+                                   "max_nodes": t.max_nodes} for t in site.tiers.values()}}
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        t = self.params["tiers"].get(r.qos or "")
+        if t is None:
+            return Decision.allow()
+        gpus = r.gpus
+        if t["max_gpus"] is not None and gpus > t["max_gpus"]:
+            return Decision.deny(fmt("gpus_per_job", qos=r.qos, limit=str(t["max_gpus"]), gpus=str(gpus)))
+        if r.time_limit is not None and r.time_limit > t["max_minutes"]:
+            return Decision.deny(fmt("walltime", qos=r.qos, limit=slurm_minutes(t["max_minutes"]),
+                                     time=slurm_minutes(r.time_limit)))
+        if t["max_nodes"] is not None and r.nodes > t["max_nodes"]:
+            return Decision.deny(fmt("nodes", qos=r.qos, limit=str(t["max_nodes"]), nodes=str(r.nodes)))
+        return Decision.allow()
+
+
+class GpuType(Policy):
+    """On partitions with GPU types, a GPU request must name a type the partition has."""
+
+    name = "gpu_type"
+    lua = True
+
+    def configure(self, site, fabric):
+        return {"partitions": {p.name: {"types": list(p.gpu_types)} for p in site.partitions.values()
+                               if p.gpu_types}}
+
+    @property
+    def active(self) -> bool:
+        return self.site.policy.require_gpu_type and bool(self.params["partitions"])
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        part = self.params["partitions"].get(r.partition or "")
+        if part is None:
+            return Decision.allow()
+        types = part["types"]
+        for typ in sorted(r.gpus_by_type()):
+            if typ == "untyped":
+                return Decision.deny(fmt("gpu_type_missing", partition=r.partition, example=types[0],
+                                         types=_names(types)))
+            if typ not in types:
+                return Decision.deny(fmt("gpu_type_unknown", partition=r.partition, type=typ, types=_names(types)))
+        return Decision.allow()
+
+
+class GpuTypeLimits(Policy):
+    """Per-type GPU limits per job (`[policy.max_gpus_per_type]`). Closes the loophole Slurm's docs warn about:
+    an untyped `--gres=gpu:N` is not counted by a per-type QoS limit, so here it counts against every type."""
+
+    name = "gpu_type_limits"
+    lua = True
+
+    def configure(self, site, fabric):
+        raw = site.policy.extra.get("max_gpus_per_type", {})
+        if not isinstance(raw, dict):
+            raise ConfigError(str(site.source), "policy.max_gpus_per_type", f"expected a table, got {raw!r}")
+        limits = {}
+        for typ, n in raw.items():
+            if typ not in site.gpu_types:
+                raise ConfigError(str(site.source), f"policy.max_gpus_per_type.{typ}",
+                                  f"unknown GPU type {typ!r} (known: {', '.join(site.gpu_types)})")
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ConfigError(str(site.source), f"policy.max_gpus_per_type.{typ}",
+                                  f"expected an integer >= 1, got {n!r}")
+            limits[typ] = n
+        return {"types": [[t, limits[t]] for t in sorted(limits)]}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.params["types"])
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        by = r.gpus_by_type()
+        untyped = by.get("untyped", 0)
+        for typ, limit in self.params["types"]:
+            n = by.get(typ, 0) + untyped
+            if n > limit:
+                return Decision.deny(fmt("gpus_per_type", limit=str(limit), type=typ, gpus=str(n)))
+        return Decision.allow()
+
+
+class CpuMemPerGpu(Policy):
+    """CPUs and memory per GPU within the node type's share (x policy.cpu_mem_tolerance), so that GPUs are not
+    stranded on nodes whose CPUs or memory another job took. Needs the fabric's node types."""
+
+    name = "cpu_mem_per_gpu"
+    lua = True
+
+    def configure(self, site, fabric):
+        from slurmtools.hostlist import expand
+
+        out = {}
+        if fabric is None:
+            return {"partitions": out}
+        tol = site.policy.cpu_mem_tolerance
+        for p in site.partitions.values():
+            nts = []
+            for h in expand(p.nodes):
+                try:
+                    nts.append(fabric.node_type_of(h))
+                except KeyError:
+                    continue
+            nts = [n for n in nts if n.gpus > 0]
+            if not nts:
+                continue
+            # the smallest share on the partition: a job must fit its poorest node
+            cpus = min(n.cpus / n.gpus for n in nts)
+            mem = min(n.memory_mb / n.gpus for n in nts)
+            out[p.name] = {"cpus_per_gpu": cpus * tol, "mem_per_gpu": mem * tol}
+        return {"partitions": out}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.params["partitions"])
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        part = self.params["partitions"].get(r.partition or "")
+        gpus = r.gpus
+        if part is None or gpus == 0:
+            return Decision.allow()
+        cpu_limit = math.floor(part["cpus_per_gpu"] * gpus + 1e-9)
+        cpus = r.cpus
+        if cpus > cpu_limit:
+            return Decision.deny(fmt("cpus_per_gpu", partition=r.partition, per_gpu="%g" % part["cpus_per_gpu"],
+                                     gpus=str(gpus), limit=str(cpu_limit), cpus=str(cpus)))
+        mem = r.mem_mb
+        mem_limit = math.floor(part["mem_per_gpu"] * gpus + 1e-9)
+        if mem is not None and mem > mem_limit:
+            return Decision.deny(fmt("mem_per_gpu", partition=r.partition, per_gpu="%g" % part["mem_per_gpu"],
+                                     gpus=str(gpus), limit=str(mem_limit), mem=str(mem)))
+        return Decision.allow()
+
+
+_SIGNAL_LINE = re.compile(r"^#SBATCH.*?--signal[=\s]+([^\s#]+)", re.ASCII)
+_WS = " \t\n\r\f\v"
+
+
+def _ascii_upper(s: str) -> str:
+    """Upper case of ASCII letters only, as Lua's string.upper in the C locale."""
+    return "".join(chr(ord(c) - 32) if "a" <= c <= "z" else c for c in s)
+
+
+def script_signal(script: str) -> str | None:
+    """The signal name of the last `#SBATCH --signal=` before the script's first command (`B:USR1@300` -> USR1).
+
+    Mirrors the Lua: lines split on newlines, a first-line `#!` skipped, blank and other comment lines skipped.
+    """
+    found = None
+    for i, line in enumerate(script.split("\n")):
+        s = line.strip(_WS)
+        if i == 0 and s.startswith("#!"):
+            continue
+        if s == "":
+            continue
+        if not s.startswith("#"):
+            break
+        m = _SIGNAL_LINE.match(s)
+        if m:
+            v = m.group(1)
+            v = re.sub(r"^[RB]+:", "", v, flags=re.ASCII)
+            v = _ascii_upper(v.split("@", 1)[0])
+            if v.startswith("SIG"):
+                v = v[3:]
+            found = SIGNAL_NUMBERS.get(v, v)
+    return found
+
+
+class CheckpointSignal(Policy):
+    """Preemptible tiers need a checkpoint signal in the script (`#SBATCH --signal=B:USR1@300`): without it the
+    batch shell hears of preemption only KillWait seconds before SIGKILL."""
+
+    name = "checkpoint_signal"
+    lua = True
+
+    def configure(self, site, fabric):
+        return {"tiers": {t.name: {"signal": t.checkpoint_signal, "lead": t.signal_lead}
+                          for t in site.tiers.values() if t.preemptible}}
+
+    @property
+    def active(self) -> bool:
+        return self.site.policy.require_checkpoint_signal and bool(self.params["tiers"])
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        t = self.params["tiers"].get(r.qos or "")
+        if t is None:
+            return Decision.allow()
+        if script_signal(r.script) == t["signal"]:
+            return Decision.allow()
+        return Decision.deny(fmt("checkpoint_signal", qos=r.qos, signal=t["signal"], lead=str(t["lead"])))
+
+
+BUILTINS: tuple[type[Policy], ...] = (Routing, Budget, TierLimits, GpuType, GpuTypeLimits, CpuMemPerGpu,
+                                      CheckpointSignal)
