@@ -1,0 +1,280 @@
+"""`slurmtools topo show | export | diff | lint | path`: the topology graph, its Slurm configs and its checks.
+
+A topology SOURCE is a topology JSON (`export --format json`), a fabric file (`topology/*.toml`), or anything the
+providers module (`slurmtools.cli.topo_providers`, which also adds `capture` and `import`) knows how to read.
+Without one, the site's declared fabric is used.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from slurmtools.cli.common import JsonOpt, SiteOpt, fail, print_json
+
+topo_app = typer.Typer(help="Topology: show, export to Slurm configs and pictures, diff and lint.",
+                       no_args_is_help=True)
+
+FORMATS = ("topology.conf", "block", "gres.conf", "features", "json", "graphml", "svg", "png")
+SourceArg = typer.Argument(None, help="Topology JSON, fabric TOML, or a provider's input (default: the site's "
+                                      "fabric)", show_default=False)
+
+
+def register(app: typer.Typer) -> None:
+    import importlib
+
+    try:
+        providers = importlib.import_module("slurmtools.cli.topo_providers")
+    except ModuleNotFoundError as exc:
+        if exc.name != "slurmtools.cli.topo_providers":
+            raise
+    else:
+        providers.register_providers(topo_app)
+    app.add_typer(topo_app, name="topo")
+
+
+def load_topology(source: Optional[str], site: Optional[str] = None):
+    """The Topology a command works on (see the module docstring for what SOURCE may be)."""
+    from slurmtools.errors import ConfigError
+
+    if source is None:
+        from slurmtools.cli.common import load_site
+
+        s = load_site(site)
+        if not s.fabric_path:
+            raise ConfigError(str(s.source), "fabric", "the site declares no fabric file; give a topology SOURCE")
+        source = str(s.fabric_path)
+    p = Path(source)
+    if not p.exists():
+        raise ConfigError(source, "", "file not found")
+    if p.suffix == ".json":
+        from slurmtools.topology.graph import Topology
+
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(source, "", f"cannot read: {exc}") from None
+        return Topology.from_json(text, source)
+    if p.suffix == ".toml":
+        from slurmtools.topology.build_site import build_site
+        from slurmtools.topology.sitefile import load_fabric
+
+        return build_site(load_fabric(p))
+    try:
+        from slurmtools.cli import topo_providers
+    except ModuleNotFoundError:
+        topo_providers = None
+    loader = getattr(topo_providers, "load_topology", None)
+    t = loader(p) if loader else None
+    if t is None:
+        raise ConfigError(source, "", "unknown topology input: expected a topology .json, a fabric .toml"
+                                      + (" or a provider's input" if loader else ""))
+    return t
+
+
+def _host(t, host: str) -> None:
+    if f"host:{host}" not in t:
+        fail(f"--host: no host {host!r} in topology {t.name!r}")
+
+
+@topo_app.command("show")
+def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
+         host: Optional[str] = typer.Option(None, "--host", help="Show the inside of one host"),
+         json_out: bool = JsonOpt) -> None:
+    """Summarise the fabric (levels, oversubscription, NVLink domains) or one host's inside."""
+    from dataclasses import asdict
+
+    from slurmtools.hostlist import compress
+    from slurmtools.topology import queries as q
+
+    t = load_topology(source, site)
+    if host:
+        _host(t, host)
+        info = {
+            "host": host, "gpus": [asdict(g) for g in t.gpus(host)], "nics": [n.name for n in t.nics(host)],
+            "nvlink_islands": q.nvlink_islands(t, host),
+            "pcie_groups": [v for v in q.pcie_groups(t, host).values()],
+            "nearest_nics": q.nearest_nics(t, host), "local_cpus": q.local_cpus(t, host),
+            "nvlink_matrix": q.nvlink_matrix(t, host), "uplinks": q.uplinks(t, host),
+            "nvlink_domains": q.domain_of(t, host),
+        }
+        if json_out:
+            print_json(info)
+            return
+        from slurmtools.topology.render_slurm import int_ranges
+
+        typer.echo(f"host {host}: {len(info['gpus'])} GPUs, NICs {', '.join(info['nics']) or '-'}")
+        typer.echo(f"  NVLink islands: {info['nvlink_islands']}")
+        typer.echo(f"  PCIe switch groups: {info['pcie_groups']}")
+        for g in t.gpus(host):
+            typer.echo(f"  GPU{g.index}: nearest NIC {', '.join(info['nearest_nics'][g.index]) or '-'}, "
+                       f"CPUs {int_ranges(info['local_cpus'][g.index]) or '-'}")
+        typer.echo(f"  switch path: {' -> '.join('/'.join(lv) for lv in info['uplinks']) or '-'}")
+        return
+    levels = q.oversubscription(t)
+    domains = q.nvlink_domains(t)
+    hosts = t.host_names()
+    info = {
+        "name": t.name, "hosts": len(hosts), "hostlist": compress(hosts) if hosts else "",
+        "gpus": sum(1 for _ in t.of_kind("gpu")), "switches": len(t.switches()),
+        "levels": [asdict(lv) for lv in levels],
+        "nvlink_domains": {"count": len(domains), "multi_node": [asdict(d) for d in domains if d.multi_node]},
+    }
+    if json_out:
+        print_json(info)
+        return
+    typer.echo(f"topology {t.name}: {info['hosts']} hosts ({info['hostlist']}), {info['gpus']} GPUs, "
+               f"{info['switches']} switches")
+    for lv in levels:
+        ratio = f"{lv.ratio:.3g}:1 oversubscribed (worst switch {lv.worst:.3g}:1)" if lv.ratio else "top level"
+        typer.echo(f"  level {lv.level}: {lv.switches} switches, {lv.down_gbytes:g} GB/s down, "
+                   f"{lv.up_gbytes:g} GB/s up, {ratio}")
+    multi = [d for d in domains if d.multi_node]
+    typer.echo(f"  NVLink domains: {len(domains)} ({len(multi)} spanning hosts)")
+    for d in multi:
+        typer.echo(f"    {d.name}: {compress(d.hosts)}, {d.gpus} GPUs")
+
+
+@topo_app.command("path")
+def path(a: str = typer.Argument(..., help="First host"), b: str = typer.Argument(..., help="Second host"),
+         source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+    """Hops and bottleneck bandwidth between two hosts."""
+    from slurmtools.topology import queries as q
+
+    t = load_topology(source, site)
+    try:
+        p = q.path_between(t, a, b)
+    except ValueError as exc:
+        fail(str(exc))
+    if json_out:
+        print_json(None if p is None else {"hops": p.hops, "gbytes": p.gbytes, "via": list(p.via)})
+        return
+    if p is None:
+        fail(f"no cable path between {a} and {b}", code=1)
+    typer.echo(f"{a} -> {b}: {p.hops} hops via {' -> '.join(p.via) or '-'}, bottleneck "
+               f"{'-' if p.gbytes is None else f'{p.gbytes:g} GB/s'}")
+
+
+@topo_app.command("export")
+def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
+           fmt: str = typer.Option(..., "--format", "-f", help=" | ".join(FORMATS)),
+           output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
+           host: Optional[str] = typer.Option(None, "--host", help="svg/png: draw this host's inside instead of "
+                                                                   "the fabric"),
+           gres_files: str = typer.Option("/dev/nvidia{index}", "--gres-files",
+                                          help="gres.conf: device file pattern, {index} is the GPU index"),
+           block_sizes: Optional[str] = typer.Option(None, "--block-sizes", help="block: BlockSizes, e.g. 18,36"),
+           ) -> None:
+    """Write the topology as a Slurm config, a graph file or a picture."""
+    if fmt not in FORMATS:
+        fail(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    t = load_topology(source, site)
+    data: str | bytes
+    if fmt == "topology.conf":
+        from slurmtools.topology.render_slurm import render_topology_conf
+
+        data = render_topology_conf(t)
+    elif fmt == "block":
+        from slurmtools.topology.render_slurm import render_block
+
+        sizes = None
+        if block_sizes:
+            try:
+                sizes = [int(x) for x in block_sizes.split(",")]
+            except ValueError:
+                fail(f"--block-sizes: expected comma-separated integers, got {block_sizes!r}")
+        data = render_block(t, sizes)
+    elif fmt == "gres.conf":
+        from slurmtools.topology.render_slurm import render_gres_conf
+
+        data = render_gres_conf(t, gres_files)
+    elif fmt == "features":
+        from slurmtools.topology.render_slurm import render_features
+
+        data = render_features(t)
+    elif fmt == "json":
+        from slurmtools.topology.render_graph import render_json
+
+        data = render_json(t)
+    elif fmt == "graphml":
+        from slurmtools.topology.render_graph import render_graphml
+
+        data = render_graphml(t)
+    else:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            fail("--format svg/png needs matplotlib (pip install matplotlib)")
+        from slurmtools.topology.render_picture import render_fabric_picture, render_node_picture
+
+        try:
+            if host:
+                _host(t, host)
+                data = render_node_picture(t, host, fmt)
+            else:
+                data = render_fabric_picture(t, fmt)
+        except ValueError as exc:
+            fail(str(exc))
+    if output is not None:
+        try:
+            if isinstance(data, bytes):
+                output.write_bytes(data)
+            else:
+                output.write_text(data)
+        except OSError as exc:
+            fail(f"--output: cannot write {output}: {exc.strerror or exc}")
+        return
+    if isinstance(data, bytes):
+        if sys.stdout.isatty():
+            fail(f"--format {fmt} is binary; give --output FILE or redirect stdout")
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        sys.stdout.write(data)
+
+
+def _report(findings, json_out: bool, ok: str) -> None:
+    if json_out:
+        print_json([{"code": f.code, "subject": f.subject, "message": f.message} for f in findings])
+    elif findings:
+        for f in findings:
+            typer.echo(f.line())
+    else:
+        typer.echo(ok)
+    if findings:
+        raise typer.Exit(1)
+
+
+@topo_app.command("diff")
+def diff(discovered: str = typer.Argument(..., help="The discovered topology (JSON, or a provider's input)"),
+         declared: Optional[str] = typer.Option(None, "--declared", help="Declared topology (default: the "
+                                                                          "site's fabric)"),
+         site: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+    """Compare a discovered topology with the declared one; one line per difference, exit 1 if any."""
+    from slurmtools.topology.checks import diff as run_diff
+
+    want = load_topology(declared, site)
+    have = load_topology(discovered, site)
+    _report(run_diff(want, have), json_out, f"{discovered}: agrees with {want.name}")
+
+
+@topo_app.command("lint")
+def lint(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
+         gres: Optional[Path] = typer.Option(None, "--gres", help="Check this gres.conf's Cores=/Links= against "
+                                                                  "the topology"),
+         json_out: bool = JsonOpt) -> None:
+    """Check one topology (and optionally a gres.conf against it); one line per problem, exit 1 if any."""
+    from slurmtools.topology.checks import check_gres, lint as run_lint
+
+    t = load_topology(source, site)
+    findings = run_lint(t)
+    if gres is not None:
+        try:
+            text = gres.read_text()
+        except OSError as exc:
+            fail(f"--gres: cannot read {gres}: {exc.strerror or exc}")
+        findings += check_gres(t, text, str(gres))
+    _report(findings, json_out, f"topology {t.name}: no problems found")
