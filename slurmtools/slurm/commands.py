@@ -1,0 +1,292 @@
+"""The default backend: Slurm's own commands, read through their machine-readable output.
+
+`squeue --json` and `sinfo --json` (22.05 has both), `scontrol show partition -o` (no JSON there in 22.05),
+`sacctmgr --parsable2`, `sacct --parsable2`. Errors carry Slurm's own message. No policy here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from typing import Mapping, Sequence
+
+from slurmtools.durations import parse_duration
+from slurmtools.errors import SlurmError, SlurmUnavailable
+from slurmtools.hostlist import expand
+from slurmtools.slurm.backend import Backend
+from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo
+from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
+
+_UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out",
+                "Zero Bytes were transmitted", "Munge encode failed", "Could not establish a configuration source",
+                "Invalid communication protocol", "Unable to establish controller machine")
+
+#: sacct fields the accounting query reads (22.05 names; `restarts` does not exist there)
+ACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
+               "Submit", "Eligible", "Start", "End", "ElapsedRaw", "TimelimitRaw", "NodeList", "AllocTRES",
+               "ReqTRES", "AllocCPUS", "Comment")
+
+
+def _ts(value) -> datetime | None:
+    """Epoch seconds (JSON) or ISO text (sacct) -> aware datetime; 0/Unknown/None -> None."""
+    if value in (None, "", 0, "Unknown", "None", "N/A"):
+        return None
+    if isinstance(value, dict):  # later Slurm versions wrap numbers as {"set":..,"number":..}
+        if not value.get("set", True):
+            return None
+        value = value.get("number")
+        if not value:
+            return None
+    if isinstance(value, (int, float)):
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    try:
+        return datetime.fromisoformat(str(value)).astimezone(timezone.utc)
+    except ValueError:
+        return None
+
+
+def _num(value) -> int | None:
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite"):
+            return None
+        value = value.get("number")
+    if value in (None, "", "UNLIMITED", "Partition_Limit", "NOT_SET"):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class CommandBackend(Backend):
+    name = "commands"
+
+    def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 60.0):
+        self.env = dict(os.environ if env is None else env)
+        self.timeout = timeout
+
+    # -- running commands -------------------------------------------------------------------------------------
+    def run(self, argv: Sequence[str], input: str | None = None, timeout: float | None = None,
+            cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
+        """Run a Slurm command; return stdout. Raise SlurmError with Slurm's own stderr on failure."""
+        cmd = list(argv)
+        if shutil.which(cmd[0], path=self.env.get("PATH")) is None:
+            raise SlurmUnavailable(cmd[0], f"{cmd[0]}: command not found (is Slurm's client installed and on PATH?)")
+        full_env = dict(self.env)
+        if env:
+            full_env.update(env)
+        try:
+            p = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout or self.timeout,
+                               cwd=cwd, env=full_env)
+        except subprocess.TimeoutExpired:
+            raise SlurmUnavailable(cmd[0], f"{cmd[0]} did not answer within {timeout or self.timeout:g}s") from None
+        if p.returncode != 0:
+            msg = self._message(cmd[0], p.stderr or p.stdout)
+            cls = SlurmUnavailable if any(s in (p.stderr or "") for s in _UNREACHABLE) else SlurmError
+            raise cls(cmd[0], msg, p.returncode)
+        return p.stdout
+
+    @staticmethod
+    def _message(cmd: str, text: str) -> str:
+        """Slurm's own error lines, most specific first (`sbatch: error: invalid partition specified: foo`)."""
+        lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+        errs = [ln for ln in lines if "error" in ln.lower()]
+        if not errs:
+            return lines[-1] if lines else f"{cmd} failed with no message"
+        generic = ("Batch job submission failed", "Unable to allocate resources")
+        specific = [e for e in errs if not any(g in e for g in generic)]
+        return "; ".join(specific + [e for e in errs if e not in specific]) if specific else errs[0]
+
+    # -- interface --------------------------------------------------------------------------------------------
+    def version(self) -> tuple[int, int, int]:
+        out = self.run(["sinfo", "--version"]).strip()  # "slurm 22.05.8"
+        m = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+        if not m:
+            raise SlurmError("sinfo", f"cannot read Slurm's version from {out!r}")
+        return tuple(int(x) for x in m.groups())  # type: ignore[return-value]
+
+    def submit(self, script: str, options: Sequence[str] = (), env: Mapping[str, str] | None = None,
+               cwd: str | None = None) -> int:
+        out = self.run(["sbatch", "--parsable", *options], input=script, cwd=cwd, env=env).strip()
+        try:
+            return int(out.splitlines()[-1].split(";")[0])
+        except (ValueError, IndexError):
+            raise SlurmError("sbatch", f"sbatch printed no job id: {out!r}") from None
+
+    def cancel(self, job_id: int, signal: str | None = None) -> None:
+        self.run(["scancel", *(["--signal", signal] if signal else []), str(job_id)])
+
+    def hold(self, job_id: int) -> None:
+        self.run(["scontrol", "hold", str(job_id)])
+
+    def release(self, job_id: int) -> None:
+        self.run(["scontrol", "release", str(job_id)])
+
+    def requeue(self, job_id: int) -> None:
+        self.run(["scontrol", "requeue", str(job_id)])
+
+    def update_job(self, job_id: int, **fields: str) -> None:
+        self.run(["scontrol", "update", f"JobId={job_id}", *(f"{k}={v}" for k, v in fields.items())])
+
+    def jobs(self, job_ids: Sequence[int] | None = None, user: str | None = None,
+             states: Sequence[str] | None = None) -> list[JobInfo]:
+        argv = ["squeue", "--json"]
+        if user:
+            argv += ["--user", user]
+        data = json.loads(self.run(argv))
+        _check_errors("squeue", data)
+        wanted = set(job_ids) if job_ids else None
+        out = []
+        for j in data.get("jobs", []):
+            info = job_from_json(j)
+            if wanted is not None and info.job_id not in wanted:
+                continue
+            if states and info.state not in states:
+                continue
+            out.append(info)
+        return out
+
+    def nodes(self) -> list[NodeInfo]:
+        data = json.loads(self.run(["sinfo", "--json"]))
+        _check_errors("sinfo", data)
+        seen: dict[str, NodeInfo] = {}
+        for n in data.get("nodes", []):
+            info = node_from_json(n)
+            seen.setdefault(info.name, info)
+        return list(seen.values())
+
+    def partitions(self) -> list[PartitionInfo]:
+        out = []
+        for line in self.run(["scontrol", "show", "partition", "-o"]).splitlines():
+            kv = parse_kv_line(line)
+            if "PartitionName" not in kv:
+                continue
+            mt = kv.get("MaxTime", "UNLIMITED")
+            out.append(PartitionInfo(
+                name=kv["PartitionName"], nodes=tuple(expand(kv.get("Nodes", ""))), default=kv.get("Default") == "YES",
+                state=kv.get("State", "UNKNOWN"), max_time_s=None if mt == "UNLIMITED" else parse_duration(mt),
+                qos=None if kv.get("QoS") in (None, "N/A") else kv["QoS"]))
+        return out
+
+    def qos(self) -> list[QosInfo]:
+        fields = "Name,Priority,Preempt,PreemptMode,GraceTime,MaxTRES,MaxTRESPU,MaxWall"
+        out = []
+        for line in self.run(["sacctmgr", "-n", "-P", "show", "qos", f"format={fields}"]).splitlines():
+            if not line.strip():
+                continue
+            name, prio, preempt, mode, grace, mtj, mtu, wall = (line.split("|") + [""] * 8)[:8]
+            out.append(QosInfo(name=name, priority=int(prio or 0), preempt=tuple(p for p in preempt.split(",") if p),
+                               preempt_mode=mode, grace_time_s=parse_duration(grace) if grace else 0,
+                               max_tres_per_job=mtj, max_tres_per_user=mtu,
+                               max_wall_s=parse_duration(wall) if wall else None))
+        return out
+
+    def accounting_dump(self, start: datetime, end: datetime, fields: Sequence[str] = ACCT_FIELDS,
+                        job_ids: Sequence[int] | None = None, all_users: bool = True, steps: bool = True,
+                        duplicates: bool = True) -> str:
+        """Raw `sacct --parsable2` text with its header line, for readers that parse it in bulk (reports)."""
+        argv = ["sacct", "--parsable2", "--format=" + ",".join(fields),
+                "-S", start.strftime("%Y-%m-%dT%H:%M:%S"), "-E", end.strftime("%Y-%m-%dT%H:%M:%S")]
+        if all_users:
+            argv.append("--allusers")
+        if not steps:
+            argv.append("--allocations")
+        if duplicates:
+            argv.append("--duplicates")
+        if job_ids:
+            argv += ["--jobs", ",".join(str(j) for j in job_ids)]
+        return self.run(argv, timeout=max(self.timeout, 300))
+
+    def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
+                   all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:
+        text = self.accounting_dump(start, end, ACCT_FIELDS, job_ids, all_users, steps, duplicates)
+        return parse_sacct(text)
+
+
+def _check_errors(cmd: str, data: dict) -> None:
+    errs = [e for e in data.get("errors", []) if e]
+    if errs:
+        e = errs[0]
+        raise SlurmError(cmd, f"{cmd}: error: {e.get('error') or e.get('description') or e}")
+
+
+def parse_kv_line(line: str) -> dict[str, str]:
+    """`Key=Value Key2=Value two ...` (scontrol -o). A value runs until the next ` Key=`."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"(?:^|\s)([A-Za-z][\w/:.]*)=(.*?)(?=\s[A-Za-z][\w/:.]*=|$)", line.strip()):
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def job_from_json(j: dict) -> JobInfo:
+    tres = parse_tres(j.get("tres_alloc_str") or j.get("tres_req_str") or "")
+    limit = _num(j.get("time_limit"))
+    arr = _num(j.get("array_job_id"))
+    return JobInfo(
+        job_id=int(j["job_id"]), name=j.get("name", ""), user=j.get("user_name", ""), account=j.get("account", ""),
+        partition=j.get("partition", ""), qos=j.get("qos", ""),
+        state=(j.get("job_state") or "UNKNOWN") if isinstance(j.get("job_state"), str) else j["job_state"][0],
+        reason=j.get("state_reason", "") or "", nodes=tuple(expand(j.get("nodes") or "")),
+        num_nodes=_num(j.get("node_count")) or 0, gpus=tres.gpus, gpus_by_type=tres.gpus_by_type,
+        time_limit_s=limit * 60 if limit is not None else None, restarts=_num(j.get("restart_cnt")) or 0,
+        submit_time=_ts(j.get("submit_time")), start_time=_ts(j.get("start_time")), end_time=_ts(j.get("end_time")),
+        array_job_id=arr or None, array_task_id=_num(j.get("array_task_id")),
+        comment=j.get("comment", "") or "", std_out=j.get("standard_output", "") or "", raw=j)
+
+
+def node_from_json(n: dict) -> NodeInfo:
+    state = n.get("state", "unknown")
+    if isinstance(state, list):
+        state = state[0] if state else "unknown"
+    used = parse_gres(n.get("gres_used") or "")
+    idx: list[int] = []
+    for g in used:
+        idx.extend(g.indexes)
+    feats = n.get("active_features") or n.get("features") or ""
+    if isinstance(feats, list):
+        feats = ",".join(feats)
+    return NodeInfo(
+        name=n["name"], state=str(state).lower(), flags=tuple(str(f).upper() for f in n.get("state_flags", [])),
+        cpus=int(n.get("cpus", 0)), cpus_alloc=int(n.get("alloc_cpus", 0)), memory_mb=int(n.get("real_memory", 0)),
+        memory_alloc_mb=int(n.get("alloc_memory", 0)), gpus_by_type=gpus_in(n.get("gres") or ""),
+        gpus_used_by_type=gpus_in(n.get("gres_used") or ""), gpus_used_idx=tuple(idx),
+        features=tuple(f for f in feats.split(",") if f), partitions=tuple(n.get("partitions", [])),
+        reason=n.get("reason", "") or "")
+
+
+def parse_sacct(text: str) -> list[AcctRecord]:
+    """`sacct --parsable2` text with a header line -> records (any column order; unknown columns kept in extra)."""
+    lines = text.splitlines()
+    if not lines:
+        return []
+    header = lines[0].split("|")
+    out = []
+    for ln in lines[1:]:
+        if not ln.strip():
+            continue
+        row = dict(zip(header, ln.split("|")))
+        jobid = row.get("JobID", "")
+        base, _, step = jobid.partition(".")
+        raw = row.get("JobIDRaw", base).split(".")[0]
+        alloc = parse_tres(row.get("AllocTRES", ""))
+        req = parse_tres(row.get("ReqTRES", ""))
+        tl = row.get("TimelimitRaw") or row.get("Timelimit") or ""
+        try:
+            tl_s = int(tl) * 60 if tl.isdigit() else (parse_duration(tl) if tl and tl not in ("UNLIMITED", "Partition_Limit") else None)
+        except ValueError:
+            tl_s = None
+        out.append(AcctRecord(
+            job_id=base, job_id_raw=int(raw) if raw.isdigit() else 0, step=step or None, name=row.get("JobName", ""),
+            user=row.get("User", ""), account=row.get("Account", ""), partition=row.get("Partition", ""),
+            qos=row.get("QOS", ""), state=(row.get("State", "").split() or [""])[0], exit_code=row.get("ExitCode", ""),
+            submit=_ts(row.get("Submit")), eligible=_ts(row.get("Eligible")), start=_ts(row.get("Start")),
+            end=_ts(row.get("End")), elapsed_s=int(row.get("ElapsedRaw") or 0), timelimit_s=tl_s,
+            nodelist=tuple(expand(row.get("NodeList", "")) if row.get("NodeList") not in ("None assigned", "") else ()),
+            alloc_gpus=alloc.gpus, alloc_gpus_by_type=alloc.gpus_by_type, req_gpus=req.gpus,
+            alloc_cpus=int(row.get("AllocCPUS") or 0), alloc_tres=row.get("AllocTRES", ""),
+            req_tres=row.get("ReqTRES", ""), extra={k: v for k, v in row.items() if k not in ACCT_FIELDS}))
+    return out
