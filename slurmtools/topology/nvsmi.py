@@ -138,10 +138,11 @@ class TopoMatrix:
             return next(iter(d.numa_affinity))
         if d.kind == "nic":
             i = self._pos(label)
-            for j, g in enumerate(self.devices):
-                if g.kind == "gpu" and self.links[i][j].kind in ("PIX", "PXB", "PHB", "NODE"):
-                    if g.numa_affinity is not None and len(g.numa_affinity) == 1:
-                        return next(iter(g.numa_affinity))
+            near = sorted((self.links[i][j].rank, j) for j, g in enumerate(self.devices)
+                          if g.kind == "gpu" and self.links[i][j].kind in ("PIX", "PXB", "PHB", "NODE")
+                          and g.numa_affinity is not None and len(g.numa_affinity) == 1)
+            if near:
+                return next(iter(self.devices[near[0][1]].numa_affinity))
         return None
 
 
@@ -456,3 +457,108 @@ def parse_nvlink_status(text: str, source: str = "<nvidia-smi nvlink -s>") -> tu
     if not gpus:
         raise ParseError(source, None, "no `GPU <n>: ...` lines: not `nvidia-smi nvlink -s` output")
     return tuple(gpus)
+
+
+# ---------------------------------------------------------------- into the graph
+
+MAX_NVLINKS_PER_GPU = 18   # NVLink 4 and 5 GPUs; more NVLinks to peers than this means they share NVSwitches
+
+
+def is_nvswitch_board(m: TopoMatrix) -> bool:
+    """A GPU whose NV# counts to its peers add up to more links than a GPU has reaches them through NVSwitches
+    (8x A100 shows NV12 to each of 7 peers: 84 > 12 physical links), not through a direct mesh."""
+    gpus = [d.label for d in m.gpus]
+    if len(gpus) < 3:
+        return False
+    sums = [sum(m.link(a, b).nvlinks for b in gpus if b != a) for a in gpus]
+    return all(s > MAX_NVLINKS_PER_GPU for s in sums)
+
+
+def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, ...] = (),
+           nvlink_gbytes: float = 25.0) -> None:
+    """Add one host's inside as `nvidia-smi topo -m` shows it.
+
+    NUMA nodes come from NUMA Affinity (or, when the column is absent, from the distinct CPU Affinity sets in
+    order of their first CPU); PCIe switches from PIX groups nested in PXB groups; NVLink as direct GPU-GPU
+    edges, or through one NVSwitch vertex on NVSwitch boards (see `is_nvswitch_board`). The per-link GB/s
+    comes from `nvlink -s` output when given, else `nvlink_gbytes`."""
+    if nvlink_status:
+        speeds = [s for g in nvlink_status for _, s in g.links if s]
+        if speeds:
+            nvlink_gbytes = max(speeds)
+    if f"host:{host}" not in topology:
+        topology.add_host(host)
+    # NUMA nodes
+    numa_of: dict[str, int] = {}
+    cpus_of: dict[int, set[int]] = {}
+    if "numa" in m.columns:
+        for d in m.gpus:
+            if d.numa_affinity is not None and len(d.numa_affinity) == 1:
+                numa_of[d.label] = next(iter(d.numa_affinity))
+    elif "cpu" in m.columns:
+        sets = sorted({d.cpu_affinity for d in m.gpus if d.cpu_affinity}, key=min)
+        for d in m.gpus:
+            if d.cpu_affinity:
+                numa_of[d.label] = sets.index(d.cpu_affinity)
+    for d in m.gpus:
+        if d.label in numa_of:
+            cpus_of.setdefault(numa_of[d.label], set()).update(d.cpu_affinity or ())
+    for d in m.nics:
+        k = m.numa_of(d.label)
+        if k is None:
+            # a NIC reached without crossing the SMP link from a GPU shares that GPU's NUMA node
+            near = sorted((m.link(d, g).rank, g.index, numa_of[g.label]) for g in m.gpus if g.label in numa_of
+                          and m.link(d, g).kind in ("PIX", "PXB", "PHB", "NODE"))
+            k = near[0][2] if near else None
+        if k is not None:
+            numa_of[d.label] = k
+            cpus_of.setdefault(k, set())
+    cpu_vid = {k: topology.add_cpu(host, k, cpus=sorted(cpus_of[k])) for k in sorted(cpus_of)}
+    ks = sorted(cpu_vid)
+    for i, a in enumerate(ks):
+        for b in ks[i + 1:]:
+            topology.link_smp(cpu_vid[a], cpu_vid[b])
+    # PCIe switches: a PXB group is a switch tree; a PIX group inside it is one switch below its top
+    parent: dict[str, str | None] = {d.label: cpu_vid.get(numa_of.get(d.label, -1)) for d in m.devices}
+    n_sw = 0
+    pxb = m.pcie_groups("PXB")
+    pix = m.pcie_groups("PIX")
+    for group in pxb:
+        top = None
+        if group not in pix:
+            top = topology.add_pcie_switch(host, n_sw, parent=parent[group[0]])
+            n_sw += 1
+            for lb in group:
+                parent[lb] = top
+        for sub in pix:
+            if set(sub) <= set(group):
+                sw = topology.add_pcie_switch(host, n_sw, parent=top or parent[sub[0]])
+                n_sw += 1
+                for lb in sub:
+                    parent[lb] = sw
+    gpu_vid = {}
+    for d in m.devices:
+        if d.kind == "gpu":
+            gpu_vid[d.label] = topology.add_gpu(host, d.index, parent=parent[d.label])
+        else:
+            topology.add_nic(host, d.name, parent=parent[d.label])
+    gpus = [d.label for d in m.gpus]
+    if is_nvswitch_board(m):
+        nvs = topology.add_nvswitch(host, 0)
+        for a in gpus:
+            links = max(m.link(a, b).nvlinks for b in gpus if b != a)
+            topology.link_nvlink(gpu_vid[a], nvs, links, nvlink_gbytes)
+        topology.add_nvlink_domain(host, list(gpu_vid.values()))
+    else:
+        for i, a in enumerate(gpus):
+            for b in gpus[i + 1:]:
+                if m.link(a, b).nvlinks:
+                    topology.link_nvlink(gpu_vid[a], gpu_vid[b], m.link(a, b).nvlinks, nvlink_gbytes)
+
+
+def to_topology(m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, ...] = ()):
+    from slurmtools.topology.graph import Topology
+
+    t = Topology(host)
+    add_to(t, m, host, nvlink_status)
+    return t

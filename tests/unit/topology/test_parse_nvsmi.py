@@ -201,3 +201,46 @@ def test_shared_sweep(path):
     assert all(m.links[i][j] == m.links[j][i] for i in range(n) for j in range(n))
     if path.name in FACTS:
         assert len(m.gpus) == FACTS[path.name][0]
+
+
+# ---------------------------------------------------------------- into the graph
+
+@pytest.mark.parametrize("name", sorted(FACTS))
+def test_graph_agrees_with_the_matrix(name):
+    from slurmtools.topology import queries as q
+    from slurmtools.topology.nvsmi import to_topology
+    from slurmtools.topology.render_slurm import gres_lines_for_host
+
+    m = parse_topo_matrix(read_data(name), name)
+    t = to_topology(m, "node1")
+    assert [g.index for g in t.gpus("node1")] == [g.index for g in m.gpus]
+    assert sorted(n.name for n in t.nics("node1")) == sorted(n.name for n in m.nics)
+    # gres.conf Links= rows are the matrix's NVLink counts, -1 for the GPU itself, hence symmetric
+    links = [[int(x) for x in re.search(r"Links=(\S+)", ln).group(1).split(",")]
+             for ln in gres_lines_for_host(t, "node1")]
+    assert links == [[-1 if a == b else m.nvlinks(a, b) for b in range(len(m.gpus))] for a in range(len(m.gpus))]
+    near = q.nearest_nics(t, "node1")
+    for g in m.gpus:
+        cls, nics = m.nearest_nics(g.index)
+        if cls in ("PIX", "PXB"):   # a shared PCIe switch is decisive; farther classes tie in the graph
+            assert sorted(near[g.index]) == sorted(nics)
+    numa = q.gpu_numa(t, "node1")
+    for g in m.gpus:
+        if g.numa_affinity is not None and len(g.numa_affinity) == 1:
+            assert numa[g.index] == sorted(g.numa_affinity)
+
+
+def test_nvswitch_board_versus_mesh():
+    from slurmtools.topology import queries as q
+    from slurmtools.topology.nvsmi import is_nvswitch_board, to_topology
+
+    a100 = parse_topo_matrix(read_data("gpu-compress-decompress_dgx-a100x8_10nic_nps4.txt"))
+    cube = parse_topo_matrix(read_data("oneflow-dlperf_v100x8-dgx1-hybridcube_1nic.txt"))
+    assert is_nvswitch_board(a100) and not is_nvswitch_board(cube)
+    t = to_topology(a100, "dgx")
+    assert len(list(t.of_kind("nvswitch"))) == 1 and q.nvlink_islands(t, "dgx") == [list(range(8))]
+    assert [d.name for d in t.of_kind("nvlink_domain")] == ["dgx"]
+    c = to_topology(cube, "v100", parse_nvlink_status("GPU 0: V100 (UUID: GPU-0)\n Link 0: 25.781 GB/s\n"))
+    assert not list(c.of_kind("nvswitch")) and q.nvlink_count(t, "gpu:dgx:0", "gpu:dgx:5") == 12
+    assert c.edge("gpu:v100:0", "gpu:v100:3").links == 2 and c.edge("gpu:v100:0", "gpu:v100:3").gbytes == 51.562
+    assert not c.g.has_edge("gpu:v100:0", "gpu:v100:5")
