@@ -101,7 +101,7 @@ def choose_leaves(capacities: Mapping[str, int], k: int) -> list[str] | None:
 def pack(view: ClusterView, need: HostNeed, k: int, spread_ok: bool = False) -> list[str] | None:
     """k hosts for the job: fewest leaves, best fit. `spread_ok` (independent tasks): best fit, any leaves."""
     elig = eligible_by_leaf(view, need)
-    if spread_ok:
+    if spread_ok or k == 1:  # one host is always one leaf: pure best fit over hosts
         flat = sorted((h for hs in elig.values() for h in hs), key=lambda h: view.hosts[h].gpus_free)
         return flat[:k] if len(flat) >= k else None
     leaves = choose_leaves({leaf: len(hs) for leaf, hs in elig.items()}, k)

@@ -203,11 +203,13 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
                 if better is not None:
                     n_better, t_better = better
                     gain = _gain_if(view, need, nodes, releases, t_better, gpn, q_plan)
-                    if gain > 1.0:
+                    # fewer leaves means fewer hops and less exposure to other jobs' traffic on shared uplinks;
+                    # wait unless the model says the tighter placement is slower
+                    if gain >= 1.0:
                         switches, wait = n_better, _round_minutes(t_better + 60)
                         why_switch = (f"{leaves_now} leaf switches could hold the job now, but running jobs free "
                                       f"enough hosts for {n_better} within about {human(t_better)} (their time limits), "
-                                      f"which is worth waiting for (estimated {gain:.2f}x the allreduce bandwidth; "
+                                      f"which is worth waiting for (fewer hops; estimated {gain:.2f}x the allreduce bandwidth; "
                                       f"the wait is capped at {human(max_wait)}, {int(WAIT_FRACTION * 100)}% of the "
                                       f"time limit); after {human(wait)} Slurm may spread it further")
             if wait == SHORT_WAIT:

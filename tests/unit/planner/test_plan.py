@@ -1,0 +1,173 @@
+"""The planner on the example site (16 DGX-H100-like hosts, 4 per leaf) and on synthetic views."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from slurmtools.errors import ConfigError
+from slurmtools.planner.plan import Release, TemplateShape, plan_job
+from slurmtools.planner.request import JobRequest
+from slurmtools.planner.view import from_fabric
+from slurmtools.slurm.model import NodeInfo
+
+from helpers import busy
+
+TORCHRUN = TemplateShape("torchrun", tasks="per-node", multi_node=True)
+MPI = TemplateShape("mpi", tasks="per-gpu", multi_node=True)
+
+
+def req(**kw):
+    base = dict(command=("python", "train.py"), time_limit=3600, user="labuser", account="vision")
+    base.update(kw)
+    return JobRequest(**base)
+
+
+def opts(plan):
+    return {d.option: d.value for d in plan.directives}
+
+
+def test_sixteen_gpus_one_leaf_whole_hosts(site, fabric):
+    p = plan_job(req(gpus=16), site, from_fabric(fabric), TORCHRUN)
+    o = opts(p)
+    assert (p.nodes, p.gpus_per_node) == (2, 8)
+    assert o["switches"] == "1@00:02:00"
+    assert o["gpus-per-node"] == "h100:8" and o["cpus-per-gpu"] == "14" and o["mem-per-gpu"] == "250000M"
+    assert o["gres-flags"] == "enforce-binding"
+    assert "gpu-bind" not in o  # one launcher per host
+    assert len({fabric.leaf_of(h).name for h in p.hosts}) == 1
+    assert dict(p.env)["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{i}" for i in range(8))
+    assert p.quality.vs_empty == 1.0 and p.quality.vs_now == 1.0
+
+
+def test_larger_than_a_leaf_spans_fewest_leaves(site, fabric):
+    p = plan_job(req(gpus=40, tier="production"), site, from_fabric(fabric), TORCHRUN)
+    assert opts(p)["switches"].startswith("2@")
+    assert len({fabric.leaf_of(h).name for h in p.hosts}) == 2
+
+
+def _nodes(fabric, busy_hosts):
+    out = []
+    for h in fabric.hosts:
+        used = 8 if h in busy_hosts else 0
+        out.append(NodeInfo(name=h, state="allocated" if used else "idle", flags=(), cpus=112,
+                            cpus_alloc=112 if used else 0, memory_mb=2_000_000, memory_alloc_mb=0,
+                            gpus_by_type={"h100": 8}, gpus_used_by_type={"h100": used}, gpus_used_idx=(),
+                            features=(), partitions=("gpu",)))
+    return out
+
+
+def test_partly_busy_leaves_still_get_the_optimum(site, fabric):
+    # every leaf has one busy host: 3 free per leaf; 32 GPUs (4 hosts) now need 2 leaves, empty needs 1
+    view = from_fabric(fabric, _nodes(fabric, {"gpu01", "gpu05", "gpu09", "gpu13"}))
+    p = plan_job(req(gpus=32, tier="standard"), site, view, TORCHRUN)
+    assert p.leaves_now == 2 and p.leaves_empty == 1
+    assert opts(p)["switches"] == "2@00:02:00"
+    assert not {"gpu01", "gpu05", "gpu09", "gpu13"} & set(p.hosts)
+    assert p.quality.vs_empty <= 1.0
+
+
+def test_waits_for_a_tighter_placement_when_a_job_ends_soon(site, fabric):
+    view = from_fabric(fabric, _nodes(fabric, {"gpu01", "gpu05", "gpu09", "gpu13"}))
+    soon = [Release("gpu05", 8, 300, 7)]
+    # gpu05 ends within 5 minutes (10% of a 1-day limit allows 2 h): waiting gives 1 leaf instead of 2
+    p = plan_job(req(gpus=32, tier="standard", time_limit=86400), site, view, TORCHRUN, releases=soon)
+    assert opts(p)["switches"] == "1@00:06:00"
+    late = [Release("gpu05", 8, 86400, 7)]
+    p2 = plan_job(req(gpus=32, tier="standard", time_limit=86400), site, view, TORCHRUN, releases=late)
+    assert opts(p2)["switches"] == "2@00:02:00"
+
+
+def test_job_that_does_not_fit_now_queues_with_the_empty_optimum(site, fabric):
+    view = from_fabric(fabric, _nodes(fabric, set(fabric.hosts[:14])))
+    p = plan_job(req(gpus=32, tier="standard"), site, view, TORCHRUN)
+    assert not p.starts_now and p.leaves_now is None
+    assert opts(p)["switches"].startswith("1@")
+
+
+def test_best_tier_and_limits(site, fabric):
+    v = from_fabric(fabric)
+    assert plan_job(req(gpus=64), site, v, TORCHRUN).tier == "production"
+    # 96 GPUs: over production's 64 and standard's 32; scavenger allows 128 for up to 12 h
+    assert plan_job(req(gpus=96, time_limit=3600), site, v, TORCHRUN).tier == "scavenger"
+    with pytest.raises(ConfigError, match="--tier: no tier fits"):
+        plan_job(req(gpus=96, time_limit=86400), site, v, TORCHRUN)
+    with pytest.raises(ConfigError, match="--tier: 40 GPUs is over tier standard's 32"):
+        plan_job(req(gpus=40, tier="standard"), site, v, TORCHRUN)
+    with pytest.raises(ConfigError, match="--account: unknown account"):
+        plan_job(req(gpus=8, account="nope"), site, v, TORCHRUN)
+
+
+def test_students_cannot_use_production(site, fabric):
+    p = plan_job(req(gpus=8, user="carol", account=None), site, from_fabric(fabric), TORCHRUN)
+    assert p.tier == "standard" and p.account == "students"
+
+
+def test_preemptible_tier_gets_requeue_append_and_batch_signal(site, fabric):
+    p = plan_job(req(gpus=8, tier="scavenger"), site, from_fabric(fabric), TORCHRUN)
+    o = opts(p)
+    assert "requeue" in o and o["requeue"] is None
+    assert o["open-mode"] == "append"
+    assert o["signal"] == "B:USR1@120"  # scavenger: signal_lead 2m
+    p2 = plan_job(req(gpus=8, tier="production"), site, from_fabric(fabric), TORCHRUN)
+    assert "signal" not in opts(p2) and "requeue" not in opts(p2)
+
+
+def test_whole_hosts_for_multi_node(site, fabric):
+    with pytest.raises(ConfigError, match="--gpus: 12 GPUs is not a whole number of 8-GPU"):
+        plan_job(req(gpus=12), site, from_fabric(fabric), TORCHRUN)
+    with pytest.raises(ConfigError, match="--gpus-per-node"):
+        plan_job(req(nodes=2, gpus_per_node=4), site, from_fabric(fabric), TORCHRUN)
+    site2 = replace(site, partitions={"gpu": replace(site.partitions["gpu"], allow_partial_nodes=True)})
+    p = plan_job(req(nodes=2, gpus_per_node=4), site2, from_fabric(fabric), TORCHRUN)
+    assert (p.nodes, p.gpus_per_node) == (2, 4)
+
+
+def test_mpi_gets_one_task_per_gpu_and_gpu_binding(site, fabric):
+    o = opts(plan_job(req(gpus=16), site, from_fabric(fabric), MPI))
+    assert o["ntasks-per-node"] == "8" and o["gpu-bind"] == "closest"
+
+
+def test_independent_tasks_take_no_switch_constraint(site, fabric):
+    p = plan_job(req(gpus=16, comm="independent"), site, from_fabric(fabric), TORCHRUN)
+    assert "switches" not in opts(p) and "NCCL_IB_HCA" not in dict(p.env)
+
+
+def test_single_node_template_refuses_multi_node(site, fabric):
+    with pytest.raises(ConfigError, match="--template: template python runs on one node"):
+        plan_job(req(gpus=16), site, from_fabric(fabric), TemplateShape("python", multi_node=False))
+
+
+@pytest.mark.parametrize("field,value,option", [
+    ("name", "a b", "--name"), ("name", "x\n#SBATCH --qos=production", "--name"),
+    ("output_dir", "/tmp/$(id)", "--output-dir"), ("workdir", "/tmp/`id`", "--workdir"),
+    ("account", "vision\n", "--account"),
+])
+def test_hostile_directive_values_are_refused_with_the_option_named(site, fabric, field, value, option):
+    with pytest.raises(ConfigError, match=option):
+        plan_job(req(gpus=8, **{field: value}), site, from_fabric(fabric), TORCHRUN)
+
+
+def test_request_shape_errors():
+    with pytest.raises(ConfigError, match="--gpus: give the total GPUs"):
+        JobRequest(command=("x",))
+    with pytest.raises(ConfigError, match="--comm: unknown communication hint"):
+        JobRequest(command=("x",), gpus=1, comm="ring")
+    with pytest.raises(ConfigError, match="--gpus: must be a whole number"):
+        JobRequest(command=("x",), gpus=0)
+    with pytest.raises(ConfigError, match="--env"):
+        JobRequest(command=("x",), gpus=1, env=(("A-B", "1"),))
+
+
+def test_busy_helper_synthetic_view_oversubscribed_uplinks_lower_quality():
+    from helpers import make_view
+    from slurmtools.planner.quality import estimate
+
+    v = make_view([[8] * 4, [8] * 4, [8] * 4], uplink=400.0)
+    one = estimate(v, ["h00001", "h00002", "h00003", "h00004"], 8)
+    two = estimate(v, ["h00001", "h00002", "h00005", "h00006"], 8)
+    assert one.gbytes == 50.0 and one.hops == 2
+    assert two.gbytes < one.gbytes and two.hops == 4
+    v2 = busy(v, ["h00001"])
+    assert v2.hosts["h00001"].gpus_free == 0

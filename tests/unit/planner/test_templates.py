@@ -1,0 +1,183 @@
+"""Templates: every bundled one renders, the #SBATCH lines are exactly the plan's, and hostile user strings
+reach the program byte for byte without adding a directive or running anything. The rendered scripts are run
+by bash with a stand-in `srun` (a unit test of quoting, not of Slurm; the lab tests run them under Slurm)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurmtools.errors import ConfigError
+from slurmtools.planner.plan import plan_job
+from slurmtools.planner.request import JobRequest
+from slurmtools.planner.templates import directive_lines, find_template, list_templates, render, sh
+from slurmtools.planner.view import from_fabric
+
+HOSTILE = [
+    "plain",
+    "two words",
+    "new\nline",
+    "#SBATCH --qos=production",
+    "x\n#SBATCH --qos=production\n",
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "'; touch PWNED; echo '",
+    '"; touch PWNED; echo "',
+    "\\$HOME\\",
+    "tab\there\rcr",
+    "ünï\u2028code",
+    "-",
+    "",
+    "*",
+    "$'\\x41'",
+]
+
+# the stand-in srun drops its own options and execs the rest, like srun running one task
+FAKE_SRUN = """#!/bin/bash
+while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+exec "$@"
+"""
+DUMP = [sys.executable, "-c", "import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))"]
+
+
+def _plan(site, fabric, template, **kw):
+    info = find_template(template, site.source)
+    base = dict(command=tuple(DUMP) + tuple(HOSTILE), gpus=1, time_limit=3600, user="labuser", account="vision")
+    base.update(kw)
+    return info, plan_job(JobRequest(**base), site, from_fabric(fabric), info.shape)
+
+
+def _run(script: str, tmp_path: Path, extra_env=None) -> subprocess.CompletedProcess:
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    srun = bindir / "srun"
+    srun.write_text(FAKE_SRUN)
+    srun.chmod(srun.stat().st_mode | stat.S_IEXEC)
+    path = tmp_path / "job.sh"
+    path.write_text(script)
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242", "SLURM_JOB_NUM_NODES": "1",
+           "SLURM_ARRAY_TASK_ID": "0", "HOME": str(tmp_path)}
+    env.update(extra_env or {})
+    return subprocess.run(["bash", str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_bundled_templates_are_listed(site):
+    names = {t.name for t in list_templates(site.source)}
+    assert {"python", "torchrun", "accelerate", "mpi", "array"} <= names
+    assert "_base" not in names
+
+
+@pytest.mark.parametrize("tier", ["production", "scavenger"])
+def test_hostile_arguments_reach_the_program_unchanged(site, fabric, tmp_path, tier):
+    info, plan = _plan(site, fabric, "python", tier=tier,
+                       env=(("USER_VALUE", "$(touch PWNED)\n#SBATCH --x"),), name="safe-name")
+    script = render(plan, info, site.source)
+    assert directive_lines(script) == ["#SBATCH " + d.text for d in plan.directives]
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    r = _run(script, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "argv.json").read_text()) == HOSTILE
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_hostile_env_value_is_exported_verbatim(site, fabric, tmp_path):
+    value = "a'b\"c $(touch PWNED) `touch PWNED`\n#SBATCH --qos=production"
+    info, plan = _plan(site, fabric, "python", env=(("USER_VALUE", value),),
+                       command=(sys.executable, "-c", "import os; open('env.txt','w').write(os.environ['USER_VALUE'])"))
+    script = render(plan, info, site.source)
+    assert _run(script, tmp_path).returncode == 0
+    assert (tmp_path / "env.txt").read_text() == value
+    assert not (tmp_path / "PWNED").exists()
+    assert len(directive_lines(script)) == len(plan.directives)
+
+
+def test_sweep_entries_are_quoted_and_selected_by_task_id(site, fabric, tmp_path):
+    sweep = (("--lr", "0.1"), tuple(HOSTILE))
+    info, plan = _plan(site, fabric, "array", sweep=sweep, command=tuple(DUMP))
+    script = render(plan, info, site.source)
+    assert "#SBATCH --array=0-1" in script
+    _run(script, tmp_path, {"SLURM_ARRAY_TASK_ID": "1"})
+    assert json.loads((tmp_path / "argv.json").read_text()) == HOSTILE
+    _run(script, tmp_path, {"SLURM_ARRAY_TASK_ID": "0"})
+    assert json.loads((tmp_path / "argv.json").read_text()) == ["--lr", "0.1"]
+    assert _run(script, tmp_path, {"SLURM_ARRAY_TASK_ID": "7"}).returncode == 2
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_torchrun_launcher_and_hostile_template_vars(site, fabric, tmp_path):
+    # the launcher stand-in prints its argv; master_addr is a hostile template variable
+    launcher = f"{sys.executable} -c \"import json,sys,os; json.dump([os.environ['MASTER_ADDR']]+sys.argv[1:], open('argv.json','w'))\""
+    info, plan = _plan(site, fabric, "torchrun", gpus=16, tier="production", command=("train.py", "$(touch PWNED)"),
+                       template_vars=(("torchrun", launcher), ("master_addr", "127.0.0.1\n#SBATCH --x $(touch PWNED)")))
+    script = render(plan, info, site.source)
+    assert directive_lines(script) == ["#SBATCH " + d.text for d in plan.directives]
+    r = _run(script, tmp_path, {"SLURM_JOB_NUM_NODES": "2"})
+    assert r.returncode == 0, r.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[0] == "127.0.0.1\n#SBATCH --x $(touch PWNED)"
+    assert argv[1:] == ["--nnodes=2", "--nproc-per-node=8", "--rdzv-backend=c10d",
+                        f"--rdzv-endpoint={argv[0]}:{20000 + 4242 % 20000}", "--rdzv-id=4242",
+                        "train.py", "$(touch PWNED)"]
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_accelerate_passes_machine_rank_per_host(site, fabric, tmp_path):
+    launcher = f"{sys.executable} -c \"import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))\""
+    info, plan = _plan(site, fabric, "accelerate", gpus=16, tier="production", command=("train.py", "a b"),
+                       template_vars=(("accelerate", launcher), ("master_addr", "10.0.0.1")))
+    r = _run(render(plan, info, site.source), tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "1"})
+    assert r.returncode == 0, r.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv == ["--num_machines=2", "--num_processes=16", "--main_process_ip=10.0.0.1",
+                    f"--main_process_port={20000 + 4242}", "--rdzv_backend=c10d", "--machine_rank=1",
+                    "train.py", "a b"]
+
+
+def test_mpi_renders_one_task_per_gpu(site, fabric):
+    info, plan = _plan(site, fabric, "mpi", gpus=16, tier="production", template_vars=(("mpi", "pmix"),))
+    script = render(plan, info, site.source)
+    assert "#SBATCH --ntasks-per-node=8" in script and "#SBATCH --gpu-bind=closest" in script
+    assert "srun --kill-on-bad-exit=1 --mpi=pmix " in script
+
+
+def test_site_template_path_overrides_and_unquoted_multiline_values_are_refused(site, fabric, tmp_path, monkeypatch):
+    d = tmp_path / "tpl"
+    d.mkdir()
+    (d / "python.sbatch.j2").write_text(
+        '{#- slurmtools: {"description": "site override", "tasks": "per-node", "multi_node": false} -#}\n'
+        '{% extends "_base.sbatch.j2" %}{% block launch %}echo {{ vars.msg }}{% endblock %}\n')
+    monkeypatch.setenv("SLURMTOOLS_TEMPLATE_PATH", str(d))
+    info = find_template("python", site.source)
+    assert info.origin == "env" and info.description == "site override"
+    plan = plan_job(JobRequest(command=("x",), gpus=1, user="labuser", template_vars=(("msg", "hi\n#SBATCH --x"),)),
+                    site, from_fabric(fabric), info.shape)
+    with pytest.raises(ConfigError, match="line break reached the script unquoted"):
+        render(plan, info, site.source)
+
+
+def test_bad_template_metadata_names_the_file(site, tmp_path, monkeypatch):
+    d = tmp_path / "tpl"
+    d.mkdir()
+    (d / "bad.sbatch.j2").write_text('{#- slurmtools: {"tasks": "per-core"} -#}\n')
+    monkeypatch.setenv("SLURMTOOLS_TEMPLATE_PATH", str(d))
+    with pytest.raises(ConfigError, match=r"bad\.sbatch\.j2: line 1: tasks"):
+        list_templates(site.source)
+
+
+def test_unknown_template_lists_known_ones(site):
+    with pytest.raises(ConfigError, match="--template: unknown template 'nope' \\(known: accelerate, array"):
+        find_template("nope", site.source)
+
+
+def test_sh_never_emits_a_line_break():
+    for s in HOSTILE:
+        q = sh(s)
+        assert "\n" not in q and "\r" not in q
+        out = subprocess.run(["bash", "-c", f"printf %s {q}"], capture_output=True).stdout
+        assert out.decode("utf-8") == s
