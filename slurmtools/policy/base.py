@@ -116,7 +116,9 @@ def load_policies(site: "Site", fabric: "Fabric | None" = None) -> list[Policy]:
     for n in names:
         if n not in reg:
             raise ConfigError(str(site.source), "policy.enabled", f"unknown policy {n!r} (known: {', '.join(reg)})")
-        out.append(reg[n](site, fabric))
+        inst = reg[n](site, fabric)
+        inst.name = n  # a plugin is known by its entry point name
+        out.append(inst)
     return [p for p in out if p.active]
 
 

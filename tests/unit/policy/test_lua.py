@@ -1,0 +1,71 @@
+"""The generated job_submit.lua, run by a real Lua 5.1 (Slurm 22.05 links liblua5.1) with a fake `slurm` table,
+must reach the Python evaluator's decisions with byte-identical messages."""
+
+import json
+from datetime import datetime
+
+import pytest
+
+from slurmtools.policy import JobRequest, PolicyContext, evaluate
+from slurmtools.policy.usage import render_usage_lua
+from slurmtools.render.job_submit import render_job_submit
+from tests.unit.policy.cases import edge_cases, random_cases
+from tests.unit.policy.luarun import LUA, job_desc, run_lua
+
+pytestmark = pytest.mark.skipif(LUA is None, reason="lua5.1 not installed (apt-get install -y lua5.1)")
+
+
+def _compare(site, fabric, tmp_path, usage):
+    month = datetime.now().strftime("%Y-%m")
+    usage_file = tmp_path / "usage.lua"
+    if usage is not None:
+        usage_file.write_text(render_usage_lua(usage, month))
+    audit = tmp_path / "audit.jsonl"
+    text = render_job_submit(site, fabric, usage_file=str(usage_file), audit_log=str(audit)).text
+    from slurmtools.policy import load_policies
+
+    pols = load_policies(site, fabric)
+    ctx = PolicyContext(site=site, fabric=fabric, usage=usage, month=month)
+    cases = edge_cases() + random_cases(600)
+    reqs = [JobRequest.from_sbatch(a, script=s, user="labuser", default_account="vision") for a, s in cases]
+    got = run_lua(text, [job_desc(r) for r in reqs], tmp_path)
+    denied = 0
+    for (args, _), r, lua in zip(cases, reqs, got):
+        d = evaluate(r, pols, ctx)
+        if d.action == "deny":
+            denied += 1
+            assert (lua["rc"], lua["user"]) == (-1, d.message), args
+        else:
+            assert lua["rc"] == 0 and lua["user"] == "", (args, lua)
+            assert lua["partition"] == d.changes.get("partition", r.partition or ""), args
+            assert lua["qos"] == d.changes.get("qos", r.qos or ""), args
+    assert denied > 100 and len(cases) - denied > 40  # both outcomes well represented
+    return audit
+
+
+def test_lua_mirrors_python_without_usage(site, fabric, tmp_path):
+    audit = _compare(site, fabric, tmp_path, None)
+    lines = [json.loads(x) for x in audit.read_text().splitlines()]
+    assert lines and all(x["event"] == "admission_refused" and x["source"] == "job_submit.lua" for x in lines)
+
+
+def test_lua_mirrors_python_with_budgets(site, fabric, tmp_path):
+    _compare(site, fabric, tmp_path, {"vision": 25000.0, "nlp": 40000.0, "students": 12.5})
+
+
+def test_lua_internal_error_allows_and_audits(site, fabric, tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    text = render_job_submit(site, fabric, audit_log=str(audit)).text
+    got = run_lua(text, [{"explode": True}], tmp_path)
+    assert got[0]["rc"] == 0 and "internal error, job allowed" in got[0]["error"]
+    assert json.loads(audit.read_text())["event"] == "admission_policy_error"
+
+
+def test_nasty_site_names_stay_inside_lua_strings(site, fabric, tmp_path):
+    from dataclasses import replace
+
+    evil = replace(site, name='x"]] os.exit(3) --[[\n', source=site.source)
+    text = render_job_submit(evil, fabric).text
+    got = run_lua(text, [job_desc(JobRequest.from_sbatch(["-A", "vision", "-q", "production",
+                                                          "--gres=gpu:h100:1"]))], tmp_path)
+    assert got[0]["rc"] == 0
