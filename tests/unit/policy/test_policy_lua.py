@@ -9,8 +9,8 @@ import pytest
 from slurmtools.policy import JobRequest, PolicyContext, evaluate
 from slurmtools.policy.usage import render_usage_lua
 from slurmtools.render.job_submit import render_job_submit
-from tests.unit.policy.cases import edge_cases, random_cases
-from tests.unit.policy.luarun import LUA, job_desc, run_lua
+from policy_cases import edge_cases, random_cases
+from policy_luarun import LUA, job_desc, run_lua
 
 pytestmark = pytest.mark.skipif(LUA is None, reason="lua5.1 not installed (apt-get install -y lua5.1)")
 
