@@ -1,0 +1,145 @@
+"""`slurmtools report`: GPU utilization, waits, waste, budgets and forecast over a window, as HTML/CSV/MD/JSON."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from slurmtools.cli.common import SiteOpt
+from slurmtools.errors import SlurmtoolsError
+
+
+class OptionError(SlurmtoolsError):
+    """A command-line option is wrong; the message names it."""
+
+    exit_code = 2
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+
+
+def _parse_when(text: str, option: str):
+    from datetime import datetime
+
+    for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"):
+        try:
+            return datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+    if text.strip() == "now":
+        return datetime.now().replace(microsecond=0)
+
+    raise OptionError(f"{option}: expected a date like 2026-11-01 or 2026-11-01T08:00, got {text!r}")
+
+
+def window(since: str | None, until: str | None, period: str | None, now=None):
+    """(since, until) from the options: --since/--until, or the last whole --period before --until (or today)."""
+    from datetime import datetime, timedelta
+
+    now = now or datetime.now()
+    if period is not None and since is not None:
+        raise OptionError("--period and --since exclude each other")
+    if period is not None and period not in ("day", "week", "month"):
+        raise OptionError(f"--period: expected day, week or month, got {period!r}")
+    if since is not None:
+        s = _parse_when(since, "--since")
+        u = _parse_when(until, "--until") if until else now.replace(microsecond=0)
+    else:
+        period = period or "day"
+        today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if until:
+            u = _parse_when(until, "--until")
+        elif period == "week":
+            u = today - timedelta(days=today.weekday())
+        elif period == "month":
+            u = today.replace(day=1)
+        else:
+            u = today
+        if period == "day":
+            s = u - timedelta(days=1)
+        elif period == "week":
+            s = u - timedelta(days=7)
+        else:
+            prev = (u.replace(day=1) - timedelta(days=1)) if u.day == 1 and u.hour == 0 and u.minute == 0 \
+                else u
+            s = prev.replace(day=1, hour=0, minute=0, second=0)
+    if s >= u:
+        raise OptionError(f"--since ({s}) must be before --until ({u})")
+    return s, u
+
+
+def report(
+    since: Optional[str] = typer.Option(None, "--since", help="Window start (2026-11-01 or 2026-11-01T08:00)"),
+    until: Optional[str] = typer.Option(None, "--until", help="Window end (default: now, or the end of --period)"),
+    period: Optional[str] = typer.Option(None, "--period", help="day | week | month: the last whole one "
+                                                                "(default day)"),
+    fmt: str = typer.Option("html,md", "--format", help="Comma list of html, csv, md, json"),
+    out: str = typer.Option(..., "--out", help="Output folder (created)"),
+    sacct_file: Optional[str] = typer.Option(None, "--sacct-file", help="Read this saved `sacct --parsable2` dump "
+                                                                        "instead of calling sacct"),
+    events_file: Optional[str] = typer.Option(None, "--events-file",
+                                              help="Saved `sacctmgr -P show event format=NodeName,TimeStart,"
+                                                   "TimeEnd,State,Reason` (node down/drain time)"),
+    epilog_dir: Optional[str] = typer.Option(None, "--epilog-dir", help="Folder of the epilog's GPU records "
+                                                                        "(default: <site spool_dir>/jobs)"),
+    cache_dir: Optional[str] = typer.Option(None, "--cache", help="Per-day cache folder (default: none)"),
+    history_days: int = typer.Option(56, "--history", min=0, help="Days before the window read for the "
+                                                                 "forecast and month-to-date budgets"),
+    top: int = typer.Option(10, "--top", min=1, help="Rows in the top-N tables and charts"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines even on a terminal"),
+    site_path: Optional[str] = SiteOpt,
+) -> None:
+    """Utilization report: GPU-hours vs capacity, cost, queue wait, preemption, waste, budgets, forecast."""
+    from datetime import timedelta
+    from pathlib import Path
+
+    import pandas as pd
+
+    from slurmtools.cli.common import load_site
+    from slurmtools.reports import ingest, metrics, outputs
+
+    formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
+    bad = [f for f in formats if f not in outputs.FORMATS]
+    if bad or not formats:
+        raise OptionError(f"--format: expected a comma list of {', '.join(outputs.FORMATS)}, got {fmt!r}")
+    s, u = window(since, until, period)
+    if sacct_file is not None and not Path(sacct_file).is_file():
+        raise OptionError(f"--sacct-file: {sacct_file}: no such file")
+    events_text = None
+    if events_file is not None:
+        try:
+            events_text = Path(events_file).read_text()
+        except OSError as exc:
+            raise OptionError(f"--events-file: {events_file}: {exc.strerror or exc}") from None
+    site = load_site(site_path)
+    progress = ingest.Progress(False if quiet else None)
+    backend = None
+    if sacct_file is None:
+        from slurmtools.cli.common import backend as get_backend
+
+        backend = get_backend()
+    month_start = pd.Timestamp(u - timedelta(seconds=1)).replace(day=1, hour=0, minute=0, second=0).to_pydatetime()
+    load_since = min(s - timedelta(days=history_days), month_start)
+    jobs, notes, _ = ingest.load_jobs(load_since, u, sacct_file=sacct_file, backend=backend, cache_dir=cache_dir,
+                                      progress=progress)
+    cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
+                                               events_source=events_file or "sacctmgr show event")
+    ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
+    epilog, enotes = ingest.load_epilog(ep_path)
+    if epilog_dir is None and enotes and "folder missing" in enotes[0]:
+        enotes = [f"no epilog GPU records at {ep_path}; GPU efficiency from Slurm's gres/gpuutil only"]
+    progress("computing metrics")
+    rep = metrics.compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
+                          notes=notes + cnotes + enotes)
+    progress("writing " + ", ".join(formats))
+    try:
+        written = outputs.write(rep, Path(out), formats, top=top)
+    except OSError as exc:
+        raise OptionError(f"--out: {out}: {exc.strerror or exc}") from None
+    for p in written:
+        if p.suffix in (".html", ".md", ".json"):
+            typer.echo(str(p))
+    if "csv" in formats:
+        typer.echo(f"{out}/*.csv ({sum(1 for p in written if p.suffix == '.csv')} tables)")

@@ -1,0 +1,92 @@
+"""The incremental cache: one Parquet file per finished day holding the job runs that ended that day.
+
+Why per end-day: a run that ended on day D can never change again, so once every run that ended on D has been
+seen (the data covered all of D, and D is over) the day is final and a nightly report reads it back instead of
+asking sacct or re-parsing a dump. Runs still going or pending are never cached; they always come fresh.
+Files are written to a temporary name and renamed, so a crash leaves no half-written day.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from slurmtools.reports.sacct import JOB_COLUMNS, empty_jobs
+
+VERSION = 1
+
+
+class DayCache:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def path(self, day: date) -> Path:
+        return self.root / f"v{VERSION}" / f"{day:%Y-%m-%d}.parquet"
+
+    def days(self) -> list[date]:
+        d = self.root / f"v{VERSION}"
+        if not d.is_dir():
+            return []
+        out = []
+        for p in d.glob("*.parquet"):
+            try:
+                out.append(datetime.strptime(p.stem, "%Y-%m-%d").date())
+            except ValueError:
+                continue
+        return sorted(out)
+
+    def has(self, day: date) -> bool:
+        return self.path(day).exists()
+
+    def load(self, first: date, last: date) -> pd.DataFrame:
+        """Runs that ended on the cached days in [first, last]."""
+        parts = [pd.read_parquet(self.path(d)) for d in self.days() if first <= d <= last]
+        if not parts:
+            return empty_jobs()
+        return _typed(pd.concat(parts, ignore_index=True))
+
+    def store(self, jobs: pd.DataFrame, first: date, last: date) -> list[date]:
+        """Write the days in [first, last] from `jobs` (which must cover them entirely); return the days written."""
+        self.path(first).parent.mkdir(parents=True, exist_ok=True)
+        end = jobs["end"]
+        done = end.notna()
+        day = end.dt.floor("D")
+        written = []
+        d = first
+        while d <= last:
+            sel = done & (day == pd.Timestamp(d))
+            part = jobs[sel]
+            p = self.path(d)
+            tmp = p.with_suffix(f".tmp{os.getpid()}")
+            part.reset_index(drop=True).to_parquet(tmp, index=False)
+            os.replace(tmp, p)
+            written.append(d)
+            d += timedelta(days=1)
+        return written
+
+
+def _typed(df: pd.DataFrame) -> pd.DataFrame:
+    out = {}
+    for c, t in JOB_COLUMNS.items():
+        col = df[c] if c in df else pd.Series([None] * len(df))
+        out[c] = col.astype(t) if t != "str" else col.astype("str")
+    frame = pd.DataFrame(out)
+    return frame
+
+
+def merge(cached: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame:
+    """Cached runs plus fresh ones; a run in both (same job, same start) is kept once, fresh winning."""
+    if len(cached) == 0:
+        return fresh
+    if len(fresh) == 0:
+        return cached
+    both = pd.concat([cached, fresh], ignore_index=True)
+    for c in ("user", "account", "partition", "qos", "state", "gpu_type", "cluster"):
+        both[c] = both[c].astype("category")
+    both = both.drop_duplicates(["job_id_raw", "start", "gpu_type"], keep="last")
+    order = np.lexsort((both["start"].to_numpy(), both["job_id_raw"].to_numpy()))
+    return both.iloc[order].reset_index(drop=True)

@@ -1,0 +1,178 @@
+"""The epilog's per-job GPU records -> a frame with one row per job run.
+
+The node epilog (`slurmtools/hooks/epilog.py`) writes `<spool>/jobs/<job>.<restart>.<node>.json` per job, run and
+node, with `job`, `user`, `qos`, `gpus` (indexes), `start`/`end` (epoch s), `restart_count` and `gpu_accounting`
+(per GPU: `gpu_util_pct`, `max_memory_bytes`; None where NVML accounting is off). Records of the nodes of one run
+are merged here: utilisation is the mean over all their GPUs, memory the peak.
+
+The reader is tolerant: flat spellings (`job_id`, `gpu_util_pct` as a number or a list per GPU, `gpu_mem_mb`,
+ISO times) are read too. A file that cannot be read is named in `problems` and skipped; it never ends the report
+(a nightly report should not die of one torn file).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+_ALIASES = {
+    "job_id": ("job", "job_id", "jobid", "SLURM_JOB_ID"),
+    "user": ("user", "SLURM_JOB_USER"),
+    "account": ("account",),
+    "tier": ("tier", "qos"),
+    "hosts": ("node", "hosts", "nodes", "nodelist"),
+    "run": ("restart_count", "run"),
+    "gpus": ("gpus", "gpu_count", "ngpus"),
+    "start": ("start", "start_time"),
+    "end": ("end", "end_time"),
+    "exit": ("exit_code", "exit"),
+    "gpu_util_pct": ("gpu_util_pct", "gpu_util", "util_pct"),
+    "gpu_mem_mb": ("gpu_mem_mb", "gpu_mem_max_mb", "gpu_mem"),
+}
+
+
+@dataclass
+class EpilogRecords:
+    frame: pd.DataFrame  # job_id_raw int64, start datetime64[s], gpus int32, gpu_util_pct float32, gpu_mem_mb float32
+    files: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _get(d: dict, key: str):
+    for k in _ALIASES[key]:
+        if k in d and d[k] is not None:
+            return d[k]
+    return None
+
+
+def _mean(v) -> float:
+    if v is None:
+        return np.nan
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)):
+        nums = [float(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)]
+        return float(np.mean(nums)) if nums else np.nan
+    return float(v)
+
+
+def _time(v):
+    if v is None or v == "":
+        return pd.NaT
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return pd.Timestamp(datetime.fromtimestamp(float(v))).floor("s")
+    return pd.Timestamp(str(v)).tz_localize(None).floor("s") if pd.Timestamp(str(v)).tzinfo is None else \
+        pd.Timestamp(str(v)).tz_convert(None).floor("s")
+
+
+def parse_record(d: dict) -> dict:
+    """One record -> typed fields, utilisation kept per GPU so several nodes' records can be merged.
+
+    Raises ValueError naming the field that is wrong."""
+    jid = _get(d, "job_id")
+    if jid is None:
+        raise ValueError("field job (job_id) is missing")
+    try:
+        job_id = int(str(jid).split("_")[0].split(".")[0])
+    except ValueError:
+        raise ValueError(f"field job: expected a number, got {jid!r}") from None
+    out = {"job_id_raw": job_id}
+    try:
+        out["run"] = int(_get(d, "run") or 0)
+    except (TypeError, ValueError):
+        raise ValueError("field restart_count: expected a number") from None
+    utils: list[float] = []
+    mem = np.nan
+    acc = d.get("gpu_accounting")
+    if isinstance(acc, list):
+        for g in acc:
+            if not isinstance(g, dict):
+                raise ValueError("field gpu_accounting: expected a list of objects")
+            u = g.get("gpu_util_pct")
+            if isinstance(u, (int, float)) and not isinstance(u, bool):
+                utils.append(float(u))
+            m = g.get("max_memory_bytes")
+            if isinstance(m, (int, float)) and not isinstance(m, bool):
+                mem = np.nanmax([mem, m / 2**20])
+    elif acc is not None:
+        raise ValueError("field gpu_accounting: expected a list of objects")
+    flat = _get(d, "gpu_util_pct")
+    if flat is not None and not utils:
+        vals = flat if isinstance(flat, (list, tuple)) else list(flat.values()) if isinstance(flat, dict) else [flat]
+        try:
+            utils = [float(x) for x in vals if x is not None and not isinstance(x, bool)]
+        except (TypeError, ValueError):
+            raise ValueError("field gpu_util_pct: expected a number or a list of numbers") from None
+    fm = _get(d, "gpu_mem_mb")
+    if fm is not None:
+        try:
+            mem = np.nanmax([mem, _mean(fm) if not isinstance(fm, (list, tuple)) else max(map(float, fm))])
+        except (TypeError, ValueError):
+            raise ValueError("field gpu_mem_mb: expected a number or a list of numbers") from None
+    out["utils"] = utils
+    out["gpu_mem_mb"] = mem
+    try:
+        g = _get(d, "gpus")
+        out["gpus"] = len(g) if isinstance(g, (list, tuple)) else int(g or 0)
+    except (TypeError, ValueError):
+        raise ValueError("field gpus: expected a count or a list of GPU indexes") from None
+    for key in ("start", "end"):
+        try:
+            out[key] = _time(_get(d, key))
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"field {key}: expected epoch seconds or an ISO time") from None
+    out["user"] = str(_get(d, "user") or "")
+    out["tier"] = str(_get(d, "tier") or "")
+    return out
+
+
+COLUMNS = {"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]", "end": "datetime64[s]", "gpus": "int32",
+           "gpu_util_pct": "float32", "gpu_mem_mb": "float32", "user": "str", "tier": "str", "nodes": "int32"}
+
+
+def merge_records(recs: list[dict]) -> pd.DataFrame:
+    """Records of the nodes of one run -> one row: GPUs summed, utilisation averaged over every GPU, memory peak."""
+    runs: dict[tuple[int, int], dict] = {}
+    for r in recs:
+        k = (r["job_id_raw"], r["run"])
+        m = runs.get(k)
+        if m is None:
+            runs[k] = {**r, "utils": list(r["utils"]), "nodes": 1}
+            continue
+        m["utils"] += r["utils"]
+        m["gpus"] += r["gpus"]
+        m["nodes"] += 1
+        m["gpu_mem_mb"] = np.nanmax([m["gpu_mem_mb"], r["gpu_mem_mb"]])
+        for key, pick in (("start", min), ("end", max)):
+            vals = [v for v in (m[key], r[key]) if not pd.isna(v)]
+            m[key] = pick(vals) if vals else pd.NaT
+    rows = []
+    for m in runs.values():
+        u = m.pop("utils")
+        m["gpu_util_pct"] = float(np.mean(u)) if u else np.nan
+        rows.append(m)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    return frame.astype(COLUMNS)
+
+
+def read_epilog_dir(path: str | Path) -> EpilogRecords:
+    """Every `*.json` under `path` (recursively: the spool folder or its `jobs/`). A missing folder: no records."""
+    root = Path(path)
+    recs, problems, files = [], [], 0
+    if not root.is_dir():
+        return EpilogRecords(merge_records([]), 0, [f"{root}: no epilog GPU records (folder missing)"])
+    for f in sorted(root.rglob("*.json")):
+        files += 1
+        try:
+            d = json.loads(f.read_text())
+            if not isinstance(d, dict):
+                raise ValueError("expected a JSON object")
+            recs.append(parse_record(d))
+        except (OSError, ValueError, json.JSONDecodeError) as exc:
+            problems.append(f"{f}: {str(exc).splitlines()[0]}")
+    return EpilogRecords(merge_records(recs), files, problems)

@@ -1,0 +1,160 @@
+"""Gathering a report's inputs (the I/O side): job runs from a saved dump or the backend, through the day cache;
+node capacity from the site's fabric or the backend; down time from sacctmgr event text; epilog GPU records.
+
+Policy-free: what the numbers mean is decided in `metrics`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+
+from slurmtools.errors import SlurmError
+from slurmtools.reports import cache as cache_mod
+from slurmtools.reports.sacct import SACCT_FIELDS, Accounting, read_sacct
+
+
+@dataclass
+class Inputs:
+    jobs: pd.DataFrame
+    capacity: pd.DataFrame | None
+    events: pd.DataFrame | None
+    epilog: pd.DataFrame | None
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Progress:
+    """Stage lines on stderr when a terminal is attached; silent under cron (no TTY) or when quiet."""
+
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.t0 = time.perf_counter()
+
+    def __call__(self, msg: str) -> None:
+        if self.enabled:
+            sys.stderr.write(f"[{time.perf_counter() - self.t0:6.1f}s] {msg}\n")
+            sys.stderr.flush()
+
+
+def _day(ts) -> date:
+    return pd.Timestamp(ts).date()
+
+
+def load_jobs(since: datetime, until: datetime, *, sacct_file: str | Path | None = None, backend=None,
+              cache_dir: str | Path | None = None, now: datetime | None = None,
+              progress: Progress | None = None) -> tuple[pd.DataFrame, list[str], dict]:
+    """Job runs active in [since, until): cached finished days plus fresh data, fresh winning."""
+    progress = progress or Progress(False)
+    notes: list[str] = []
+    timings: dict[str, float] = {}
+    now = now or datetime.now()
+    c = cache_mod.DayCache(cache_dir) if cache_dir else None
+    first_day = _day(since)
+    # a run active in the window may have ended later: the cache is read up to its newest day
+    cached = pd.DataFrame()
+    fetch_from = pd.Timestamp(since)
+    if c is not None:
+        have = set(c.days())
+        d = first_day
+        while d in have and pd.Timestamp(d) < pd.Timestamp(until):
+            d += timedelta(days=1)
+        if d > first_day:
+            t = time.perf_counter()
+            cached = c.load(first_day, max(have))
+            timings["cache_read_s"] = time.perf_counter() - t
+            progress(f"cache: {len(cached):,} runs from {len(have & set(_range(first_day, d)))} day(s)")
+            fetch_from = pd.Timestamp(d)
+    t = time.perf_counter()
+    if sacct_file is not None:
+        progress(f"reading {sacct_file}")
+        acc = read_sacct(sacct_file)
+    elif backend is not None:
+        if fetch_from >= pd.Timestamp(until):
+            acc = Accounting(jobs=cache_mod.empty_jobs())
+        else:
+            dump = getattr(backend, "accounting_dump", None)
+            if dump is None:
+                raise SlurmError("sacct", "this backend cannot dump accounting text; use --sacct-file PATH")
+            progress(f"sacct {fetch_from} .. {pd.Timestamp(until)}")
+            acc = read_sacct(dump(fetch_from.to_pydatetime(), pd.Timestamp(until).to_pydatetime(),
+                                  list(SACCT_FIELDS)), text=True, source="sacct")
+    else:
+        raise SlurmError("sacct", "no accounting source: give --sacct-file PATH or run where sacct works")
+    timings["parse_s"] = time.perf_counter() - t
+    notes += acc.notes
+    progress(f"parsed {len(acc.jobs):,} job runs and {acc.steps:,} steps")
+    fresh = acc.jobs
+    if c is not None and len(fresh):
+        # the fresh data covers [fetch_from, until) (a --sacct-file is trusted to cover the window asked for):
+        # store the whole days of it that are over
+        ff = pd.Timestamp(fetch_from)
+        src_first = _day(ff) if ff == ff.normalize() else _day(ff) + timedelta(days=1)
+        u = pd.Timestamp(until)
+        last_final = min(_day(u) - timedelta(days=1), _day(now) - timedelta(days=1))
+        if src_first <= last_final:
+            t = time.perf_counter()
+            written = c.store(fresh, src_first, last_final)
+            timings["cache_write_s"] = time.perf_counter() - t
+            progress(f"cache: stored {len(written)} finished day(s)")
+    t = time.perf_counter()
+    jobs = cache_mod.merge(cached, fresh) if len(cached) else fresh
+    timings["merge_s"] = time.perf_counter() - t
+    return jobs, notes, timings
+
+
+def _range(a: date, b: date) -> list[date]:
+    out = []
+    while a < b:
+        out.append(a)
+        a += timedelta(days=1)
+    return out
+
+
+def load_capacity(site, since: datetime, until: datetime, *, backend=None, events_text: str | None = None,
+                  events_source: str = "sacctmgr show event") -> tuple[pd.DataFrame | None, pd.DataFrame | None,
+                                                                     list[str]]:
+    from slurmtools.reports.capacity import capacity_table, nodes_from_backend, nodes_from_site, read_events
+
+    notes = []
+    nodes = None
+    if site is not None and site.fabric_path is not None:
+        from slurmtools.topology.sitefile import load_fabric
+
+        nodes = nodes_from_site(site, load_fabric(site.fabric_path))
+    elif backend is not None:
+        try:
+            nodes = nodes_from_backend(backend.nodes())
+        except SlurmError as exc:
+            notes.append(f"capacity unknown (sinfo failed: {exc})")
+    else:
+        notes.append("capacity unknown: the site has no fabric file and no Slurm is reachable")
+    events = None
+    if events_text is not None:
+        events = read_events(events_text, events_source)
+    elif backend is not None and hasattr(backend, "events_dump"):
+        try:
+            events = read_events(backend.events_dump(since, until), "sacctmgr show event")
+        except SlurmError as exc:
+            notes.append(f"node down/drain time not subtracted (sacctmgr failed: {exc})")
+    else:
+        notes.append("node down/drain time not subtracted (no sacctmgr event data; see --events-file)")
+    cap = capacity_table(nodes, events, since, until) if nodes else None
+    return cap, events, notes
+
+
+def load_epilog(path: str | Path | None) -> tuple[pd.DataFrame | None, list[str]]:
+    from slurmtools.reports.epilog import read_epilog_dir
+
+    if path is None:
+        return None, []
+    rec = read_epilog_dir(path)
+    notes = list(rec.problems[:5])
+    if len(rec.problems) > 5:
+        notes.append(f"... and {len(rec.problems) - 5} more unreadable epilog record(s)")
+    return rec.frame, notes

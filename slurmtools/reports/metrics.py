@@ -1,0 +1,340 @@
+"""From job runs, capacity, epilog records and the site to the report's tables. Pure: no I/O, no printing.
+
+Conventions (also in docs/reports.md):
+- A run counts inside the window for the part of [start, end) that overlaps [since, until). A run still going has
+  end = until; a finished run without an End (Slurm prints `Unknown` after some crashes) counts 0 s and is noted.
+- GPU-hours are allocated GPU-hours (AllocTRES x time). Tier = QoS. Untyped GPUs in a partition with a single GPU
+  type are counted as that type.
+- Utilization % = allocated / available GPU-hours, available = installed minus down/drained time.
+- Lost to preemption = the GPU-hours of runs that ended PREEMPTED or were requeued (an upper bound: time since
+  the last checkpoint is not known to sacct).
+- Idle GPU-hours = allocated GPU-hours x (1 - mean GPU utilisation), from the epilog's record, else from Slurm's
+  own gres/gpuutil, else unknown (not counted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+
+from slurmtools.reports.forecast import Forecast, forecast
+
+RUNNING = ("RUNNING", "SUSPENDED", "REQUEUED", "RESIZING")
+SIZE_BINS = [(1, 1, "1"), (2, 4, "2-4"), (5, 8, "5-8"), (9, 16, "9-16"), (17, 64, "17-64"), (65, 10**9, "65+")]
+WAIT_BINS_MIN = [0, 1, 5, 15, 60, 240, 1440, np.inf]
+WAIT_LABELS = ["<1 min", "1-5 min", "5-15 min", "15-60 min", "1-4 h", "4-24 h", ">1 day"]
+WASTE_UTIL_PCT = 30.0  # a run below this mean GPU utilisation is listed among the wasters
+
+
+@dataclass
+class Report:
+    since: datetime
+    until: datetime
+    site: str
+    cluster: str
+    currency: str
+    summary: dict
+    tables: dict[str, pd.DataFrame]
+    timeline: pd.DataFrame  # bucket start x tier GPU-hours, plus capacity
+    wait_hist: pd.DataFrame  # tier x wait bins, counts
+    forecasts: list[Forecast]
+    notes: list[str] = field(default_factory=list)
+
+
+def _secs(a) -> np.ndarray:
+    return a.astype("datetime64[s]").astype(np.int64)
+
+
+def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.DataFrame:
+    """Runs that held GPUs, with start_s/end_s as epoch seconds, gpu_type resolved and tier named."""
+    j = jobs[(jobs["gpus"] > 0) & jobs["start"].notna()]
+    u = np.int64(pd.Timestamp(until).value // 10**9)
+    start = _secs(j["start"].to_numpy())
+    end_raw = j["end"].to_numpy()
+    no_end = pd.isna(end_raw)
+    end = np.where(no_end, 0, _secs(np.where(no_end, np.datetime64(0, "s"), end_raw)))
+    running = j["state"].isin(RUNNING).to_numpy()
+    end = np.where(no_end & running, np.maximum(u, start), end)
+    lost = no_end & ~running
+    if lost.any():
+        notes.append(f"{int(lost.sum())} finished run(s) have no End time in sacct; counted as 0 s")
+    end = np.where(lost, start, end)
+    gtype = j["gpu_type"].astype(str).to_numpy()
+    if (gtype == "untyped").any() and site is not None:
+        single = {p.name: p.gpu_types[0] for p in site.partitions.values() if len(p.gpu_types) == 1}
+        part = j["partition"].astype(str).to_numpy()
+        mapped = pd.Series(part).map(single).to_numpy()
+        gtype = np.where((gtype == "untyped") & pd.notna(mapped), mapped, gtype)
+    out = pd.DataFrame({
+        "job_id": j["job_id"].to_numpy(), "job_id_raw": j["job_id_raw"].to_numpy(), "name": j["name"].to_numpy(),
+        "user": j["user"].to_numpy(), "account": j["account"].to_numpy(), "partition": j["partition"].to_numpy(),
+        "tier": j["qos"].astype(str).replace("", "(none)").to_numpy(), "state": j["state"].to_numpy(),
+        "cluster": j["cluster"].astype(str).replace("", site.cluster_name if site else "(none)").to_numpy(),
+        "gpus": j["gpus"].to_numpy(), "gpu_type": gtype, "start_s": start, "end_s": end,
+        "submit_s": _secs(j["submit"].to_numpy()), "eligible_s": _secs(j["eligible"].to_numpy()),
+        "gpu_util_slurm": j["gpu_util_slurm"].to_numpy(), "nodelist": j["nodelist"].to_numpy(),
+    })
+    for c in ("user", "account", "partition", "tier", "state", "cluster", "gpu_type"):
+        out[c] = out[c].astype("category")
+    # requeue: every run of a job but its last was restarted
+    last = ~out["job_id_raw"].duplicated(keep="last").to_numpy()
+    out["requeued"] = ~last
+    out["run"] = out.groupby("job_id_raw", sort=False).cumcount().to_numpy(dtype=np.int32)
+    return out
+
+
+def overlap_hours(r: pd.DataFrame, lo: int, hi: int) -> np.ndarray:
+    """GPU-hours of each run inside [lo, hi) (epoch seconds)."""
+    s = np.maximum(r["start_s"].to_numpy(), lo)
+    e = np.minimum(r["end_s"].to_numpy(), hi)
+    return np.clip(e - s, 0, None) * r["gpus"].to_numpy() / 3600.0
+
+
+def bucket_matrix(r: pd.DataFrame, edges: np.ndarray, key: str) -> pd.DataFrame:
+    """GPU-hours per bucket (rows, labelled by their start) and category of `key` (columns)."""
+    cat = r[key].astype("category")
+    codes = cat.cat.codes.to_numpy()
+    k = len(cat.cat.categories)
+    st, en, g = r["start_s"].to_numpy(), r["end_s"].to_numpy(), r["gpus"].to_numpy()
+    # only runs that touch a bucket are looked at for it: sort by start once
+    order = np.argsort(st, kind="stable")
+    st, en, g, codes = st[order], en[order], g[order], codes[order]
+    out = np.zeros((len(edges) - 1, k))
+    for i in range(len(edges) - 1):
+        lo, hi = edges[i], edges[i + 1]
+        n = np.searchsorted(st, hi, side="left")
+        ov = np.clip(np.minimum(en[:n], hi) - np.maximum(st[:n], lo), 0, None) * g[:n]
+        out[i] = np.bincount(codes[:n], weights=ov, minlength=k)[:k] / 3600.0
+    idx = pd.to_datetime(edges[:-1], unit="s")
+    return pd.DataFrame(out, index=idx, columns=[str(c) for c in cat.cat.categories])
+
+
+def _bucket_seconds(span: int) -> int:
+    for b in (3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400):
+        if span / b <= 62:
+            return b
+    return 30 * 86400
+
+
+def _group(r: pd.DataFrame, key: str, prices: dict[str, float]) -> pd.DataFrame:
+    g = r.groupby(key, observed=True)
+    out = pd.DataFrame({"runs": g.size(), "gpu_hours": g["gpu_hours"].sum(), "cost": g["cost"].sum()})
+    return out
+
+
+def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capacity: pd.DataFrame | None = None,
+            events: pd.DataFrame | None = None, epilog: pd.DataFrame | None = None, top: int = 10,
+            notes: list[str] | None = None) -> Report:
+    notes = list(notes or [])
+    lo = int(pd.Timestamp(since).value // 10**9)
+    hi = int(pd.Timestamp(until).value // 10**9)
+    all_runs = prepare(jobs, site, until, notes)
+    all_runs["win_gpu_hours"] = overlap_hours(all_runs, lo, hi)
+    prices = {n: t.price_per_gpu_hour for n, t in (site.gpu_types.items() if site else [])}
+    unknown_types = sorted(set(all_runs["gpu_type"].astype(str)) - set(prices))
+    runs = all_runs[(all_runs["win_gpu_hours"] > 0) | ((all_runs["start_s"] >= lo) & (all_runs["start_s"] < hi))]
+    runs = runs.copy()
+    runs["gpu_hours"] = runs["win_gpu_hours"]
+    runs["cost"] = runs["gpu_hours"] * runs["gpu_type"].astype(str).map(prices).fillna(0.0).to_numpy()
+    if unknown_types and len(runs):
+        notes.append(f"GPU type(s) without a price in the site file, costed at 0: {', '.join(unknown_types)}")
+
+    # --- efficiency: epilog utilisation, else Slurm's gres/gpuutil
+    util = runs["gpu_util_slurm"].to_numpy(dtype=float).copy()
+    source = np.where(np.isnan(util), "", "slurm").astype(object)
+    if epilog is not None and len(epilog):
+        # the epilog's restart_count is the run's index among sacct -D's runs of the job
+        ep = epilog.dropna(subset=["gpu_util_pct"]).drop_duplicates(["job_id_raw", "run"], keep="last")
+        m = pd.Series(ep["gpu_util_pct"].to_numpy(dtype=float),
+                      index=pd.MultiIndex.from_arrays([ep["job_id_raw"].to_numpy(), ep["run"].to_numpy()]))
+        key = pd.MultiIndex.from_arrays([runs["job_id_raw"].to_numpy(), runs["run"].to_numpy()])
+        got = m.reindex(key).to_numpy(dtype=float) if len(m) else np.full(len(runs), np.nan)
+        have = ~np.isnan(got)
+        util = np.where(have, got, util)
+        source = np.where(have, "epilog", source)
+    runs["gpu_util_pct"] = util
+    runs["util_source"] = source
+    runs["idle_gpu_hours"] = runs["gpu_hours"] * (1 - np.clip(util, 0, 100) / 100.0)
+
+    total_gh = float(runs["gpu_hours"].sum())
+    # --- capacity
+    cap_total = cap_avail = None
+    if capacity is not None and len(capacity):
+        cap_total = float(capacity["gpu_hours"].sum())
+        cap_avail = float(capacity["available_gpu_hours"].sum())
+
+    def with_capacity(t: pd.DataFrame, cap: pd.Series | None) -> pd.DataFrame:
+        if cap is None:
+            t["available_gpu_hours"] = np.nan
+        else:
+            t = t.join(cap.rename("available_gpu_hours"), how="outer").fillna(
+                {"runs": 0, "gpu_hours": 0.0, "cost": 0.0})
+        t["utilization_pct"] = t["gpu_hours"] / t["available_gpu_hours"] * 100
+        t["idle_gpu_hours"] = (t["available_gpu_hours"] - t["gpu_hours"]).clip(lower=0)
+        return t
+
+    tables: dict[str, pd.DataFrame] = {}
+    cap_by_type = cap_by_part = cap_by_cluster = None
+    if capacity is not None and len(capacity):
+        cap_by_type = capacity.groupby("gpu_type")["available_gpu_hours"].sum()
+        parts = capacity.assign(partition=capacity["partitions"].str.split(",")).explode("partition")
+        cap_by_part = parts.groupby("partition")["available_gpu_hours"].sum()
+        cluster_name = site.cluster_name if site else "(none)"
+        cap_by_cluster = pd.Series({cluster_name: cap_avail})
+    tables["by_cluster"] = with_capacity(_group(runs, "cluster", prices), cap_by_cluster)
+    tables["by_partition"] = with_capacity(_group(runs, "partition", prices), cap_by_part)
+    tables["by_gpu_type"] = with_capacity(_group(runs, "gpu_type", prices), cap_by_type)
+    for key in ("tier", "account", "user"):
+        t = _group(runs, key, prices)
+        t["share_of_capacity_pct"] = t["gpu_hours"] / cap_avail * 100 if cap_avail else np.nan
+        t["share_of_use_pct"] = t["gpu_hours"] / total_gh * 100 if total_gh else np.nan
+        idle = runs.groupby(key, observed=True)["idle_gpu_hours"].sum(min_count=1)
+        t["idle_gpu_hours"] = idle
+        tables[f"by_{key}"] = t.sort_values("gpu_hours", ascending=False)
+
+    # --- queue wait: runs that started inside the window
+    started = runs[(runs["start_s"] >= lo) & (runs["start_s"] < hi)]
+    elig = started["eligible_s"].to_numpy()
+    sub = started["submit_s"].to_numpy()
+    nat = np.iinfo(np.int64).min
+    ref = np.where(elig != nat, elig, sub)
+    wait_min = np.where(ref != nat, np.clip(started["start_s"].to_numpy() - ref, 0, None) / 60.0, np.nan)
+    w = pd.DataFrame({"tier": started["tier"].to_numpy(), "gpus": started["gpus"].to_numpy(), "wait_min": wait_min})
+    size = np.full(len(w), "", dtype=object)
+    for a, b, lab in SIZE_BINS:
+        size[(w["gpus"] >= a) & (w["gpus"] <= b)] = lab
+    w["size"] = pd.Categorical(size, categories=[s[2] for s in SIZE_BINS])
+
+    def wait_stats(key):
+        g = w.dropna(subset=["wait_min"]).groupby(key, observed=True)["wait_min"]
+        return pd.DataFrame({"runs": g.size(), "median_wait_min": g.median(), "p90_wait_min": g.quantile(0.9),
+                             "mean_wait_min": g.mean()})
+
+    tables["wait_by_tier"] = wait_stats("tier")
+    tables["wait_by_size"] = wait_stats("size")
+    wbin = pd.cut(w["wait_min"], WAIT_BINS_MIN, right=False, labels=WAIT_LABELS)
+    wait_hist = pd.crosstab(wbin, w["tier"]).reindex(WAIT_LABELS, fill_value=0) if len(w) else \
+        pd.DataFrame(index=WAIT_LABELS)
+
+    # --- preemption and requeue: runs that ended inside the window
+    ended = runs[(runs["end_s"] > lo) & (runs["end_s"] <= hi)]
+    pre = ended["state"].astype(str).to_numpy() == "PREEMPTED"
+    rq = ended["requeued"].to_numpy()
+    lostmask = pre | rq
+    pt = pd.DataFrame({"tier": ended["tier"].to_numpy(), "preempted": pre, "requeued": rq,
+                       "lost": np.where(lostmask, ended["gpu_hours"].to_numpy(), 0.0)})
+    g = pt.groupby("tier", observed=True)
+    tables["preemption_by_tier"] = pd.DataFrame({"preempted_runs": g["preempted"].sum(),
+                                                 "requeued_runs": g["requeued"].sum(),
+                                                 "gpu_hours_lost": g["lost"].sum()})
+
+    # --- waste
+    known = runs[~np.isnan(runs["gpu_util_pct"].to_numpy())]
+    wasters = known[known["gpu_util_pct"] < WASTE_UTIL_PCT].sort_values("idle_gpu_hours", ascending=False)
+    tables["top_waste_jobs"] = wasters.head(top * 5)[["job_id", "user", "account", "tier", "name", "gpus",
+                                                      "gpu_hours", "gpu_util_pct", "idle_gpu_hours",
+                                                      "util_source"]].reset_index(drop=True)
+    if len(known):
+        gk = known.groupby("user", observed=True)
+        eff = pd.DataFrame({"gpu_hours_measured": gk["gpu_hours"].sum(), "idle_gpu_hours": gk["idle_gpu_hours"].sum(),
+                            "runs_below_threshold": gk["gpu_util_pct"].apply(lambda s: int((s < WASTE_UTIL_PCT).sum()))})
+        eff["mean_gpu_util_pct"] = (1 - eff["idle_gpu_hours"] / eff["gpu_hours_measured"]) * 100
+        tables["waste_by_user"] = eff.sort_values("idle_gpu_hours", ascending=False)
+    else:
+        tables["waste_by_user"] = pd.DataFrame(columns=["gpu_hours_measured", "idle_gpu_hours",
+                                                        "runs_below_threshold", "mean_gpu_util_pct"])
+
+    # --- budget burn: the calendar month that holds the window's last second
+    last = pd.Timestamp(until) - pd.Timedelta(seconds=1)
+    m0 = pd.Timestamp(year=last.year, month=last.month, day=1)
+    m1 = m0 + pd.offsets.MonthBegin(1)
+    mlo, mhi = int(m0.value // 10**9), int(pd.Timestamp(until).value // 10**9)
+    mtd = overlap_hours(all_runs, mlo, mhi)
+    frac = (mhi - mlo) / ((m1 - m0).total_seconds())
+    lowest = site.lowest_tier.name if site else None
+    b = pd.DataFrame({"account": all_runs["account"].astype(str).to_numpy(), "gh": mtd,
+                      "low": np.where(all_runs["tier"].astype(str).to_numpy() == lowest, mtd, 0.0)})
+    bg = b.groupby("account")[["gh", "low"]].sum()
+    rows = []
+    accounts = dict(site.accounts) if site else {}
+    for name in sorted(set(accounts) | set(bg.index[bg["gh"] > 0])):
+        used = float(bg["gh"].get(name, 0.0))
+        budget = accounts[name].monthly_gpu_hours if name in accounts else None
+        proj = used / frac if frac > 0 else np.nan
+        rows.append({"account": name, "monthly_budget_gpu_hours": budget, "month_to_date_gpu_hours": used,
+                     f"of_which_{lowest}_gpu_hours": float(bg["low"].get(name, 0.0)),
+                     "budget_used_pct": used / budget * 100 if budget else np.nan,
+                     "projected_month_gpu_hours": proj,
+                     "projected_pct": proj / budget * 100 if budget else np.nan,
+                     "status": ("no budget" if budget is None else "over" if used > budget
+                                else "on track to exceed" if proj > budget else "ok"),
+                     "in_site_file": name in accounts})
+    tables["budget"] = pd.DataFrame(rows).set_index("account") if rows else pd.DataFrame()
+    data_from = int(all_runs["start_s"].min()) if len(all_runs) else hi
+    if data_from > mlo + 86400 and len(all_runs):
+        notes.append(f"budget burn covers runs from {pd.to_datetime(data_from, unit='s')} only (the month began "
+                     f"{m0.date()}); pass a longer window or keep the cache to see the whole month")
+
+    # --- utilization over time by tier
+    span = hi - lo
+    bsec = _bucket_seconds(span)
+    edges = np.arange(lo, hi + bsec, bsec)
+    edges[-1] = min(edges[-1], hi) if edges[-1] > hi else edges[-1]
+    if edges[-1] < hi:
+        edges = np.append(edges, hi)
+    timeline = bucket_matrix(runs, edges, "tier") if len(runs) else pd.DataFrame(index=pd.to_datetime(edges[:-1], unit="s"))
+    if capacity is not None and len(capacity):
+        gpus_total = capacity["gpus"].sum()
+        from slurmtools.reports.capacity import down_seconds
+
+        gp = dict(zip(capacity["node"], capacity["gpus"]))
+        capcol = []
+        for a_, b_ in zip(edges[:-1], edges[1:]):
+            d = down_seconds(events, pd.to_datetime(a_, unit="s"), pd.to_datetime(b_, unit="s")) \
+                if events is not None and len(events) else {}
+            capcol.append((gpus_total * (b_ - a_) - sum(gp.get(n, 0) * s for n, s in d.items())) / 3600.0)
+        timeline["capacity_gpu_hours"] = capcol
+    timeline.index.name = "bucket_start"
+
+    # --- forecast per tier from daily history (everything loaded up to `until`)
+    forecasts: list[Forecast] = []
+    if len(all_runs):
+        d0 = int(pd.Timestamp(pd.to_datetime(all_runs["start_s"].min(), unit="s")).floor("D").value // 10**9)
+        d0 = max(d0, hi - 400 * 86400)
+        dedges = np.arange(d0, hi + 1, 86400)
+        if len(dedges) >= 2:
+            daily = bucket_matrix(all_runs, dedges, "tier")
+            for tier in daily.columns:
+                for h in (7, 30):
+                    forecasts.append(forecast(daily[tier], h, tier))
+            tables["demand_daily_by_tier"] = daily
+    if forecasts:
+        tables["forecast"] = pd.DataFrame([{"tier": f.series, "horizon_days": f.horizon_days, "method": f.method,
+                                            "forecast_gpu_hours": f.total, "per_day": f.per_day,
+                                            "backtest_wape_pct": f.wape_pct, "backtest_origins": f.origins}
+                                           for f in forecasts])
+
+    summary = {
+        "since": str(pd.Timestamp(since)), "until": str(pd.Timestamp(until)),
+        "runs": int(len(runs)), "jobs": int(runs["job_id_raw"].nunique()),
+        "users": int(runs["user"].nunique()), "accounts": int(runs["account"].nunique()),
+        "gpu_hours": total_gh, "cost": float(runs["cost"].sum()),
+        "installed_gpu_hours": cap_total, "available_gpu_hours": cap_avail,
+        "down_gpu_hours": (cap_total - cap_avail) if cap_total is not None else None,
+        "utilization_pct": total_gh / cap_avail * 100 if cap_avail else None,
+        "idle_capacity_gpu_hours": max(cap_avail - total_gh, 0.0) if cap_avail is not None else None,
+        "preempted_runs": int(tables["preemption_by_tier"]["preempted_runs"].sum()),
+        "requeued_runs": int(tables["preemption_by_tier"]["requeued_runs"].sum()),
+        "gpu_hours_lost_to_preemption": float(tables["preemption_by_tier"]["gpu_hours_lost"].sum()),
+        "gpu_hours_with_utilization": float(known["gpu_hours"].sum()),
+        "idle_gpu_hours_allocated": float(known["idle_gpu_hours"].sum()),
+        "median_wait_min": float(np.nanmedian(wait_min)) if np.isfinite(wait_min).any() else None,
+        "p90_wait_min": float(np.nanpercentile(wait_min, 90)) if np.isfinite(wait_min).any() else None,
+        "failed_runs": int((runs["state"].astype(str) == "FAILED").sum()),
+    }
+    return Report(since=since, until=until, site=site.name if site else "", cluster=site.cluster_name if site else "",
+                  currency=site.currency if site else "", summary=summary, tables=tables, timeline=timeline,
+                  wait_hist=wait_hist, forecasts=forecasts, notes=notes)

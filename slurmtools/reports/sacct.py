@@ -1,0 +1,297 @@
+"""`sacct --parsable2` text (header line, any column order, jobs and steps) -> a typed pandas frame of job runs.
+
+Parsing is vectorised with pyarrow's CSV reader and compute kernels: a million-job dump must reach a full report
+in seconds, so nothing here loops over rows in Python except the rare row that needs repair (a job name holding
+the `|` delimiter) or a job holding GPUs of several types.
+
+Facts this relies on (Slurm 22.05): times are local `YYYY-MM-DDTHH:MM:SS` or `Unknown`/`None`; `State` may read
+`CANCELLED by 1234`; `sacct -D` prints every run of a requeued job under the same JobIDRaw; steps have a `.` in
+JobID; `AllocTRES` reads `billing=2,cpu=2,gres/gpu:h100=16,gres/gpu=16,mem=2000M,node=2`.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from slurmtools.errors import ParseError
+
+#: sacct field (lower case) -> (our column, arrow type read from the text)
+FIELDS: dict[str, tuple[str, pa.DataType]] = {
+    "jobid": ("job_id", pa.string()),
+    "jobidraw": ("job_id_raw", pa.string()),
+    "jobname": ("name", pa.string()),
+    "user": ("user", pa.string()),
+    "account": ("account", pa.string()),
+    "partition": ("partition", pa.string()),
+    "qos": ("qos", pa.string()),
+    "state": ("state", pa.string()),
+    "exitcode": ("exit_code", pa.string()),
+    "submit": ("submit", pa.timestamp("s")),
+    "eligible": ("eligible", pa.timestamp("s")),
+    "start": ("start", pa.timestamp("s")),
+    "end": ("end", pa.timestamp("s")),
+    "nodelist": ("nodelist", pa.string()),
+    "nnodes": ("nnodes", pa.int32()),
+    "alloctres": ("alloc_tres", pa.string()),
+    "reqtres": ("req_tres", pa.string()),
+    "tresusageinave": ("tres_usage_ave", pa.string()),
+    "cluster": ("cluster", pa.string()),
+}
+REQUIRED = ("jobid", "state", "start", "end")
+#: the fields `sacct -o` should ask for; what `Backend.accounting_dump` is called with
+SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
+                "Submit", "Eligible", "Start", "End", "NodeList", "NNodes", "AllocTRES", "ReqTRES",
+                "TRESUsageInAve", "Cluster")
+_NULLS = ["", "Unknown", "None", "(null)", "N/A"]
+_LOW_CARD = ("user", "account", "partition", "qos", "state", "gpu_type", "cluster")
+
+#: the columns and dtypes of `Accounting.jobs`, one row per job run (a requeued job has one row per run)
+JOB_COLUMNS: dict[str, str] = {
+    "job_id": "str", "job_id_raw": "int64", "name": "str", "user": "category", "account": "category",
+    "partition": "category", "qos": "category", "state": "category", "exit_code": "str",
+    "submit": "datetime64[s]", "eligible": "datetime64[s]", "start": "datetime64[s]", "end": "datetime64[s]",
+    "nodelist": "str", "nnodes": "int32", "gpus": "int32", "gpu_type": "category", "req_gpus": "int32",
+    "cluster": "category", "gpu_util_slurm": "float32",
+}
+
+
+@dataclass
+class Accounting:
+    """Job runs from sacct, ready for metrics. `notes` says what was repaired or missing, for the report."""
+
+    jobs: pd.DataFrame
+    steps: int = 0
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _header(first_line: str, source: str) -> list[str]:
+    names = first_line.rstrip("\r\n").split("|")
+    if names and names[-1] == "":
+        names = names[:-1]  # `sacct --parsable` ends every line with a delimiter
+    low = [n.strip().lower() for n in names]
+    missing = [r for r in REQUIRED if r not in low and not (r == "jobid" and "jobidraw" in low)]
+    if missing:
+        want = ", ".join(missing)
+        raise ParseError(source, 1, f"the header line lacks sacct field(s) {want}; dump with "
+                                    f"`sacct --parsable2 -o {','.join(SACCT_FIELDS)}` (without --noheader)")
+    return names
+
+
+def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None) -> Accounting:
+    """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`."""
+    if isinstance(src, bytes) or text:
+        data = src if isinstance(src, bytes) else str(src).encode()
+        name = source or "sacct output"
+        first = data[:data.find(b"\n") if b"\n" in data else len(data)].decode(errors="replace")
+        opener = lambda: io.BytesIO(data)  # noqa: E731
+    else:
+        p = Path(src)
+        name = source or str(p)
+        try:
+            with p.open("rb") as fh:
+                first = fh.readline().decode(errors="replace")
+        except OSError as exc:
+            raise ParseError(name, None, f"cannot read: {exc.strerror or exc}") from None
+        opener = lambda: str(p)  # noqa: E731
+    if not first.strip():
+        raise ParseError(name, 1, "empty sacct dump (expected a header line such as JobID|State|Start|End|...)")
+    names = _header(first, name)
+    low = [n.strip().lower() for n in names]
+    include = [names[i] for i, n in enumerate(low) if n in FIELDS]
+    types = {names[i]: FIELDS[n][1] for i, n in enumerate(low) if n in FIELDS}
+
+    bad_rows: list[tuple[int, str]] = []
+
+    def on_bad(row) -> str:
+        bad_rows.append((row.number, row.text))
+        return "skip"
+
+    ropts = pacsv.ReadOptions(column_names=names + ([""] if first.rstrip("\r\n").endswith("|") else []),
+                              skip_rows=1, block_size=1 << 24)
+    popts = pacsv.ParseOptions(delimiter="|", quote_char=False, escape_char=False, newlines_in_values=False,
+                               invalid_row_handler=on_bad)
+    copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
+                                 strings_can_be_null=False, timestamp_parsers=["%Y-%m-%dT%H:%M:%S"])
+    try:
+        table = pacsv.read_csv(opener(), read_options=ropts, parse_options=popts, convert_options=copts)
+    except pa.ArrowInvalid as exc:
+        raise ParseError(name, None, _arrow_message(str(exc), names)) from None
+    notes: list[str] = []
+    if bad_rows:
+        table, fixed_note = _repair(table, bad_rows, names, ropts, copts, name)
+        notes.append(fixed_note)
+    table = table.rename_columns([FIELDS[c.strip().lower()][0] for c in table.column_names])
+    jobs, nsteps = _to_jobs(table, notes)
+    return Accounting(jobs=jobs, steps=nsteps, source=name, notes=notes)
+
+
+def _arrow_message(msg: str, names: list[str]) -> str:
+    # "In CSV column #10: Row #5: CSV conversion error to timestamp[s]: invalid value 'x'"
+    import re
+
+    m = re.search(r"column #(\d+): Row #(\d+): (.*)", msg)
+    if m:
+        col = int(m.group(1))
+        field_name = names[col] if col < len(names) else f"#{col}"
+        return f"line {int(m.group(2)) + 1}: field {field_name}: {m.group(3)}"
+    return msg.splitlines()[0]
+
+
+def _repair(table: pa.Table, bad_rows, names, ropts, copts, source) -> tuple[pa.Table, str]:
+    """Rows with too many fields: a free-text field (JobName) held `|`. Rejoin it; refuse anything else."""
+    low = [n.strip().lower() for n in names]
+    if "jobname" not in low:
+        n, _ = bad_rows[0]
+        raise ParseError(source, n, f"expected {len(names)} fields separated by '|', got another count")
+    j = low.index("jobname")
+    fixed_lines = []
+    for number, text in bad_rows:
+        parts = text.split("|")
+        extra = len(parts) - len(names)
+        if extra <= 0:
+            raise ParseError(source, number, f"expected {len(names)} fields separated by '|', got {len(parts)}")
+        parts[j:j + extra + 1] = ["|".join(parts[j:j + extra + 1])]
+        fixed_lines.append("\x1f".join(parts))
+    ro = pacsv.ReadOptions(column_names=names, skip_rows=0)
+    po = pacsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False)
+    try:
+        extra_table = pacsv.read_csv(io.BytesIO("\n".join(fixed_lines).encode()), read_options=ro,
+                                     parse_options=po, convert_options=copts)
+    except pa.ArrowInvalid as exc:
+        raise ParseError(source, bad_rows[0][0], _arrow_message(str(exc), names)) from None
+    return (pa.concat_tables([table, extra_table.select(table.column_names)]),
+            f"{len(bad_rows)} line(s) had a '|' inside JobName and were rejoined (first: line {bad_rows[0][0]})")
+
+
+def _col(table: pa.Table, name: str, default):
+    if name in table.column_names:
+        return table[name]
+    return pa.array([default] * table.num_rows) if table.num_rows else pa.array([], type=pa.string())
+
+
+def _int_of(arr, pattern: str) -> np.ndarray:
+    got = pc.extract_regex(arr, pattern)
+    n = pc.cast(pc.if_else(pc.is_valid(got), pc.struct_field(got, [0]), "0"), pa.int64())
+    return n.to_numpy(zero_copy_only=False)
+
+
+def _to_jobs(table: pa.Table, notes: list[str]) -> tuple[pd.DataFrame, int]:
+    job_id = table["job_id"] if "job_id" in table.column_names else table["job_id_raw"]
+    raw_col = table["job_id_raw"] if "job_id_raw" in table.column_names else job_id
+    is_step = pc.match_substring(raw_col, ".")
+    steps = table.filter(is_step)
+    jobs = table.filter(pc.invert(is_step))
+    if "job_id" not in jobs.column_names:
+        jobs = jobs.append_column("job_id", jobs["job_id_raw"])
+    n = jobs.num_rows
+
+    # job ids: the raw id is numeric for every allocation ("123", array tasks have their own raw id)
+    raw_txt = jobs["job_id_raw"] if "job_id_raw" in jobs.column_names else pc.extract_regex(
+        jobs["job_id"], r"^(?P<id>\d+)").field("id")
+    raw_num = pc.extract_regex(raw_txt, r"^(?P<id>\d+)")
+    raw = pc.cast(pc.if_else(pc.is_valid(raw_num), pc.struct_field(raw_num, [0]), "-1"), pa.int64())
+
+    alloc = _col(jobs, "alloc_tres", "")
+    req = _col(jobs, "req_tres", "")
+    gpus = _int_of(alloc, r"gres/gpu=(?P<n>\d+)")
+    req_gpus = _int_of(req, r"gres/gpu=(?P<n>\d+)")
+    typed = pc.extract_regex(alloc, r"gres/gpu:(?P<t>[^=,]+)=(?P<n>\d+)")
+    gpu_type = pc.if_else(pc.is_valid(typed), pc.struct_field(typed, [0]),
+                          pc.if_else(pc.greater(pa.array(gpus), 0), "untyped", ""))
+    if "alloc_tres" not in jobs.column_names:
+        notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
+
+    state = pc.extract_regex(jobs["state"], r"^(?P<s>[A-Z_]+)")
+    state = pc.if_else(pc.is_valid(state), pc.struct_field(state, [0]), "UNKNOWN")
+
+    def ts(name):
+        c = _col(jobs, name, None)
+        return c if c.type == pa.timestamp("s") else pa.array([None] * n, type=pa.timestamp("s"))
+
+    out = {
+        "job_id": jobs["job_id"],
+        "job_id_raw": raw,
+        "name": _col(jobs, "name", ""),
+        "user": _col(jobs, "user", ""),
+        "account": _col(jobs, "account", ""),
+        "partition": _col(jobs, "partition", ""),
+        "qos": _col(jobs, "qos", ""),
+        "state": state,
+        "exit_code": _col(jobs, "exit_code", ""),
+        "submit": ts("submit"),
+        "eligible": ts("eligible"),
+        "start": ts("start"),
+        "end": ts("end"),
+        "nodelist": _col(jobs, "nodelist", ""),
+        "nnodes": pc.fill_null(_col(jobs, "nnodes", 0), 0) if "nnodes" in jobs.column_names
+        else pa.array(np.zeros(n, dtype=np.int32)),
+        "gpus": pa.array(gpus.astype(np.int32)),
+        "gpu_type": gpu_type,
+        "req_gpus": pa.array(req_gpus.astype(np.int32)),
+        "cluster": _col(jobs, "cluster", ""),
+    }
+    for k in _LOW_CARD:
+        out[k] = pc.dictionary_encode(out[k])
+    frame = pa.table(out).to_pandas()
+    frame["nnodes"] = frame["nnodes"].astype("int32")
+    frame["gpu_util_slurm"] = _step_gpu_util(steps, frame["job_id_raw"])
+
+    multi = pc.greater(pc.count_substring(alloc, "gres/gpu:"), 1).to_numpy(zero_copy_only=False)
+    if multi.any():
+        frame = _split_multi_type(frame, np.asarray(alloc.to_pylist(), dtype=object), multi)
+
+    order = np.lexsort((frame["start"].to_numpy(), frame["job_id_raw"].to_numpy()))
+    frame = frame.iloc[order].reset_index(drop=True)
+    return frame, steps.num_rows
+
+
+def _step_gpu_util(steps: pa.Table, job_raw: pd.Series) -> np.ndarray:
+    """Slurm's own `gres/gpuutil` (TRESUsageInAve of steps), the highest step's value per job; NaN if absent."""
+    out = np.full(len(job_raw), np.nan, dtype=np.float32)
+    if steps.num_rows == 0 or "tres_usage_ave" not in steps.column_names:
+        return out
+    util = pc.extract_regex(steps["tres_usage_ave"], r"gres/gpuutil=(?P<u>[\d.]+)")
+    have = pc.is_valid(util)
+    if not pc.any(have).as_py():
+        return out
+    s = steps.filter(have)
+    u = pc.cast(pc.struct_field(util.filter(have), [0]), pa.float64()).to_numpy()
+    raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
+    ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy()
+    best = pd.Series(u).groupby(ids).max()
+    got = best.reindex(job_raw.to_numpy()).to_numpy()
+    return got.astype(np.float32)
+
+
+def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray) -> pd.DataFrame:
+    """A job holding GPUs of several types becomes one row per type, so every row has a single GPU type."""
+    from slurmtools.slurm.tres import parse_tres
+
+    keep = frame[~multi]
+    rows = []
+    for i in np.flatnonzero(multi):
+        t = parse_tres(alloc[i])
+        for typ, cnt in t.gpus_by_type.items():
+            r = frame.iloc[i].copy()
+            r["gpu_type"], r["gpus"] = typ, cnt
+            rows.append(r)
+    extra = pd.DataFrame(rows)
+    out = pd.concat([keep, extra], ignore_index=True)
+    for k in _LOW_CARD:
+        out[k] = out[k].astype("category")
+    out["gpus"] = out["gpus"].astype("int32")
+    return out
+
+
+def empty_jobs() -> pd.DataFrame:
+    """A frame with the job columns and no rows (what a window without jobs yields)."""
+    return pd.DataFrame({k: pd.Series(dtype=v) for k, v in JOB_COLUMNS.items()})
