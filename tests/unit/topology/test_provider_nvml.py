@@ -1,0 +1,223 @@
+"""NVML capture against an NVML-shaped fake `pynvml` (no GPU in CI): an 8-GPU NVSwitch board whose driver reports
+one dummy remote PCI id for every link, a 4-switch board with device types, a 4-GPU direct mesh, and a
+multi-node clique; then capture -> JSON -> capture and capture -> graph -> JSON -> graph round trips."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+import types
+
+import pytest
+
+from slurmtools.errors import ParseError
+from slurmtools.topology import queries as q
+from slurmtools.topology.graph import Topology
+from slurmtools.topology.nvml_capture import NvmlCapture, capture, nvlink_layout, to_topology
+
+
+class _FabricInfo(ctypes.Structure):
+    _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint),
+                ("state", ctypes.c_ubyte)]
+
+
+def fake_nvml(gpus: list[dict], ancestor: list[list[int]], *, remote_types: bool = True,
+              numa: bool = True, fabric: dict | None = None) -> types.ModuleType:
+    """A module with the pynvml calls capture() makes. gpus: name, bus, links {link: (remote bus, type)},
+    cpus (list), numa. Handles are indices."""
+    nv = types.ModuleType("pynvml")
+
+    class NVMLError(Exception):
+        pass
+
+    nv.NVMLError = NVMLError
+    nv.NVML_FEATURE_ENABLED = 1
+    nv.NVML_NVLINK_MAX_LINKS = 18
+    nv.calls = []
+    nv.nvmlInit = lambda: nv.calls.append("init")
+    nv.nvmlShutdown = lambda: nv.calls.append("shutdown")
+    nv.nvmlSystemGetDriverVersion = lambda: b"550.54.15"
+    nv.nvmlDeviceGetCount = lambda: len(gpus)
+    nv.nvmlDeviceGetHandleByIndex = lambda i: i
+    nv.nvmlDeviceGetName = lambda h: gpus[h]["name"]
+    nv.nvmlDeviceGetUUID = lambda h: f"GPU-{h:08x}-0000-0000-0000-000000000000"
+    nv.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=gpus[h]["bus"].encode())
+    nv.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=80 * 1024 ** 3)
+    nv.nvmlDeviceGetMinorNumber = lambda h: h
+
+    def state(h, k):
+        if k not in gpus[h]["links"]:
+            raise NVMLError("invalid argument")
+        return 1
+
+    nv.nvmlDeviceGetNvLinkState = state
+    nv.nvmlDeviceGetNvLinkRemotePciInfo = lambda h, k: types.SimpleNamespace(busId=gpus[h]["links"][k][0])
+
+    def rtype(h, k):
+        if not remote_types:
+            raise NVMLError("not supported")
+        return {"gpu": 0, "switch": 2}[gpus[h]["links"][k][1]]
+
+    nv.nvmlDeviceGetNvLinkRemoteDeviceType = rtype
+    nv.nvmlDeviceGetNvLinkVersion = lambda h, k: 4
+
+    def affinity(h, words):
+        arr = (ctypes.c_ulonglong * words)()
+        for c in gpus[h]["cpus"]:
+            arr[c // 64] |= 1 << (c % 64)
+        return arr
+
+    nv.nvmlDeviceGetCpuAffinity = affinity
+
+    def numa_id(h):
+        if not numa:
+            raise NVMLError("not supported")
+        return gpus[h]["numa"]
+
+    nv.nvmlDeviceGetNumaNodeId = numa_id
+    nv.nvmlDeviceGetTopologyCommonAncestor = lambda a, b: ancestor[a][b]
+    if fabric is not None:
+        nv.c_nvmlGpuFabricInfo_t = _FabricInfo
+
+        def fabric_info(h, ref):
+            if h not in fabric:
+                raise NVMLError("not supported")
+            uuid, clique = fabric[h]
+            ref._obj.clusterUuid[:] = list(bytes.fromhex(uuid.replace("-", "")))
+            ref._obj.cliqueId = clique
+
+        nv.nvmlDeviceGetGpuFabricInfo = fabric_info
+    return nv
+
+
+def _bus(i: int) -> str:
+    return f"00000000:{0x18 + 0x10 * i:02X}:00.0"
+
+
+def _anc(n: int, per_switch: int, per_numa: int) -> list[list[int]]:
+    """PIX inside a pair sharing a PCIe switch, NODE within a NUMA node, SYS across."""
+    return [[0 if a == b else 10 if a // per_switch == b // per_switch else 40 if a // per_numa == b // per_numa
+             else 50 for b in range(n)] for a in range(n)]
+
+
+def h100_dummy_ids() -> list[dict]:
+    """8x H100: 18 links each, all reported with one dummy far-end id and no device type (older driver)."""
+    return [{"name": "NVIDIA H100 80GB HBM3", "bus": _bus(i), "numa": i // 4,
+             "cpus": list(range(52 * (i // 4), 52 * (i // 4 + 1))) + list(range(104 + 52 * (i // 4), 156 + 52 * (i // 4))),
+             "links": {k: ("00000000:00:00.0", "switch") for k in range(18)}} for i in range(8)]
+
+
+def h100_four_switches() -> list[dict]:
+    """18 links spread 5,4,4,5 over four NVSwitches with their own PCI ids, typed by the driver."""
+    sw = [f"00000000:{0xA0 + s:02X}:00.0" for s in range(4)]
+    spread = [0] * 5 + [1] * 4 + [2] * 4 + [3] * 5
+    return [{"name": "NVIDIA H100 80GB HBM3", "bus": _bus(i), "numa": i // 4, "cpus": [i],
+             "links": {k: (sw[spread[k]], "switch") for k in range(18)}} for i in range(8)]
+
+
+def a100_mesh4() -> list[dict]:
+    """4 GPUs, 4 direct NVLinks to each peer (12 links per GPU)."""
+    out = []
+    for i in range(4):
+        peers = [p for p in range(4) if p != i]
+        out.append({"name": "NVIDIA A100-SXM4-80GB", "bus": _bus(i), "numa": 0, "cpus": list(range(32)),
+                    "links": {k: (_bus(peers[k // 4]).replace("00000000:", "0000:"), "gpu") for k in range(12)}})
+    return out
+
+
+@pytest.fixture
+def inject(monkeypatch):
+    def use(nv):
+        monkeypatch.setitem(sys.modules, "pynvml", nv)
+        return nv
+    return use
+
+
+def test_nvswitch_board_with_dummy_remote_ids(inject):
+    nv = inject(fake_nvml(h100_dummy_ids(), _anc(8, 2, 4), remote_types=False))
+    cap = capture("dgx01")
+    assert nv.calls == ["init", "shutdown"]
+    assert cap.hostname == "dgx01" and cap.driver == "550.54.15" and len(cap.gpus) == 8
+    g4 = cap.gpus[4]
+    assert g4.numa == 1 and g4.cpu_affinity[:2] == (52, 53) and len(g4.cpu_affinity) == 104
+    assert g4.memory_mb == 80 * 1024 and g4.minor == 4 and len(g4.nvlinks) == 18
+    assert all(ln.remote_type == "unknown" for ln in g4.nvlinks)
+    assert any("remote device types" in n for n in cap.notes)
+    assert cap.ancestor[0][1] == "PIX" and cap.ancestor[0][2] == "NODE" and cap.ancestor[0][7] == "SYS"
+    lay = nvlink_layout(cap)
+    # not a mesh: the shared dummy id is one switch fabric, and no GPU pair is linked directly
+    assert lay.nvswitch_board and lay.peers == {} and lay.switches == ("00000000:00:00.0",)
+    assert all(lay.switch_links[(g, 0)] == 18 for g in range(8))
+    t = to_topology(cap)
+    assert q.nvlink_islands(t, "dgx01") == [list(range(8))]
+    assert q.nvlink_count(t, "gpu:dgx01:0", "gpu:dgx01:7") == 18
+    assert q.gpu_numa(t, "dgx01") == {g: [g // 4] for g in range(8)}
+    assert sorted(q.pcie_groups(t, "dgx01").values()) == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    assert [d.name for d in t.of_kind("nvlink_domain")] == ["dgx01"]
+
+
+def test_four_typed_nvswitches(inject):
+    inject(fake_nvml(h100_four_switches(), _anc(8, 8, 8)))
+    lay = nvlink_layout(capture("hgx"))
+    assert len(lay.switches) == 4 and lay.peers == {}
+    assert [lay.switch_links[(0, k)] for k in range(4)] == [5, 4, 4, 5]
+
+
+def test_four_gpu_mesh(inject):
+    inject(fake_nvml(a100_mesh4(), _anc(4, 1, 4), numa=False))
+    cap = capture("mesh")
+    assert any("NUMA" in n for n in cap.notes) and cap.gpus[0].numa is None
+    lay = nvlink_layout(cap)
+    assert not lay.nvswitch_board and lay.unknown == ()
+    assert lay.peers == {(a, b): 4 for a in range(4) for b in range(a + 1, 4)}
+    t = to_topology(cap)
+    assert not list(t.of_kind("nvswitch")) and not list(t.of_kind("nvlink_domain"))
+    assert t.edge("gpu:mesh:1", "gpu:mesh:3").links == 4
+    # without NUMA ids the CPU affinity set stands for the NUMA node
+    assert q.gpu_numa(t, "mesh") == {g: [0] for g in range(4)}
+
+
+def test_multi_node_clique(inject):
+    uuid = "2f5c1a8e-0b7d-4c4e-9a35-1f2e3d4c5b6a"
+    inject(fake_nvml(h100_four_switches()[:4], _anc(4, 4, 4), fabric={i: (uuid, 7) for i in range(4)}))
+    a = capture("gb-a")
+    assert {(g.fabric_cluster_uuid, g.fabric_clique_id) for g in a.gpus} == {(uuid, 7)}
+    t = Topology("nvl")
+    from slurmtools.topology.nvml_capture import add_to
+    add_to(t, a, "tray1")
+    add_to(t, a, "tray2")
+    doms = q.nvlink_domains(t)
+    assert len(doms) == 1 and doms[0].name == f"{uuid}:7" and doms[0].multi_node
+
+
+def test_fabric_absent_on_old_driver(inject):
+    inject(fake_nvml(a100_mesh4(), _anc(4, 4, 4), fabric={}))
+    assert all(g.fabric_cluster_uuid is None for g in capture("x").gpus)
+
+
+def test_capture_json_graph_round_trips(inject):
+    inject(fake_nvml(h100_dummy_ids(), _anc(8, 2, 4), remote_types=False))
+    cap = capture("dgx01")
+    text = json.dumps(cap.to_dict())
+    again = NvmlCapture.from_dict(json.loads(text), "dgx01.json")
+    assert again == cap
+    t = to_topology(again)
+    t2 = Topology.from_json(t.to_json())
+    assert t2.same_as(t) and q.nvlink_islands(t2, "dgx01") == [list(range(8))]
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda d: d.pop("gpus"), "gpus: missing"),
+    (lambda d: d.update(format="other/1"), "format: expected"),
+    (lambda d: d["gpus"][1].update(index="1"), "gpus[1].index: expected int"),
+    (lambda d: d["gpus"][0]["nvlinks"][0].pop("remote_pci"), "gpus[0].nvlinks[0].remote_pci: missing"),
+    (lambda d: d["ancestor"].pop(), "ancestor: expected a 8x8 matrix"),
+])
+def test_bad_capture_files_name_the_key(inject, mutate, words):
+    inject(fake_nvml(h100_dummy_ids(), _anc(8, 2, 4)))
+    d = capture("n").to_dict()
+    mutate(d)
+    with pytest.raises(ParseError) as err:
+        NvmlCapture.from_dict(d, "n.json")
+    assert str(err.value).startswith(f"n.json: {words}")
