@@ -43,9 +43,13 @@ SIGNAL_NUMBERS = {"1": "HUP", "2": "INT", "10": "USR1", "12": "USR2", "15": "TER
 _SLOT = re.compile(r"\{([A-Za-z0-9_]+)\}")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def fmt(key: str, **values: str) -> str:
-    """Fill a message template; every value is a string already (Lua formats numbers the same way)."""
-    return _SLOT.sub(lambda m: values[m.group(1)], MESSAGES[key])
+    """Fill a message template; every value is a string already (Lua formats numbers the same way). Control
+    characters a user put into a name become `?`, so a refusal stays one line."""
+    return _SLOT.sub(lambda m: _CONTROL.sub("?", values[m.group(1)]), MESSAGES[key])
 
 
 def slurm_minutes(minutes: int) -> str:
