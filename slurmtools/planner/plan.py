@@ -222,7 +222,7 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     if r.comm == "pipeline" and switches:
         notes.append("pipeline stages exchange activations point to point; no wait is taken for a tighter placement")
 
-    nic_map = {g: tuple(nt.nearest_nics(g)) for g in range(nt.gpus)}
+    nic_map = {g: view.nearest_nics(nt.name, g) for g in range(nt.gpus)}
     env: list[tuple[str, str]] = []
     if nodes > 1 and r.comm != "independent" and nt.nics:
         used = gpn if gpn == nt.gpus else nt.gpus  # which GPUs Slurm gives is known only at run time

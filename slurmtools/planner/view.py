@@ -7,7 +7,7 @@ topology graph) joined with the backend's live node state keeps the optimiser fa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 from slurmtools.slurm.model import NodeInfo
@@ -41,6 +41,12 @@ class ClusterView:
     leaf_uplink_gbytes: Mapping[str, float]  # leaf -> total uplink capacity to the spines, GB/s
     live: bool  # True: free GPUs from Slurm now; False: the declared fabric as if idle
     source: str = ""
+    #: node type -> GPU index -> nearest HCAs, from the topology graph's query; empty: the fabric file's rule
+    nearest: Mapping[str, Mapping[int, tuple[str, ...]]] = field(default_factory=dict)
+
+    def nearest_nics(self, node_type: str, gpu: int) -> tuple[str, ...]:
+        got = self.nearest.get(node_type, {}).get(gpu)
+        return tuple(got) if got is not None else tuple(self.node_types[node_type].nearest_nics(gpu))
 
     def idle(self) -> "ClusterView":
         """The same cluster with every host free: the reference for "best the empty cluster allows"."""
@@ -128,3 +134,58 @@ def _free(n: NodeInfo, nt: NodeType) -> tuple[int, int, int]:
     else:
         free = n.gpus_free
     return max(0, min(free, nt.gpus)), max(0, n.cpus - n.cpus_alloc), max(0, n.memory_mb - n.memory_alloc_mb)
+
+
+def from_topology(t, node_types: Mapping[str, NodeType], nodes: Iterable[NodeInfo] | None = None, *,
+                  gpu_type: str | None = None, only_hosts: Iterable[str] | None = None) -> ClusterView:
+    """The view derived from the topology graph (`slurmtools.topology`): leaves are level-0 switches, a host
+    belongs to its primary leaf, a leaf's uplink capacity is the summed cabling to level-1 switches, and the
+    nearest HCAs per GPU come from the graph's PCIe distances. CPU and memory sizes come from `node_types`
+    (the fabric file's node types), which the graph names on each host."""
+    from slurmtools.topology import queries as q
+
+    live = {n.name: n for n in nodes} if nodes is not None else None
+    keep = set(only_hosts) if only_hosts is not None else None
+    levels = q.switch_levels(t)
+    fv = q.fabric_view(t)
+    leaves: dict[str, list[str]] = {name: [] for name, lv in sorted(levels.items(), key=lambda kv: _nat(kv[0]))
+                                    if lv == 0}
+    hosts: dict[str, HostState] = {}
+    nearest: dict[str, dict[int, tuple[str, ...]]] = {}
+    host_links: list[float] = []
+    for hv in sorted(t.hosts(), key=lambda h: _nat(h.name)):
+        nt = node_types.get(hv.node_type or "")
+        if nt is None or (gpu_type is not None and nt.gpu_type != gpu_type):
+            continue
+        if keep is not None and hv.name not in keep:
+            continue
+        leaf = q.primary_leaf(t, hv.name)
+        if leaf is None:
+            continue
+        if live is None:
+            free, cpus, mem = nt.gpus, nt.cpus, nt.memory_mb
+        else:
+            n = live.get(hv.name)
+            free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
+        hosts[hv.name] = HostState(hv.name, leaf, nt.name, nt.gpus, free, cpus, mem)
+        leaves[leaf].append(hv.name)
+        if nt.name not in nearest:
+            nearest[nt.name] = {g: tuple(v) for g, v in q.nearest_nics(t, hv.name).items()}
+            host_links.append(fv.edges[f"host:{hv.name}", f"switch:{leaf}"]["gbytes"] / max(len(nt.nics), 1))
+    spines: dict[str, tuple[str, ...]] = {}
+    uplink: dict[str, float] = {}
+    for leaf in leaves:
+        ups = [(w[7:], d["gbytes"]) for w, d in fv.adj[f"switch:{leaf}"].items()
+               if w.startswith("switch:") and levels.get(w[7:]) == 1]
+        spines[leaf] = tuple(sorted((u for u, _ in ups), key=_nat))
+        uplink[leaf] = sum(g for _, g in ups) or float("inf")
+    link = host_links[0] if host_links else 0.0
+    return ClusterView(hosts=hosts, leaves={k: tuple(v) for k, v in leaves.items() if v}, leaf_spines=spines,
+                       node_types=dict(node_types), link_gbytes=link, leaf_uplink_gbytes=uplink,
+                       live=live is not None, source=f"topology graph {t.name}", nearest=nearest)
+
+
+def _nat(s: str) -> tuple:
+    import re
+
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))

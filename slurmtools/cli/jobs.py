@@ -1,0 +1,256 @@
+"""`slurmtools plan | submit | explain | templates`: topology-aware job planning from the command line.
+
+Heavy imports (jinja2, networkx through the topology graph) happen inside the command functions only.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from slurmtools.cli.common import JsonOpt, SiteOpt, fail, print_json
+
+templates_app = typer.Typer(help="List and show the job templates (bundled, site and $SLURMTOOLS_TEMPLATE_PATH).",
+                            no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)
+    app.command("submit")(submit)
+    app.command("explain")(explain)
+    app.add_typer(templates_app, name="templates")
+
+
+# ------------------------------------------------------------------------------------------------ options
+GpusOpt = typer.Option(None, "--gpus", help="Total GPUs")
+NodesOpt = typer.Option(None, "--nodes", help="Number of hosts (with --gpus-per-node, or whole hosts)")
+GpnOpt = typer.Option(None, "--gpus-per-node", help="GPUs on each host")
+TypeOpt = typer.Option(None, "--gpu-type", help="GPU type, e.g. h100 (default: the partition's only type)")
+TimeOpt = typer.Option("1h", "--time", help='Time limit: "90m", "2h", "1d", "2-00:00:00"')
+TierOpt = typer.Option("best", "--tier", help='Tier (QoS) name, or "best": the highest-priority tier you may use '
+                                              "that fits the job")
+CommOpt = typer.Option("allreduce", "--comm", help="How the ranks talk: allreduce | tensor-parallel | pipeline | "
+                                                   "independent")
+TemplateOpt = typer.Option(None, "--template", help="Template name (see `slurmtools templates list`); default from "
+                                                    "the job's shape")
+NameOpt = typer.Option("job", "--name", help="Job name")
+AccountOpt = typer.Option(None, "--account", help="Account to charge (default: your first account in the site)")
+UserOpt = typer.Option(None, "--user", help="Plan as this user (default: you)")
+PartOpt = typer.Option(None, "--partition", help="Partition (default: the site's default with the GPU type)")
+OutOpt = typer.Option(None, "--output-dir", help="Folder for the job's output file (default: the submit folder)")
+WorkOpt = typer.Option(None, "--workdir", help="Folder the job runs in")
+EnvOpt = typer.Option(None, "--env", help="KEY=VALUE exported in the job (repeatable)")
+VarOpt = typer.Option(None, "--var", help="KEY=VALUE for the template, e.g. master_addr=127.0.0.1, "
+                                          "torchrun='python3 my_launcher.py' (repeatable)")
+SweepOpt = typer.Option(None, "--sweep", help="Arguments of one array task, as one shell-quoted string "
+                                              "(repeatable; with --template array)")
+WaitOpt = typer.Option(None, "--max-wait", help="Longest wait for a tighter placement (default: 10%% of the "
+                                                "time limit, at most 2h)")
+IdleOpt = typer.Option(False, "--idle", help="Plan against the declared topology as if idle (no Slurm queries)")
+CmdArg = typer.Argument(None, help="The command to run, after --")
+
+
+def _pairs(values: Optional[List[str]], option: str) -> tuple[tuple[str, str], ...]:
+    from slurmtools.planner.request import RequestError
+
+    out = []
+    for v in values or []:
+        if "=" not in v:
+            raise RequestError(option, f"expected KEY=VALUE, got {v!r}")
+        k, val = v.split("=", 1)
+        out.append((k, val))
+    return tuple(out)
+
+
+def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
+             output_dir, workdir, env, var, sweep, max_wait, command):
+    import shlex
+
+    from slurmtools.durations import parse_duration
+    from slurmtools.planner.request import JobRequest, RequestError
+
+    try:
+        seconds = parse_duration(time)
+    except ValueError as exc:
+        raise RequestError("--time", str(exc)) from None
+    wait = None
+    if max_wait is not None:
+        try:
+            wait = parse_duration(max_wait)
+        except ValueError as exc:
+            raise RequestError("--max-wait", str(exc)) from None
+    sweeps = []
+    for s in sweep or []:
+        try:
+            sweeps.append(tuple(shlex.split(s)))
+        except ValueError as exc:
+            raise RequestError("--sweep", f"cannot split {s!r} into arguments: {exc}") from None
+    return JobRequest(command=tuple(command or ()), gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node,
+                      gpu_type=gpu_type, time_limit=seconds, tier=tier, comm=comm, template=template, name=name,
+                      account=account, user=user, partition=partition, output_dir=output_dir, workdir=workdir,
+                      env=_pairs(env, "--env"), template_vars=_pairs(var, "--var"), sweep=tuple(sweeps),
+                      max_wait=wait)
+
+
+def _plan_and_render(req, site, state):
+    from dataclasses import replace
+
+    from slurmtools.planner.plan import plan_job
+    from slurmtools.planner.templates import default_template, find_template, render
+
+    name = req.template
+    if name is None:
+        per = max((nt.gpus for nt in state.view.node_types.values()), default=8)
+        name = default_template(req.gpus, req.nodes, per, bool(req.sweep))
+        req = replace(req, template=name)
+    info = find_template(name, site.source)
+    p = plan_job(req, site, state.view, info.shape, state.releases)
+    return p, info, render(p, info, site.source)
+
+
+# ------------------------------------------------------------------------------------------------ commands
+def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,
+         gpus_per_node: Optional[int] = GpnOpt, gpu_type: Optional[str] = TypeOpt, time: str = TimeOpt,
+         tier: str = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt, name: str = NameOpt,
+         account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
+         output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
+         var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt, max_wait: Optional[str] = WaitOpt,
+         idle: bool = IdleOpt, site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+    """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
+    from slurmtools.cli.common import load_site
+    from slurmtools.planner.explain import plan_dict, plan_text
+    from slurmtools.planner.live import gather
+
+    req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
+                   output_dir, workdir, env, var, sweep, max_wait, command)
+    site = load_site(site_path)
+    state = gather(site, idle=idle)
+    p, info, script = _plan_and_render(req, site, state)
+    if json_out:
+        d = plan_dict(p, state.note)
+        d["script"] = script
+        d["template_path"] = str(info.path)
+        print_json(d)
+        return
+    typer.echo(plan_text(p, state.note))
+    typer.echo(f"\n# ---- sbatch script (template {info.name}: {info.path})")
+    typer.echo(script, nl=False)
+
+
+def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,
+           gpus_per_node: Optional[int] = GpnOpt, gpu_type: Optional[str] = TypeOpt, time: str = TimeOpt,
+           tier: str = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt, name: str = NameOpt,
+           account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
+           output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
+           var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt,
+           max_wait: Optional[str] = WaitOpt, site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+    """Plan, check admission (when the policy layer is installed), sbatch, and print the job id and output path."""
+    import os
+
+    from slurmtools.cli.common import load_site
+    from slurmtools.planner.explain import plan_dict
+    from slurmtools.planner.live import gather
+
+    req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
+                   output_dir, workdir, env, var, sweep, max_wait, command)
+    site = load_site(site_path)
+    state = gather(site)
+    if state.backend is None:
+        fail(f"cannot submit: {state.note}", code=4)
+    p, info, script = _plan_and_render(req, site, state)
+    preflight_msg = _preflight(script, req, site, state.backend)
+    cwd = req.workdir or os.getcwd()
+    job_id = state.backend.submit(script, options=(), env=dict(os.environ), cwd=cwd)
+    out = p.output.replace("%x", p.request.name).replace("%j", str(job_id)).replace("%A", str(job_id))
+    out_path = out if os.path.isabs(out) else os.path.join(cwd, out)
+    if json_out:
+        d = plan_dict(p, state.note)
+        d.update(job_id=job_id, output_path=out_path, preflight=preflight_msg)
+        print_json(d)
+        return
+    typer.echo(preflight_msg)
+    typer.echo(f"submitted job {job_id}: {p.nodes} x {p.gpus_per_node} {p.gpu_type} GPUs, tier {p.tier}, "
+               f"{'--switches=' + str(p.switches) + '@' + str(p.switch_wait) + 's' if p.switches else 'no switch limit'}")
+    typer.echo(f"output: {out_path}")
+
+
+def _preflight(script: str, req, site, backend) -> str:
+    try:
+        from slurmtools.policy.engine import preflight
+        from slurmtools.policy.request import JobRequest as PolicyRequest
+    except ImportError:
+        return "admission preflight: not available in this installation (skipped); Slurm still enforces its limits"
+    from slurmtools.planner.plan import _whoami
+
+    preq = PolicyRequest.from_sbatch(script=script, user=req.user or _whoami())
+    decision = preflight(preq, site, backend)
+    if decision.action == "deny":
+        fail(f"admission refused: {decision.message}", code=2)
+    if decision.action == "modify":
+        return f"admission preflight: allowed with changes {decision.changes} ({decision.policy})"
+    return "admission preflight: allowed"
+
+
+def explain(job_id: int = typer.Argument(..., help="Job id"), site_path: Optional[str] = SiteOpt,
+            json_out: bool = JsonOpt) -> None:
+    """Where a pending or running job sits (switches, NVLink domains), its quality score, and why it waits."""
+    from slurmtools.cli.common import load_site
+    from slurmtools.planner.explain import job_report, job_text
+    from slurmtools.planner.live import gather
+
+    site = load_site(site_path)
+    state = gather(site)
+    if state.backend is None:
+        fail(f"cannot explain job {job_id}: {state.note}", code=4)
+    job = state.backend.job(job_id)
+    domains = _domains(state.graph, job.nodes)
+    r = job_report(job, state.view, domains=domains)
+    if json_out:
+        print_json(r)
+        return
+    typer.echo(job_text(r))
+
+
+def _domains(graph, hosts) -> dict[str, str]:
+    try:
+        from slurmtools.topology.queries import domain_of
+    except ImportError:
+        return {}
+    out = {}
+    for h in hosts:
+        try:
+            ds = domain_of(graph, h)
+        except (ValueError, KeyError):
+            continue
+        if ds:
+            out[h] = ds[0]
+    return out
+
+
+@templates_app.command("list")
+def templates_list(site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+    """Templates on the search path ($SLURMTOOLS_TEMPLATE_PATH, the site's job_templates/, bundled)."""
+    from slurmtools.cli.common import load_site
+    from slurmtools.planner.templates import list_templates
+
+    site = load_site(site_path)
+    ts = list_templates(site.source)
+    if json_out:
+        print_json([{"name": t.name, "origin": t.origin, "path": str(t.path), "description": t.description,
+                     "tasks": t.shape.tasks, "multi_node": t.shape.multi_node, "array": t.shape.array} for t in ts])
+        return
+    for t in ts:
+        typer.echo(f"{t.name:<12} {t.origin:<8} {t.description}")
+
+
+@templates_app.command("show")
+def templates_show(name: str = typer.Argument(..., help="Template name"), site_path: Optional[str] = SiteOpt) -> None:
+    """Print a template's source and where it was found."""
+    from slurmtools.cli.common import load_site
+    from slurmtools.planner.templates import find_template
+
+    site = load_site(site_path)
+    t = find_template(name, site.source)
+    typer.echo(f"# {t.name} ({t.origin}): {t.path}")
+    typer.echo(t.path.read_text(encoding="utf-8"), nl=False)
