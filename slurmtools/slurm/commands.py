@@ -85,6 +85,9 @@ class CommandBackend(Backend):
         except subprocess.TimeoutExpired:
             raise SlurmUnavailable(cmd[0], f"{cmd[0]} did not answer within {timeout or self.timeout:g}s") from None
         if p.returncode != 0:
+            if "establish_config_source" in (p.stderr or "") or "fetch_config" in (p.stderr or ""):
+                raise SlurmUnavailable(cmd[0], f"{cmd[0]}: no Slurm configuration found (set SLURM_CONF, or install "
+                                               "/etc/slurm/slurm.conf on this host)", p.returncode)
             msg = self._message(cmd[0], p.stderr or p.stdout)
             cls = SlurmUnavailable if any(s in (p.stderr or "") for s in _UNREACHABLE) else SlurmError
             raise cls(cmd[0], msg, p.returncode)
