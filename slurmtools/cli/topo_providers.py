@@ -1,0 +1,193 @@
+"""`slurmtools topo capture` and `slurmtools topo import --from KIND FILE`: where topology comes from.
+
+`capture` records what NVML reports on this node into a JSON capture; `import` reads one provider's input
+(nvidia-smi text, an ibnetdiscover dump, a Slurm topology.conf, an NCCL topology XML, a capture) into the
+topology graph. `load_topology(path)` lets the other `topo` commands take such a file directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from slurmtools.cli.common import JsonOpt, fail, print_json
+
+KINDS = ("nvidia-smi", "ibnetdiscover", "topology.conf", "nccl-xml", "capture")
+
+
+def register_providers(topo_app: typer.Typer) -> None:
+    topo_app.command("capture")(capture_cmd)
+    topo_app.command("import")(import_cmd)
+
+
+def _read(path: str) -> str:
+    from slurmtools.errors import ConfigError
+
+    p = Path(path)
+    try:
+        if p.suffix == ".gz":
+            import gzip
+
+            return gzip.decompress(p.read_bytes()).decode()
+        return p.read_text()
+    except FileNotFoundError:
+        raise ConfigError(path, "", "file not found") from None
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise ConfigError(path, "", f"cannot read: {exc}") from None
+
+
+def detect_kind(text: str) -> str | None:
+    """Which provider reads this text, judged from its first meaningful lines."""
+    import re
+
+    head = text[:20000]
+    if head.lstrip().startswith("{") and "slurmtools.nvml-capture/" in head:
+        return "capture"
+    if re.search(r"^\s*<system\b", head, re.M):
+        return "nccl-xml"
+    if re.search(r"^(?:Switch|Ca)\s+\d+\s+\"[SH]-", head, re.M):
+        return "ibnetdiscover"
+    if re.search(r"^\s*(?:SwitchName|BlockName)=", head, re.M | re.I):
+        return "topology.conf"
+    if re.search(r"^[#\s]*GPU0\b", head, re.M):
+        return "nvidia-smi"
+    return None
+
+
+def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Optional[str] = None,
+          exclude_hca: tuple[str, ...] = (), exclude_switch: tuple[str, ...] = (), nvlink: Optional[str] = None,
+          warn=None):
+    """Read `path` with the provider `kind` into a Topology."""
+    import json
+
+    from slurmtools.errors import ParseError
+
+    text = _read(path)
+    if kind == "nvidia-smi":
+        from slurmtools.topology import nvsmi
+
+        status = nvsmi.parse_nvlink_status(_read(nvlink), nvlink) if nvlink else ()
+        return nvsmi.to_topology(nvsmi.parse_topo_matrix(text, path), host or Path(path).stem.split(".")[0],
+                                 status)
+    if kind == "ibnetdiscover":
+        from slurmtools.topology import ibnet
+
+        cf = ibnet.compute_fabric(ibnet.parse_ibnetdiscover(text, path),
+                                  hostname_pattern or ibnet.DEFAULT_HOST_PATTERN, exclude_hca, exclude_switch)
+        if warn and cf.unmapped:
+            named = sum(1 for n in cf.unmapped if ibnet.AGGREGATION_NODE not in n.description)
+            if named:
+                warn(f"{path}: {named} adapter(s) whose description names no host (pattern "
+                     f"{hostname_pattern or ibnet.DEFAULT_HOST_PATTERN!r}) were left out")
+        return ibnet.to_topology(cf, Path(path).stem)
+    if kind == "topology.conf":
+        from slurmtools.topology import slurm_topology_conf as stc
+
+        conf = stc.parse_topology_conf(text, path)
+        for w in conf.warnings():
+            if warn:
+                warn(w)
+        return stc.to_topology(conf, Path(path).stem)
+    if kind == "capture":
+        from slurmtools.topology.nvml_capture import NvmlCapture, to_topology
+
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ParseError(path, exc.lineno, f"not JSON: {exc.msg}", exc.colno) from None
+        return to_topology(NvmlCapture.from_dict(data, path), host)
+    if kind == "nccl-xml":
+        try:
+            from slurmtools.topology import nccl_xml
+        except ModuleNotFoundError:
+            raise ParseError(path, None, "reading NCCL topology XML is not available in this version") from None
+        return nccl_xml.to_topology(nccl_xml.parse_nccl_xml(text, path), host or Path(path).stem)
+    raise ParseError("--from", None, f"unknown input kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def load_topology(path: Path):
+    """A Topology from any provider's input, or None when no provider recognises the file."""
+    kind = detect_kind(_read(str(path)))
+    return build(kind, str(path)) if kind else None
+
+
+def _summary(t) -> dict:
+    from collections import Counter
+
+    from slurmtools.topology import queries as q
+
+    levels = q.switch_levels(t)
+    return {"name": t.name, "hosts": len(t.hosts()),
+            "switches_by_level": {str(k): v for k, v in sorted(Counter(levels.values()).items())},
+            "gpus": sum(1 for _ in t.of_kind("gpu")), "nics": sum(1 for _ in t.of_kind("nic")),
+            "nvswitches": sum(1 for _ in t.of_kind("nvswitch")),
+            "nvlink_domains": sum(1 for _ in t.of_kind("nvlink_domain"))}
+
+
+def import_cmd(file: str = typer.Argument(..., help="The provider's input file (.gz is read too)"),
+               kind: str = typer.Option(..., "--from", help="nvidia-smi | ibnetdiscover | topology.conf | "
+                                                            "nccl-xml | capture"),
+               host: Optional[str] = typer.Option(None, "--host", help="Host name for one-node inputs "
+                                                                       "(default: from the file)"),
+               hostname_pattern: Optional[str] = typer.Option(
+                   None, "--hostname-pattern", help="ibnetdiscover: regex over node descriptions with groups "
+                                                    "(?P<host>...) and optionally (?P<hca>...)"),
+               exclude_hca: List[str] = typer.Option([], "--exclude-hca", help="ibnetdiscover: glob of adapter "
+                                                                              "names to leave out (storage)"),
+               exclude_switch: List[str] = typer.Option([], "--exclude-switch", help="ibnetdiscover: glob of switch "
+                                                                                    "GUIDs or descriptions"),
+               nvlink: Optional[str] = typer.Option(None, "--nvlink", help="nvidia-smi: `nvidia-smi nvlink -s` "
+                                                                          "output for link speeds"),
+               out: Optional[str] = typer.Option(None, "--out", help="Write the topology graph as JSON here"),
+               json_out: bool = JsonOpt) -> None:
+    """Read one provider's input into the topology graph; print a summary, write the graph with --out."""
+    if kind not in KINDS:
+        fail(f"--from: expected one of {', '.join(KINDS)}, got {kind!r}")
+    warnings: list[str] = []
+    t = build(kind, file, host, hostname_pattern, tuple(exclude_hca), tuple(exclude_switch), nvlink,
+              warn=warnings.append)
+    for w in warnings:
+        typer.echo(f"slurmtools: warning: {w}", err=True)
+    if out:
+        try:
+            Path(out).write_text(t.to_json(indent=1) + "\n")
+        except OSError as exc:
+            fail(f"--out {out}: cannot write: {exc}")
+    info = _summary(t)
+    if json_out:
+        print_json(info)
+        return
+    by_level = ", ".join(f"{n} at level {k}" for k, n in info["switches_by_level"].items()) or "none"
+    typer.echo(f"{file} ({kind}): {info['hosts']} hosts, switches {by_level}, {info['gpus']} GPUs, "
+               f"{info['nics']} NICs, {info['nvswitches']} NVSwitch vertices, {info['nvlink_domains']} NVLink "
+               f"domains" + (f"; graph written to {out}" if out else ""))
+
+
+def capture_cmd(out: Optional[str] = typer.Option(None, "--out", help="Write the capture here (default: stdout)"),
+                hostname: Optional[str] = typer.Option(None, "--hostname", help="Host name to record "
+                                                                               "(default: this host's short name)"),
+                ) -> None:
+    """Record what NVML reports about this node's GPUs into a JSON capture."""
+    import json
+
+    try:
+        import pynvml
+    except ImportError:
+        fail("topo capture: nvidia-ml-py (pynvml) is not installed", 4)
+    from slurmtools.topology.nvml_capture import capture
+
+    try:
+        cap = capture(hostname)
+    except pynvml.NVMLError as exc:
+        fail(f"topo capture: NVML: {exc} (is the NVIDIA driver loaded on this node?)", 4)
+    text = json.dumps(cap.to_dict(), indent=1) + "\n"
+    if out:
+        try:
+            Path(out).write_text(text)
+        except OSError as exc:
+            fail(f"--out {out}: cannot write: {exc}")
+        typer.echo(f"captured {len(cap.gpus)} GPUs of {cap.hostname} to {out}", err=True)
+    else:
+        typer.echo(text, nl=False)

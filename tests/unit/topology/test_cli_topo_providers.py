@@ -1,0 +1,77 @@
+"""`slurmtools topo import|capture`: each provider through the CLI, its JSON output, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from slurmtools.cli.main import app
+from slurmtools.cli.topo_providers import detect_kind
+from slurmtools.errors import ParseError
+from slurmtools.topology.graph import Topology
+
+from ._data import data_path, read_data
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("kind, name, summary", [
+    ("nvidia-smi", "princeton-della-pli-h100_della-k17g3.txt",
+     {"hosts": 1, "gpus": 8, "nics": 6, "nvswitches": 1, "nvlink_domains": 1, "switches_by_level": {}}),
+    ("ibnetdiscover", "topograph_ibnetdiscover_example.out.gz",
+     {"hosts": 122, "gpus": 0, "nics": 473, "switches_by_level": {"0": 31, "1": 9}}),
+    ("topology.conf", "nvidia-circe-superpod_topology.conf", {"hosts": 79, "switches_by_level": {"0": 5}}),
+])
+def test_import_summary_and_graph(tmp_path, kind, name, summary):
+    out = tmp_path / "g.json"
+    r = runner.invoke(app, ["topo", "import", "--from", kind, str(data_path(name)), "--json", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.stdout)
+    assert {k: info[k] for k in summary} == summary
+    t = Topology.from_json(out.read_text())
+    assert len(t.hosts()) == summary["hosts"]
+
+
+def test_import_ibnet_with_exclusions_and_pattern():
+    r = runner.invoke(app, ["topo", "import", "--from", "ibnetdiscover", str(data_path(
+        "topograph_ibnetdiscover_example.out.gz")), "--json", "--exclude-hca", "HCA-*",
+        "--hostname-pattern", r"^(?P<host>[ab]\d\d-p1-dgx-\d\d-c\d\d) (?P<hca>\S+)$"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["nics"] == 68   # 72 mlx5_* adapters, less the 4 on hosts named otherwise
+
+
+def test_import_errors_carry_file_and_line():
+    r = runner.invoke(app, ["topo", "import", "--from", "nvidia-smi",
+                            str(data_path("sglang-issue11208_gb200x4_6nic_TRUNCATED.txt"))])
+    assert isinstance(r.exception, ParseError) and (r.exception.line, r.exception.column) == (6, 44)
+
+
+def test_no_traceback_for_user_errors():
+    p = subprocess.run([sys.executable, "-m", "slurmtools", "topo", "import", "--from", "topology.conf",
+                        "/nonexistent/topology.conf"], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr == "slurmtools: error: /nonexistent/topology.conf: file not found\n"
+
+
+def test_capture_without_nvml_fails_in_one_line(monkeypatch):
+    import pynvml
+
+    def no_driver():
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", no_driver)
+    r = runner.invoke(app, ["topo", "capture"])
+    assert r.exit_code == 4 and "topo capture: NVML:" in r.output and "driver" in r.output
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("princeton-della-pli-h100_della-k17g3.txt", "nvidia-smi"),
+    ("topograph_ibnetdiscover_example.out.gz", "ibnetdiscover"),
+    ("nvidia-circe-superpod_topology.conf", "topology.conf"),
+    ("unknown-repo_hgx-a100x4-80gb_nvlink-s.txt", None),
+])
+def test_detect_kind(name, kind):
+    assert detect_kind(read_data(name)) == kind
