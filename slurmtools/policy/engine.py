@@ -29,7 +29,7 @@ def current_usage(site: "Site", backend: "Backend", now: datetime | None = None)
     """GPU-hours per account this month from the backend's accounting (the lowest tier is free)."""
     from slurmtools.policy.usage import gpu_hours_by_account, month_window
 
-    now = now or datetime.now()
+    now = now or datetime.now().astimezone()  # aware local time: sacct times are aware; budgets are per local month
     start, end, month = month_window(now)
     recs = backend.accounting(start, end, all_users=True, steps=False)
     return gpu_hours_by_account(recs, start, end, free_tiers=(site.lowest_tier.name,)), month

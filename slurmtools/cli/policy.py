@@ -1,0 +1,260 @@
+"""Admission policy commands under `slurmtools admin`: render job-submit, sync-qos, policy check / list /
+refresh-usage / replay."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from slurmtools.cli.common import JsonOpt, SiteOpt, fail, print_json
+
+policy_app = typer.Typer(help="Admission policies: check a request, refresh budget usage, replay past jobs.",
+                         no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    from slurmtools.cli.admin import admin_app, render_app
+
+    admin_app.add_typer(policy_app, name="policy")
+    render_app.command("job-submit")(render_job_submit)
+    admin_app.command("sync-qos")(sync_qos)
+
+
+def _site_fabric(site_path: str | None):
+    from slurmtools.policy.engine import load_fabric_for
+    from slurmtools.site import load_site
+
+    site = load_site(site_path)
+    return site, load_fabric_for(site)
+
+
+def _slurm_etc() -> str:
+    import os
+
+    conf = os.environ.get("SLURM_CONF")
+    return os.path.dirname(os.path.abspath(conf)) if conf else "/etc/slurm"
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Temporary file beside the target, fsync, rename: slurmctld never reads half a file."""
+    import os
+    import tempfile
+
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".slurmtools-", dir=d)
+    except OSError as exc:
+        fail(f"--output {path}: cannot write there ({exc.strerror})")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        fail(f"--output {path}: cannot write there ({exc.strerror})")
+
+
+def _default_audit_log(site) -> str:
+    try:
+        from slurmtools import audit
+
+        path = getattr(audit, "DEFAULT_PATH", None) or getattr(audit, "default_path", None)
+        if callable(path):
+            path = path()
+        if path:
+            return str(path)
+    except ImportError:
+        pass
+    return str(site.spool_dir / "audit.jsonl")
+
+
+def render_job_submit(
+    site: Optional[str] = SiteOpt,
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write here (atomically) instead of stdout"),
+    usage_file: Optional[str] = typer.Option(None, "--usage-file",
+                                             help="Budget usage table the Lua loads (default: slurmtools_usage.lua "
+                                                  "beside slurm.conf; written by `admin policy refresh-usage`)"),
+    audit_log: Optional[str] = typer.Option(None, "--audit-log", help="JSON-lines log of refusals (default: the "
+                                                                      "audit log under the site's spool_dir)"),
+    usage_ttl: int = typer.Option(60, "--usage-ttl", min=0, help="Seconds the Lua keeps the usage table"),
+) -> None:
+    """Generate job_submit.lua from the site: the same policies and messages as `slurmtools submit`."""
+    import os
+
+    from slurmtools.render.job_submit import render_job_submit as render
+
+    s, fabric = _site_fabric(site)
+    uf = usage_file or os.path.join(os.path.dirname(os.path.abspath(output)) if output else _slurm_etc(),
+                                    "slurmtools_usage.lua")
+    r = render(s, fabric, usage_file=uf, audit_log=audit_log or _default_audit_log(s), usage_ttl=usage_ttl)
+    if r.cli_only:
+        typer.echo(f"slurmtools: note: policies {', '.join(r.cli_only)} have no Lua form; only the CLI enforces "
+                   f"them", err=True)
+    if output:
+        _write_atomic(output, r.text)
+        typer.echo(f"wrote {output}", err=True)
+    else:
+        typer.echo(r.text, nl=False)
+
+
+def sync_qos(site: Optional[str] = SiteOpt,
+             dry_run: bool = typer.Option(False, "--dry-run", help="Print the sacctmgr commands, change nothing")) -> None:
+    """Make the accounting database's QoS match the site's tiers (priority, preemption, grace, limits)."""
+    from slurmtools.policy.qos_sync import apply, plan_qos_sync, read_qos
+    from slurmtools.render.accounting import as_shell
+    from slurmtools.slurm.commands import CommandBackend
+
+    s, _ = _site_fabric(site)
+    be = CommandBackend()
+    cmds = plan_qos_sync(s, read_qos(be.run))
+    if not cmds:
+        typer.echo("QoS already match the site's tiers: nothing to do")
+        return
+    typer.echo(as_shell(cmds), nl=False)
+    if dry_run:
+        return
+    apply(cmds, be.run)
+    left = plan_qos_sync(s, read_qos(be.run))
+    if left:
+        fail("sacctmgr accepted the changes but the QoS still differ:\n" + as_shell(left).rstrip(), code=3)
+    typer.echo(f"applied {len(cmds)} sacctmgr command(s)")
+
+
+@policy_app.command("check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def check(ctx: typer.Context,
+          site: Optional[str] = SiteOpt,
+          script: Optional[str] = typer.Option(None, "--script", help="Batch script whose #SBATCH lines count too"),
+          user: Optional[str] = typer.Option(None, "--user", help="User the job is for (default: you)"),
+          default_account: Optional[str] = typer.Option(None, "--default-account",
+                                                        help="The user's default account, used when -A is not given"),
+          no_usage: bool = typer.Option(False, "--no-usage", help="Do not read this month's usage (skip budgets)"),
+          json_out: bool = JsonOpt) -> None:
+    """Run the site's policies on sbatch options (after --), e.g. `admin policy check -- -q standard --gpus=h100:8`."""
+    import getpass
+
+    from slurmtools.policy import JobRequest, preflight
+
+    s, _ = _site_fabric(site)
+    text = ""
+    if script:
+        try:
+            with open(script) as fh:
+                text = fh.read()
+        except OSError as exc:
+            fail(f"--script {script}: {exc.strerror}")
+    req = JobRequest.from_sbatch(list(ctx.args), script=text, user=user or getpass.getuser(),
+                                 default_account=default_account)
+    backend = None
+    if not no_usage:
+        from slurmtools.cli.common import backend as get_backend
+
+        backend = get_backend()
+    d = preflight(req, s, backend)
+    if json_out:
+        print_json({"action": d.action, "message": d.message, "changes": d.changes, "policy": d.policy})
+    elif d.action == "deny":
+        typer.echo(f"refused by {d.policy}: {d.message}")
+    elif d.action == "modify":
+        typer.echo("allowed with changes " + ", ".join(f"{k}={v}" for k, v in d.changes.items()) + f" ({d.policy})")
+    else:
+        typer.echo("allowed")
+    if d.action == "deny":
+        raise typer.Exit(1)
+
+
+@policy_app.command("list")
+def list_policies(site: Optional[str] = SiteOpt) -> None:
+    """The registered policies (built-in and plugins) and which ones this site runs."""
+    from slurmtools.policy import load_policies, registry
+
+    s, fabric = _site_fabric(site)
+    active = {p.name: p for p in load_policies(s, fabric)}
+    for name, cls in registry().items():
+        where = ("CLI + job_submit.lua" if cls.lua else "CLI only") if name in active else "inactive"
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        typer.echo(f"{name:18} {where:22} {doc}")
+
+
+@policy_app.command("refresh-usage")
+def refresh_usage(site: Optional[str] = SiteOpt,
+                  output: Optional[str] = typer.Option(None, "--output", "-o",
+                                                       help="Usage table for job_submit.lua (default: "
+                                                            "slurmtools_usage.lua beside slurm.conf)")) -> None:
+    """Write this month's GPU-hours per account (from sacct) where job_submit.lua reads its budgets."""
+    import os
+
+    from slurmtools.cli.common import backend as get_backend
+    from slurmtools.policy.engine import current_usage
+    from slurmtools.policy.usage import render_usage_lua
+
+    s, _ = _site_fabric(site)
+    usage, month = current_usage(s, get_backend())
+    path = output or os.path.join(_slurm_etc(), "slurmtools_usage.lua")
+    _write_atomic(path, render_usage_lua(usage, month))
+    typer.echo(f"wrote {path}: {month}, " + (", ".join(f"{a} {h:.1f} GPU-h" for a, h in sorted(usage.items()))
+                                           or "no GPU usage yet"))
+
+
+@policy_app.command("replay")
+def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate site file to replay"),
+               since: str = typer.Option("30d", "--since", help="How far back, e.g. 30d, 12h"),
+               sacct_file: Optional[str] = typer.Option(None, "--sacct-file",
+                                                        help="`sacct --parsable2` dump (with header) instead of "
+                                                             "asking Slurm"),
+               show: int = typer.Option(20, "--show", min=0, help="How many changed jobs to list"),
+               json_out: bool = JsonOpt) -> None:
+    """Run a candidate configuration's policies over past jobs; report what would be refused or re-routed."""
+    from datetime import datetime, timedelta, timezone
+
+    from slurmtools.durations import parse_duration
+    from slurmtools.policy.replay import replay
+
+    try:
+        secs = parse_duration(since)
+    except ValueError as exc:
+        fail(f"--since: {exc}")
+    s, fabric = _site_fabric(site)
+    end = datetime.now(timezone.utc)
+    start = end - timedelta(seconds=secs)
+    if sacct_file:
+        from slurmtools.errors import ParseError
+        from slurmtools.slurm.commands import parse_sacct
+
+        try:
+            with open(sacct_file) as fh:
+                text = fh.read()
+        except OSError as exc:
+            fail(f"--sacct-file {sacct_file}: {exc.strerror}")
+        first = text.splitlines()[0] if text.strip() else ""
+        if "|" not in first or "JobID" not in first.split("|"):
+            raise ParseError(sacct_file, 1, "expected `sacct --parsable2` output with its header line (JobID|...)")
+        try:
+            records = parse_sacct(text)
+        except (ValueError, KeyError) as exc:
+            raise ParseError(sacct_file, None, f"cannot read sacct output: {exc}") from None
+        records = [r for r in records if (r.submit or r.start or r.end) is None or (r.submit or r.start or r.end) >= start]
+    else:
+        from slurmtools.cli.common import backend as get_backend
+
+        records = get_backend().accounting(start, end, all_users=True, steps=False, duplicates=False)
+    rep = replay(s, fabric, records)
+    if json_out:
+        print_json(rep.to_json())
+        return
+    typer.echo(f"replayed {rep.jobs} jobs from the last {since} against {s.source}")
+    if rep.skipped_policies:
+        typer.echo(f"  not replayable (sacct keeps no batch script): {', '.join(rep.skipped_policies)}")
+    typer.echo(f"  {'account':12} {'tier':12} {'jobs':>6} {'refused':>8} {'rerouted':>9} {'GPU-h refused':>14}  reasons")
+    for (a, t), b in sorted(rep.buckets.items()):
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(b.reasons.items())) or "-"
+        typer.echo(f"  {a:12} {t:12} {b.jobs:6d} {b.refused:8d} {b.rerouted:9d} {b.gpu_hours_refused:14.1f}  {reasons}")
+    for job, a, t, d in rep.changed[:show]:
+        what = d.message if d.action == "deny" else "re-routed: " + ", ".join(f"{k}={v}" for k, v in d.changes.items())
+        typer.echo(f"  job {job} ({a}/{t}): {what}")
+    if len(rep.changed) > show:
+        typer.echo(f"  ... and {len(rep.changed) - show} more (--show N, or --json)")
+

@@ -1,0 +1,108 @@
+"""Policy replay: a candidate site configuration's policies over past jobs from sacct, before rollout.
+
+Pure: accounting records in, a report out. Each allocation record becomes a `JobRequest` from what sacct kept
+(ReqTRES GPUs by type, nodes, CPUs, memory; QoS; account; partition; time limit). sacct does not keep the batch
+script, so script-based rules (the checkpoint signal) cannot be replayed and are reported as skipped. Budgets
+are replayed month by month: a job counts against its account once it has ended, unless the candidate
+configuration would have refused it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from slurmtools.policy.base import Decision, PolicyContext, evaluate, load_policies
+from slurmtools.policy.request import JobRequest
+from slurmtools.slurm.model import AcctRecord
+from slurmtools.slurm.tres import parse_tres
+
+#: policies that need the batch script, which sacct does not keep
+NEEDS_SCRIPT = ("checkpoint_signal",)
+
+
+def request_from_record(r: AcctRecord) -> JobRequest:
+    req = parse_tres(r.req_tres)
+    nodes = req.nodes or max(1, len(r.nodelist))
+    gres = ",".join(f"gres:gpu:{n}" if t == "untyped" else f"gres:gpu:{t}:{n}" for t, n in req.gpus_by_type.items())
+    mem_per_node = -(-int(req.mem_mb) // nodes) if req.mem_mb else None
+    return JobRequest(
+        user_name=r.user or None, account=r.account or None, qos=r.qos or None, partition=r.partition or None,
+        time_limit=(r.timelimit_s // 60) if r.timelimit_s else None, min_nodes=nodes,
+        num_tasks=req.cpu or r.alloc_cpus or None, cpus_per_task=1, min_mem_per_node=mem_per_node,
+        tres_per_job=gres or None, name=r.name or None)
+
+
+@dataclass
+class Bucket:
+    jobs: int = 0
+    refused: int = 0
+    rerouted: int = 0
+    gpu_hours_refused: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ReplayReport:
+    jobs: int
+    skipped_policies: tuple[str, ...]
+    #: (account, tier) -> bucket
+    buckets: dict[tuple[str, str], Bucket]
+    #: (job id, account, tier, decision) of every job that would have been treated differently
+    changed: list[tuple[str, str, str, Decision]]
+
+    def to_json(self) -> dict:
+        return {
+            "jobs": self.jobs, "skipped_policies": list(self.skipped_policies),
+            "by_account_tier": [
+                {"account": a, "tier": t, "jobs": b.jobs, "refused": b.refused, "rerouted": b.rerouted,
+                 "gpu_hours_refused": round(b.gpu_hours_refused, 3), "reasons": b.reasons}
+                for (a, t), b in sorted(self.buckets.items())],
+            "changed": [{"job_id": j, "account": a, "tier": t, "action": d.action, "policy": d.policy,
+                         "message": d.message, "changes": d.changes} for j, a, t, d in self.changed],
+        }
+
+
+def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
+    def order(r: AcctRecord):
+        ts = r.submit or r.start or r.end
+        return (ts.timestamp() if ts else 0.0, r.job_id_raw, r.job_id)
+
+    allocs = sorted((r for r in records if r.step is None), key=order)
+    all_pols = load_policies(site, fabric)
+    pols = [p for p in all_pols if p.name not in NEEDS_SCRIPT]
+    skipped = tuple(p.name for p in all_pols if p.name in NEEDS_SCRIPT)
+    lowest = site.lowest_tier.name
+    charged: list[tuple[object, str, str, float]] = []  # (end, month, account, gpu-hours) of admitted jobs
+    buckets: dict[tuple[str, str], Bucket] = {}
+    changed = []
+    for r in allocs:
+        when = r.submit or r.start
+        month = when.strftime("%Y-%m") if when else ""
+        usage: dict[str, float] = {}
+        for end, m, acct, gh in charged:
+            if m == month and when is not None and end is not None and end <= when:
+                usage[acct] = usage.get(acct, 0.0) + gh
+        ctx = PolicyContext(site=site, fabric=fabric, usage=usage, month=month)
+        req = request_from_record(r)
+        d = evaluate(req, pols, ctx)
+        tier = r.qos or site.default_tier
+        b = buckets.setdefault((r.account, tier), Bucket())
+        b.jobs += 1
+        gh = r.alloc_gpus * r.elapsed_s / 3600.0
+        if d.action == "deny":
+            b.refused += 1
+            b.gpu_hours_refused += gh
+            b.reasons[d.policy] = b.reasons.get(d.policy, 0) + 1
+            changed.append((r.job_id, r.account, tier, d))
+            continue
+        new_qos = d.changes.get("qos")
+        if new_qos and r.qos and new_qos != r.qos:
+            b.rerouted += 1
+            b.reasons[d.policy] = b.reasons.get(d.policy, 0) + 1
+            changed.append((r.job_id, r.account, tier, d))
+        final_qos = new_qos or r.qos
+        if final_qos != lowest and r.end is not None:
+            end_month = r.end.strftime("%Y-%m")
+            charged.append((r.end, end_month, r.account, gh))
+    return ReplayReport(jobs=len(allocs), skipped_policies=skipped, buckets=buckets, changed=changed)
