@@ -1,0 +1,210 @@
+"""Node epilog: one JSON record per job and node in the spool folder, decision-log events, scratch clean-up.
+
+The record is written atomically (O_EXCL temporary + rename through a directory descriptor) into
+`<spool>/jobs/<job>.<restart>.<node>.json`; the spool folder must be root's and not group/world-writable, else
+nothing is written there (logged). The epilog exits 0 whatever happens: a failing epilog drains the node.
+Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier), start
+time and the preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0)
+and the prolog's start mark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from slurmtools.hooks import safefs
+from slurmtools.hooks.common import HookLog, JobEnv, job_fields, spool_dir
+
+JOBS = "jobs"
+RUNNING = "running"
+DEFAULT_SCRATCH = "/tmp/slurmtools-job-{job_id}"
+_REQUEUE_STATES = {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT"}
+
+
+def main() -> int:
+    log = HookLog("epilog")
+    try:
+        run(log)
+    except Exception as e:
+        log(f"internal error (ignored): {type(e).__name__}: {e}")
+    return 0
+
+
+def run(log: HookLog, now: float | None = None) -> dict | None:
+    job = JobEnv.from_environ()
+    log.job = job
+    end = time.time() if now is None else now
+    try:
+        dfd = safefs.open_secure_dir(spool_dir(), create=True)
+    except (safefs.UnsafePath, OSError) as e:
+        log(f"spool folder refused, no record written: {e}")
+        dfd = None
+    log.attach(dfd)
+    if job.job_id is None:
+        log("no usable SLURM_JOB_ID; nothing recorded")
+        return None
+    start, mark_restart = _take_start(job, log)
+    # which run of the job this was: the prolog's count (the epilog's own SLURM_JOB_RESTART_COUNT is already
+    # incremented when the job was requeued during this run)
+    run_no = mark_restart if mark_restart is not None else job.restart_count
+    fields = job_fields(job.job_id) if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0" else None
+    rec = {
+        "job": job.job_id,
+        "user": job.user,
+        "uid": job.uid,
+        "account": job.account,
+        "partition": job.partition,
+        "qos": fields.get("QOS") if fields else None,
+        "node": job.node,
+        "nodes": job.nodelist,
+        "gpus": list(job.gpus) if job.gpus is not None else None,
+        "start": start,
+        "end": round(end, 3),
+        "exit_code": job.exit_code,
+        "derived_exit_code": job.derived_exit,
+        "run": run_no,
+        "restart_count": job.restart_count,
+        "job_state": fields.get("JobState") if fields else None,
+        "preempt_time": _set(fields.get("PreemptTime")) if fields else None,
+        "gpu_accounting": _gpu_accounting(job, start, log),
+    }
+    if dfd is not None:
+        try:
+            jfd = safefs.open_secure_dir(os.path.join(spool_dir(), JOBS), create=True)
+            try:
+                node = job.node or "unknown-node"
+                safefs.write_atomic_at(jfd, f"{job.job_id}.{run_no}.{node}.json",
+                                       json.dumps(rec, sort_keys=True).encode() + b"\n")
+            finally:
+                os.close(jfd)
+        except (safefs.UnsafePath, OSError) as e:
+            log(f"record not written: {e}")
+        if fields and job.is_first_node:
+            _audit(job, fields, run_no, log)
+    _clean_scratch(job, log)
+    return rec
+
+
+def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None]:
+    """Read and remove the prolog's start mark for this job on this node."""
+    if job.node is None:
+        return None, None
+    try:
+        rfd = safefs.open_secure_dir(os.path.join(spool_dir(), RUNNING))
+    except (safefs.UnsafePath, OSError):
+        return None, None
+    try:
+        name = f"{job.job_id}.{job.node}"
+        raw = safefs.read_small_at(rfd, name)
+        if raw is None:
+            return None, None
+        try:
+            os.unlink(name, dir_fd=rfd)
+        except OSError:
+            pass
+        try:
+            d = json.loads(raw)
+            return float(d["start"]), int(d.get("restart_count", 0))
+        except (ValueError, KeyError, TypeError):
+            log("start mark unreadable; start left empty")
+            return None, None
+    finally:
+        os.close(rfd)
+
+
+def _audit(job: JobEnv, fields: dict[str, str], run_no: int, log: HookLog) -> None:
+    """Preemption and requeue as Slurm's own record tells them, once per job run (first node only).
+
+    Requeued: Slurm's Restarts counter is above the run's own count (measured: at epilog time a requeued job
+    shows JobState=COMPLETING with Restarts already incremented). Preempted: PreemptTime is set.
+    """
+    from slurmtools import audit
+
+    path = os.path.join(spool_dir(), audit.LOG_NAME)
+    state = fields.get("JobState", "")
+    preempt = _set(fields.get("PreemptTime"))
+    restarts = fields.get("Restarts", "0")
+    details = {"qos": fields.get("QOS"), "state": state, "restarts": restarts, "reason": fields.get("Reason"),
+               "run": run_no, "node": job.node, "exit_code": job.exit_code}
+    try:
+        if preempt:
+            audit.record("preempted", job=job.job_id, user=job.user, details={**details, "preempt_time": preempt},
+                         path=path)
+        if state in _REQUEUE_STATES or (restarts.isdigit() and int(restarts) > run_no):
+            audit.record("requeued", job=job.job_id, user=job.user, details=details, path=path)
+    except Exception as e:
+        log(f"decision log not written: {e}")
+
+
+def _set(v: str | None) -> str | None:
+    return None if v in (None, "", "None", "Unknown", "0") else v
+
+
+def _gpu_accounting(job: JobEnv, start: float | None, log: HookLog) -> list[dict] | None:
+    """Per-GPU utilization and peak memory of the job's processes from NVML accounting mode, when available."""
+    if not job.gpus or os.environ.get("SLURMTOOLS_LAB_ETC"):
+        return None
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    out = []
+    try:
+        for h in _handles(pynvml, job.gpus):
+            try:
+                pids = pynvml.nvmlDeviceGetAccountingPids(h)
+            except pynvml.NVMLError:
+                continue
+            stats = []
+            for pid in pids:
+                try:
+                    s = pynvml.nvmlDeviceGetAccountingStats(h, pid)
+                except pynvml.NVMLError:
+                    continue
+                if start is not None and s.startTime / 1e6 < start - 5:
+                    continue  # an earlier job's process on this GPU
+                stats.append(s)
+            minor = pynvml.nvmlDeviceGetMinorNumber(h)
+            out.append({"gpu": minor, "processes": len(stats),
+                        "gpu_util_pct": max((s.gpuUtilization for s in stats), default=None),
+                        "mem_util_pct": max((s.memoryUtilization for s in stats), default=None),
+                        "max_memory_bytes": max((s.maxMemoryUsage for s in stats), default=None)})
+    except Exception as e:
+        log(f"NVML accounting failed (ignored): {e}")
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+    return out
+
+
+def _handles(nv, wanted: tuple[int, ...]):
+    for i in range(nv.nvmlDeviceGetCount()):
+        try:
+            h = nv.nvmlDeviceGetHandleByIndex(i)
+            if nv.nvmlDeviceGetMinorNumber(h) in wanted:
+                yield h
+        except nv.NVMLError:
+            continue
+
+
+def _clean_scratch(job: JobEnv, log: HookLog) -> None:
+    """Remove the job's scratch folder (pattern from SLURMTOOLS_SCRATCH_PATTERN, `{job_id}` filled in)."""
+    pattern = os.environ.get("SLURMTOOLS_SCRATCH_PATTERN", DEFAULT_SCRATCH)
+    if not pattern or pattern == "none" or "{job_id}" not in pattern:
+        return
+    path = pattern.replace("{job_id}", str(job.job_id))
+    parent, name = os.path.split(path)
+    if "{job_id}" in parent:
+        log(f"scratch pattern {pattern!r} must put {{job_id}} in the last component; skipped")
+        return
+    try:
+        what = safefs.remove_user_tree(parent, name, job.uid)
+        if what != "absent":
+            log(f"scratch {path}: {what}")
+    except (safefs.UnsafePath, OSError) as e:
+        log(f"scratch {path} not removed: {e}")

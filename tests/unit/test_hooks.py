@@ -1,0 +1,236 @@
+"""Prolog/epilog without Slurm: garbage environments, unsafe paths, GPU fault reasons, concurrent epilogs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slurmtools.hooks import epilog, gpuhealth, safefs
+from slurmtools.hooks.common import HookLog, JobEnv, first_host, parse_gpu_indices
+
+REPO = Path(__file__).resolve().parents[2]
+PROLOG = REPO / "scripts" / "prolog"
+EPILOG = REPO / "scripts" / "epilog"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="hooks run as root; ownership checks need root")
+
+
+def spool(tmp_path) -> Path:
+    d = tmp_path / "spool"
+    d.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(tmp_path, 0o755)
+    return d
+
+
+def base_env(tmp_path, **kw) -> dict:
+    env = {"SLURM_JOB_ID": "77", "SLURMD_NODENAME": "gpu03", "SLURM_JOB_USER": "labuser", "SLURM_JOB_UID": "1001",
+           "SLURM_JOB_ACCOUNT": "nlp", "SLURM_JOB_PARTITION": "gpu", "SLURM_NODELIST": "gpu[03-04]",
+           "SLURM_JOB_GPUS": "0,1", "SLURMTOOLS_SPOOL_DIR": str(spool(tmp_path)), "SLURMTOOLS_EPILOG_SCONTROL": "0",
+           "SLURMTOOLS_SCRATCH_PATTERN": str(tmp_path / "scratch-{job_id}"), "SLURMTOOLS_SCONTROL": "/bin/false"}
+    env.update(kw)
+    return env
+
+
+def run_hook(hook: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(hook)], env=env, capture_output=True, timeout=60)
+
+
+GARBAGE = [
+    {},
+    {"SLURM_JOB_ID": "abc", "SLURMD_NODENAME": "../../etc", "SLURM_JOB_GPUS": "x,,-1,99999999"},
+    {"SLURM_JOB_ID": "1" * 40, "SLURM_JOB_UID": "-5", "SLURM_JOB_RESTART_COUNT": "many"},
+    {"SLURM_JOB_GPUS": "0,1\n2", "SLURM_NODELIST": "gpu[", "SLURM_JOB_USER": "a b;rm -rf /"},
+    {"SLURMTOOLS_SPOOL_DIR": "relative/spool"},
+    {"SLURMTOOLS_SPOOL_DIR": "/etc/passwd"},
+    {"SLURMTOOLS_SPOOL_DIR": "/nonexistent/deep/spool"},
+    {"SLURMTOOLS_LAB_ETC": "/nonexistent", "SLURM_JOB_GPUS": "0"},
+    {"SLURMTOOLS_SCRATCH_PATTERN": "/{job_id}/x"},
+    {"SLURMTOOLS_SCRATCH_PATTERN": "/etc"},
+    {"SLURM_JOB_COMMENT": "x" * 100_000, "SLURMD_NODENAME": "\u00e9\u00e9"},
+]
+
+
+@pytest.mark.parametrize("garbage", GARBAGE)
+@pytest.mark.parametrize("hook", [PROLOG, EPILOG], ids=["prolog", "epilog"])
+def test_hooks_never_fail_on_garbage_environment(tmp_path, hook, garbage):
+    env = base_env(tmp_path)
+    env.update(garbage)
+    r = run_hook(hook, env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"Traceback" not in r.stderr
+    assert Path("/etc/passwd").is_file()
+
+
+def test_hooks_survive_non_utf8_environment(tmp_path):
+    env = {k.encode(): v.encode() for k, v in base_env(tmp_path).items()}
+    env[b"SLURMD_NODENAME"] = b"gpu\xff\xfe"
+    env[b"SLURM_JOB_GPUS"] = b"\xc3\x28"
+    for hook in (PROLOG, EPILOG):
+        r = subprocess.run([str(hook)], env=env, capture_output=True, timeout=60)
+        assert r.returncode == 0 and b"Traceback" not in r.stderr
+
+
+def test_spool_refusals(tmp_path):
+    os.chmod(tmp_path, 0o755)
+    ww = tmp_path / "ww"
+    ww.mkdir()
+    os.chmod(ww, 0o777)
+    with pytest.raises(safefs.UnsafePath, match="writable by group or others"):
+        safefs.open_secure_dir(str(ww))
+    real = tmp_path / "real"
+    real.mkdir(mode=0o755)
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(safefs.UnsafePath, match="symlinks are refused"):
+        safefs.open_secure_dir(str(tmp_path / "link"))
+    user = tmp_path / "user"
+    user.mkdir(mode=0o755)
+    os.chown(user, 1001, 1001)
+    with pytest.raises(safefs.UnsafePath, match="owned by uid 1001"):
+        safefs.open_secure_dir(str(user / "x"), create=True)
+    assert not (user / "x").exists()
+
+
+def test_epilog_refuses_symlinked_jobs_dir_and_writes_nothing_through_it(tmp_path):
+    sp = spool(tmp_path)
+    victim = tmp_path / "victim"
+    victim.mkdir(mode=0o755)
+    (sp / "jobs").symlink_to(victim)
+    r = run_hook(EPILOG, base_env(tmp_path))
+    assert r.returncode == 0
+    assert list(victim.iterdir()) == []
+    assert b"record not written" in r.stderr
+
+
+def test_prolog_then_epilog_record(tmp_path):
+    env = base_env(tmp_path, SLURM_JOB_EXIT_CODE2="3:0", SLURM_JOB_DERIVED_EC="0")
+    scratch = tmp_path / "scratch-77"
+    (scratch / "sub").mkdir(parents=True)
+    os.chown(scratch, 1001, 1001)
+    (scratch / "sub" / "escape").symlink_to("/etc")
+    assert run_hook(PROLOG, env).returncode == 0
+    assert (spool(tmp_path) / "running" / "77.gpu03").exists()
+    assert run_hook(EPILOG, env).returncode == 0
+    rec = json.loads((spool(tmp_path) / "jobs" / "77.0.gpu03.json").read_text())
+    assert rec["job"] == 77 and rec["user"] == "labuser" and rec["account"] == "nlp" and rec["gpus"] == [0, 1]
+    assert rec["exit_code"] == "3:0" and rec["start"] <= rec["end"] and rec["node"] == "gpu03"
+    assert not (spool(tmp_path) / "running" / "77.gpu03").exists()
+    assert not scratch.exists() and Path("/etc/passwd").exists()
+
+
+def test_scratch_of_another_user_is_left_alone(tmp_path):
+    env = base_env(tmp_path)
+    scratch = tmp_path / "scratch-77"
+    scratch.mkdir()
+    os.chown(scratch, 1002, 1002)
+    assert run_hook(EPILOG, env).returncode == 0
+    assert scratch.exists()
+
+
+def write_fake(etc: Path, doc: dict, uid: int = 0) -> None:
+    etc.mkdir(mode=0o755, exist_ok=True)
+    f = etc / gpuhealth.FAKE_NAME
+    f.write_text(json.dumps(doc))
+    os.chmod(f, 0o644)
+    os.chown(f, uid, uid)
+
+
+def test_prolog_fails_only_for_a_real_gpu_fault_and_names_it(tmp_path):
+    etc = tmp_path / "etc"
+    write_fake(etc, {"nodes": {"gpu03": {"count": 8, "faults": {"1": {"ecc_uncorrected": 4}}}}})
+    r = run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc)))
+    assert r.returncode == 1
+    assert b"GPU 1 (GPU-fake-gpu03-1) has 4 uncorrected ECC errors" in r.stderr
+    log = (spool(tmp_path) / "decisions.jsonl").read_text()
+    assert json.loads(log)["event"] == "node_drained"
+    # the same fault on a GPU the job was not given does not fail this job
+    r = run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc), SLURM_JOB_GPUS="2,3"))
+    assert r.returncode == 0
+
+
+def test_fake_fault_file_from_a_user_is_ignored(tmp_path):
+    etc = tmp_path / "etc"
+    write_fake(etc, {"default": {"count": 0}}, uid=1001)
+    r = run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc)))
+    assert r.returncode == 0
+    os.chown(etc / gpuhealth.FAKE_NAME, 0, 0)
+    os.chmod(etc, 0o777)  # a folder anyone can write into does not count either
+    assert run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc))).returncode == 0
+    os.chmod(etc, 0o755)
+    r = run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc)))
+    assert r.returncode == 1 and b"GPU 0,1 not visible (NVML sees 0 GPUs)" in r.stderr
+
+
+def test_problems_reasons():
+    S = gpuhealth.GpuStatus
+    gs = [S(0, "GPU-a", 0), S(1, "GPU-b", 1, retired_pages_pending=True), S(2, "", 2, remap_failure=True),
+          S(3, "", 3, lost=True)]
+    assert gpuhealth.problems(gs, (0,)) == []
+    assert gpuhealth.problems(gs, None) == ["GPU 1 (GPU-b) has retired pages pending (reset needed)",
+                                            "GPU 2 row remapping failed", "GPU 3 fell off the bus (NVML: GPU is lost)"]
+    assert gpuhealth.problems(gs, (0, 7)) == ["GPU 7 not visible (NVML sees 4 GPUs)"]
+
+
+def test_env_parsing_helpers():
+    assert parse_gpu_indices("0, 2,3") == (0, 2, 3)
+    assert parse_gpu_indices("0,x") is None and parse_gpu_indices("") is None
+    assert first_host("gpu[03-05,09],cpu1") == "gpu03" and first_host("gpu07") == "gpu07"
+    assert first_host("[") is None
+    j = JobEnv.from_environ({"SLURM_JOB_ID": "12", "SLURMD_NODENAME": "gpu04", "SLURM_NODELIST": "gpu[03-04]"})
+    assert j.job_id == 12 and not j.is_first_node
+
+
+class QuietLog(HookLog):
+    def __call__(self, msg: str) -> None:
+        pass
+
+
+def test_64_concurrent_epilogs_100_rounds_one_killed_mid_write(tmp_path):
+    """Real processes write at once; one per round is SIGKILLed after writing its data, before the rename.
+
+    Every other record is present and complete, the killed one is absent (never partial), and readers that list
+    `*.json` never see a temporary file.
+    """
+    sp = spool(tmp_path)
+    base = base_env(tmp_path, SLURMTOOLS_SCRATCH_PATTERN="none")
+    for rnd in range(100):
+        victim = (rnd * 7) % 64
+        kids = {}
+        for k in range(64):
+            job = rnd * 64 + k + 1
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    os.environ.clear()
+                    os.environ.update(base, SLURM_JOB_ID=str(job), SLURMD_NODENAME=f"gpu{k % 16 + 1:02d}")
+                    if k == victim:
+                        os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)  # dies with data written
+                    epilog.run(QuietLog("epilog"))
+                except BaseException:
+                    code = 3
+                finally:
+                    os._exit(code)
+            kids[pid] = k
+        for pid, k in kids.items():
+            _, status = os.waitpid(pid, 0)
+            if k == victim:
+                assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+            else:
+                assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    jobs = sp / "jobs"
+    records = sorted(p for p in jobs.iterdir() if p.name.endswith(".json"))
+    assert len(records) == 64 * 100 - 100
+    seen = set()
+    for p in records:
+        rec = json.loads(p.read_text())
+        assert p.name == f"{rec['job']}.0.{rec['node']}.json"
+        seen.add(rec["job"])
+    victims = {rnd * 64 + (rnd * 7) % 64 + 1 for rnd in range(100)}
+    assert seen == set(range(1, 6401)) - victims
+    temps = [p for p in jobs.iterdir() if p.name.endswith(".tmp")]
+    assert len(temps) == 100 and all(p.name.startswith(".") for p in temps)
