@@ -1,0 +1,117 @@
+"""sacct --parsable2 ingestion: real dumps, any column order, repairs, and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import reports_handmade as hm
+from slurmtools.errors import ParseError
+from slurmtools.reports.sacct import JOB_COLUMNS, read_sacct
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "reports"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "data" / "traces" / "sacct"
+
+
+@pytest.mark.parametrize("name", ["slurm2sql_test-data1.csv", "slurm2sql_test-data2.csv"])
+def test_real_slurm2sql_dumps(name):
+    acc = read_sacct(DATA / name)
+    j = acc.jobs
+    assert list(j["job_id"]) == ["43974388", "43977780"]
+    assert acc.steps == 3  # 43974388.batch, 43974388.0, 43977780.batch
+    assert list(j["state"].astype(str)) == ["CANCELLED", "CANCELLED"]  # "CANCELLED by 1300204"
+    assert list(j["partition"].astype(str)) == ["jupyter-long", "interactive"]
+    assert j.loc[0, "start"] == pd.Timestamp("2019-07-31T22:29:14")
+    assert j.loc[0, "end"] == pd.Timestamp("2019-08-01T02:02:39")
+    assert pd.isna(j.loc[1, "end"])  # "Unknown"
+    assert list(j["gpus"]) == [0, 0]  # AllocTRES is empty in these dumps
+    assert {c: str(t) for c, t in j.dtypes.items()} == JOB_COLUMNS
+
+
+def test_both_real_dumps_read_alike_despite_different_columns():
+    a = read_sacct(DATA / "slurm2sql_test-data1.csv").jobs
+    b = read_sacct(DATA / "slurm2sql_test-data2.csv").jobs
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_shared_sacct_traces_sweep():
+    if not SHARED.is_dir():
+        pytest.skip("../shared/data is not beside this checkout")
+    for f in sorted(SHARED.glob("*")):
+        acc = read_sacct(f)
+        assert len(acc.jobs) > 0 and acc.jobs["start"].notna().all(), f
+
+
+def test_handmade_dump_shape_and_types():
+    acc = read_sacct(hm.TEXT, text=True)
+    j = acc.jobs
+    assert acc.steps == 2
+    assert len(j) == 11  # 13 lines less 2 steps; 102's two runs are two rows
+    assert j["job_id_raw"].tolist() == sorted(j["job_id_raw"].tolist())
+    r102 = j[j["job_id_raw"] == 102]
+    assert r102["state"].astype(str).tolist() == ["PREEMPTED", "COMPLETED"]  # ordered by start
+    assert j.loc[j["job_id"] == "104_2", "job_id_raw"].item() == 105
+    assert j.loc[j["job_id"] == "106", "gpus"].item() == 16
+    assert j.loc[j["job_id"] == "109", "gpus"].item() == 0
+    assert j.loc[j["job_id"] == "101", "gpu_util_slurm"].item() == pytest.approx(90)
+    assert j.loc[j["job_id"] == "110", "name"].item() == "a|b <script>alert(1)</script>"
+    assert any("rejoined" in n and "line 13" in n for n in acc.notes)
+
+
+def test_column_order_does_not_matter():
+    lines = hm.TEXT.strip().split("\n")
+    head = lines[0].split("|")
+    order = list(reversed(range(len(head))))
+    clean = [ln for ln in lines if "alert" not in ln]  # the pipe-in-name row cannot be re-split by column
+    shuffled = "\n".join("|".join(ln.split("|")[i] for i in order) for ln in clean) + "\n"
+    a = read_sacct("\n".join(clean) + "\n", text=True).jobs
+    b = read_sacct(shuffled, text=True).jobs
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_parsable_trailing_delimiter_and_lowercase_header():
+    text = ("jobid|state|start|end|alloctres|\n"
+            "5|COMPLETED|2026-11-02T00:00:00|2026-11-02T02:00:00|gres/gpu:h100=2,gres/gpu=2|\n")
+    j = read_sacct(text, text=True).jobs
+    assert j["gpus"].tolist() == [2] and j["gpu_type"].astype(str).tolist() == ["h100"]
+
+
+def test_gpus_of_several_types_split_into_rows():
+    text = ("JobID|JobIDRaw|State|Start|End|AllocTRES\n"
+            "9|9|COMPLETED|2026-11-02T00:00:00|2026-11-02T01:00:00|cpu=4,gres/gpu:a100=2,gres/gpu:h100=1,gres/gpu=3\n")
+    j = read_sacct(text, text=True).jobs
+    assert sorted(zip(j["gpu_type"].astype(str), j["gpus"])) == [("a100", 2), ("h100", 1)]
+
+
+def test_missing_required_field_names_it(tmp_path):
+    p = tmp_path / "d.txt"
+    p.write_text("JobID|State|Start\n1|COMPLETED|2026-11-02T00:00:00\n")
+    with pytest.raises(ParseError) as e:
+        read_sacct(p)
+    assert str(e.value).startswith(f"{p}:1: ") and "end" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_bad_time_names_line_and_field(tmp_path):
+    p = tmp_path / "d.txt"
+    p.write_text("JobID|State|Start|End\n1|COMPLETED|2026-11-02T00:00:00|2026-11-02T01:00:00\n"
+                 "2|COMPLETED|yesterday|2026-11-02T01:00:00\n")
+    with pytest.raises(ParseError) as e:
+        read_sacct(p)
+    msg = str(e.value)
+    assert str(p) in msg and "line 3" in msg and "Start" in msg and "yesterday" in msg
+
+
+def test_empty_and_missing_files(tmp_path):
+    (tmp_path / "e.txt").write_text("")
+    with pytest.raises(ParseError, match="empty sacct dump"):
+        read_sacct(tmp_path / "e.txt")
+    with pytest.raises(ParseError, match="cannot read"):
+        read_sacct(tmp_path / "nope.txt")
+
+
+def test_too_few_fields_is_an_error_not_a_loss():
+    text = "JobID|JobName|State|Start|End\n1|x|COMPLETED|2026-11-02T00:00:00\n"
+    with pytest.raises(ParseError, match=r"^sacct output:2: expected 5 fields"):
+        read_sacct(text, text=True)
