@@ -1,0 +1,259 @@
+"""Provider: NCCL topology XML (what NCCL_TOPO_DUMP_FILE writes and NCCL_TOPO_FILE reads).
+
+Cloud images ship these files for their VM types (AWS, Azure), and a dump from a real node is the PCIe tree NCCL
+itself routes over, so it is a good description of a node type where NVML cannot run. Devices may be explicit
+(`<gpu>`, `<nic><net>`) or only implied by a PCI class (0x0302 3D controller, 0x0200 Ethernet, 0x0207
+InfiniBand); both are read. NCCL *graph* files (`<graphs>`, ring/tree channels) are a different thing and are
+refused. Pure: takes text; expat gives line numbers for every error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from xml.parsers import expat
+
+from slurmtools.errors import ParseError
+
+
+@dataclass
+class _El:
+    tag: str
+    attrs: dict[str, str]
+    line: int
+    column: int
+    children: list["_El"] = field(default_factory=list)
+
+
+def _tree(text: str, source: str) -> _El:
+    p = expat.ParserCreate()
+    root = _El("#doc", {}, 0, 0)
+    stack = [root]
+
+    def start(tag, attrs):
+        el = _El(tag, dict(attrs), p.CurrentLineNumber, p.CurrentColumnNumber + 1)
+        stack[-1].children.append(el)
+        stack.append(el)
+
+    p.StartElementHandler = start
+    p.EndElementHandler = lambda tag: stack.pop()
+    try:
+        p.Parse(text, True)
+    except expat.ExpatError as exc:
+        raise ParseError(source, exc.lineno, f"not well-formed XML: {expat.ErrorString(exc.code)}",
+                         exc.offset + 1) from None
+    return root
+
+
+@dataclass(frozen=True)
+class XmlCpu:
+    numa: int
+    cpus: tuple[int, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class XmlDevice:
+    """A GPU or NIC, with the PCI bridges between it and its CPU (outermost first)."""
+
+    kind: str                        # "gpu" | "nic"
+    index: int                       # GPU dev / NIC position
+    name: str                        # GPU<n>, or the net name (mlx5_0, rdmap...), else the PCI bus id
+    bus_id: str
+    numa: int | None
+    bridges: tuple[str, ...]
+    speed_gbytes: float | None = None
+    nvlinks: tuple[tuple[str, int, str], ...] = ()   # (target bus id, count, target class)
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class NcclTopo:
+    source: str
+    cpus: tuple[XmlCpu, ...]
+    devices: tuple[XmlDevice, ...]
+    bridges: dict[str, str | None]   # bridge bus id -> parent bridge (None: directly under the CPU)
+    bridge_numa: dict[str, int]
+
+    @property
+    def gpus(self) -> tuple[XmlDevice, ...]:
+        return tuple(d for d in self.devices if d.kind == "gpu")
+
+    @property
+    def nics(self) -> tuple[XmlDevice, ...]:
+        return tuple(d for d in self.devices if d.kind == "nic")
+
+    def nearest_nics(self, gpu: int) -> tuple[str, ...]:
+        """NICs sharing the deepest PCIe bridge with the GPU (none shared: those on the same NUMA node)."""
+        g = next(d for d in self.gpus if d.index == gpu)
+        best, names = -1, []
+        for n in self.nics:
+            if n.numa != g.numa:
+                continue
+            depth = 0
+            for a, b in zip(g.bridges, n.bridges):
+                if a != b:
+                    break
+                depth += 1
+            if depth > best:
+                best, names = depth, [n.name]
+            elif depth == best:
+                names.append(n.name)
+        return tuple(names)
+
+
+def _mask(value: str, source: str, el: _El) -> tuple[int, ...]:
+    """Linux cpumask text: comma-separated 32-bit hex words, most significant first."""
+    try:
+        words = [int(w, 16) for w in value.split(",")]
+    except ValueError:
+        raise ParseError(source, el.line, f"cpu affinity: expected hex words like 0000ffff,ffffffff, "
+                                          f"found {value!r}", el.column) from None
+    out = []
+    for i, w in enumerate(reversed(words)):
+        out.extend(i * 32 + b for b in range(32) if w >> b & 1)
+    return tuple(out)
+
+
+def _int(el: _El, key: str, source: str, base: int = 10) -> int:
+    try:
+        return int(el.attrs[key], base)
+    except KeyError:
+        raise ParseError(source, el.line, f"<{el.tag}> needs {key}=", el.column) from None
+    except ValueError:
+        raise ParseError(source, el.line, f"<{el.tag}> {key}= expects a number, found {el.attrs[key]!r}",
+                         el.column) from None
+
+
+def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
+    doc = _tree(text, source)
+    if not doc.children:
+        raise ParseError(source, None, "empty document")
+    top = doc.children[0]
+    if top.tag == "graphs":
+        raise ParseError(source, top.line, "this is an NCCL graph file (ring/tree channels, NCCL_GRAPH_FILE), "
+                                           "not a topology (<system>)", top.column)
+    if top.tag != "system":
+        raise ParseError(source, top.line, f"expected <system> (NCCL topology XML), found <{top.tag}>", top.column)
+    cpus: list[XmlCpu] = []
+    devices: list[XmlDevice] = []
+    bridges: dict[str, str | None] = {}
+    bridge_numa: dict[str, int] = {}
+    counters = {"gpu": 0, "nic": 0}
+    explicit_gpu = {int(e.attrs["dev"]) for e in _walk(top) if e.tag == "gpu" and e.attrs.get("dev", "").isdigit()}
+
+    def add(kind, el, bus, numa, path, name=None, speed=None, nvlinks=(), index=None):
+        if index is None:
+            index = counters[kind]
+            while kind == "gpu" and index in explicit_gpu:
+                index += 1
+        counters[kind] = max(counters[kind], index) + 1
+        devices.append(XmlDevice(kind, index, name or (f"GPU{index}" if kind == "gpu" else bus), bus, numa,
+                                 tuple(path), speed, tuple(nvlinks), el.line))
+
+    def visit(el: _El, numa: int | None, path: list[str]):
+        for ch in el.children:
+            if ch.tag == "pci":
+                bus = ch.attrs.get("busid", "").lower()
+                if not bus:
+                    raise ParseError(source, ch.line, "<pci> needs busid=", ch.column)
+                cls = ch.attrs.get("class", "").lower()
+                inner = [c.tag for c in ch.children]
+                if "gpu" in inner or "nic" in inner:
+                    for c in ch.children:
+                        if c.tag == "gpu":
+                            nvl = tuple((n.attrs.get("target", "").lower(), _int(n, "count", source),
+                                         n.attrs.get("tclass", "").lower()) for n in c.children if n.tag == "nvlink")
+                            add("gpu", c, bus, numa, path, nvlinks=nvl,
+                                index=_int(c, "dev", source) if "dev" in c.attrs else None)
+                        elif c.tag == "nic":
+                            nets = [n for n in c.children if n.tag == "net"] or [None]
+                            for net in nets:
+                                name = net.attrs.get("name") if net is not None else None
+                                speed = (_int(net, "speed", source) / 8000.0
+                                         if net is not None and "speed" in net.attrs else None)
+                                add("nic", net or c, bus, numa, path, name=name, speed=speed)
+                elif cls.startswith("0x0604") or (not cls and ch.children):
+                    bridges[bus] = path[-1] if path else None
+                    if numa is not None:
+                        bridge_numa[bus] = numa
+                    visit(ch, numa, path + [bus])
+                elif cls.startswith("0x0302") or cls.startswith("0x0300"):
+                    add("gpu", ch, bus, numa, path)
+                elif cls.startswith("0x0200") or cls.startswith("0x0207"):
+                    add("nic", ch, bus, numa, path)
+                # other devices (NVMe, placeholders without a class) carry nothing NCCL routes over
+            elif ch.tag == "gpu":
+                raise ParseError(source, ch.line, "<gpu> outside a <pci> element", ch.column)
+            # <nic> straight under <cpu> (no PCI id) is read by the caller; anything else carries no device
+
+    for c in top.children:
+        if c.tag != "cpu":
+            continue
+        numa = _int(c, "numaid", source)
+        cpus.append(XmlCpu(numa, _mask(c.attrs["affinity"], source, c) if "affinity" in c.attrs else (), c.line))
+        visit(c, numa, [])
+        for n in c.children:  # NICs NCCL attaches straight to a CPU (no PCI id known)
+            if n.tag == "nic":
+                for net in (x for x in n.children if x.tag == "net"):
+                    add("nic", net, "", numa, [], name=net.attrs.get("name"))
+    if not cpus:
+        raise ParseError(source, top.line, "<system> has no <cpu> element", top.column)
+    seen: dict[tuple[str, int], int] = {}
+    for d in devices:
+        if (d.kind, d.index) in seen:
+            raise ParseError(source, d.line, f"{d.kind} {d.index} appears twice (first at line "
+                                             f"{seen[(d.kind, d.index)]})")
+        seen[(d.kind, d.index)] = d.line
+    return NcclTopo(source, tuple(cpus), tuple(sorted(devices, key=lambda d: (d.kind, d.index))), bridges,
+                    bridge_numa)
+
+
+def _walk(el: _El):
+    yield el
+    for c in el.children:
+        yield from _walk(c)
+
+
+def add_to(topology, topo: NcclTopo, host: str, nvlink_gbytes: float = 25.0) -> None:
+    """Add the node: NUMA nodes, PCIe bridges as PCIe switches, GPUs and NICs under them, NVLinks (to peer GPUs,
+    or to NVSwitches: targets that are not GPUs)."""
+    if f"host:{host}" not in topology:
+        topology.add_host(host)
+    cpu_vid = {c.numa: topology.add_cpu(host, c.numa, cpus=c.cpus) for c in topo.cpus}
+    ks = sorted(cpu_vid)
+    for i, a in enumerate(ks):
+        for b in ks[i + 1:]:
+            topology.link_smp(cpu_vid[a], cpu_vid[b])
+    sw_vid: dict[str, str] = {}
+    for k, (bus, parent) in enumerate(topo.bridges.items()):
+        up = sw_vid[parent] if parent else cpu_vid.get(topo.bridge_numa.get(bus, -1))
+        sw_vid[bus] = topology.add_pcie_switch(host, k, bus_id=bus, parent=up)
+    gpu_vid: dict[str, str] = {}
+    for d in topo.devices:
+        parent = sw_vid[d.bridges[-1]] if d.bridges else cpu_vid.get(d.numa if d.numa is not None else -1)
+        if d.kind == "gpu":
+            gpu_vid[d.bus_id] = topology.add_gpu(host, d.index, pci_bus_id=d.bus_id or None, parent=parent)
+        else:
+            topology.add_nic(host, d.name, rate_gbytes=d.speed_gbytes, parent=parent)
+    nvs: dict[str, str] = {}
+    for d in topo.gpus:
+        for target, count, _cls in d.nvlinks:
+            if target == d.bus_id:
+                continue   # a GPU listed as its own NVLink peer (Azure NC A100 v4 VM files): no link to draw
+            if target in gpu_vid:
+                if gpu_vid[d.bus_id] < gpu_vid[target]:   # each GPU pair is listed from both ends
+                    topology.link_nvlink(gpu_vid[d.bus_id], gpu_vid[target], count, nvlink_gbytes)
+            else:
+                if target not in nvs:
+                    nvs[target] = topology.add_nvswitch(host, len(nvs))
+                topology.link_nvlink(gpu_vid[d.bus_id], nvs[target], count, nvlink_gbytes)
+    if nvs:
+        topology.add_nvlink_domain(host, list(gpu_vid.values()))
+
+
+def to_topology(topo: NcclTopo, host: str):
+    from slurmtools.topology.graph import Topology
+
+    t = Topology(host)
+    add_to(t, topo, host)
+    return t

@@ -1,0 +1,82 @@
+"""NCCL topology XML: cloud VM files and a real dump into GPUs, NICs and the PCIe tree."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurmtools.errors import ParseError
+from slurmtools.topology import queries as q
+from slurmtools.topology.nccl_xml import parse_nccl_xml, to_topology
+
+from ._data import read_data, shared_files
+
+
+def test_p4d_implied_devices():
+    x = parse_nccl_xml(read_data("aws-ofi-nccl_p4d-24xl-topo.xml"))
+    assert len(x.gpus) == 8 and len(x.nics) == 4 and [c.numa for c in x.cpus] == [0, 1]
+    assert len(x.cpus[0].cpus) == 48 and x.cpus[0].cpus[:3] == (0, 1, 2) and 24 not in x.cpus[0].cpus
+    assert x.nearest_nics(0) == x.nearest_nics(1) == ("0000:10:1b.0",)
+    assert x.nearest_nics(7) == ("0000:a0:1b.0",) and x.gpus[4].numa == 1
+    t = to_topology(x, "p4d")
+    assert q.nearest_nics(t, "p4d")[2] == ["0000:20:1b.0"]
+    assert q.gpu_numa(t, "p4d")[5] == [1]
+
+
+def test_p5_four_efa_per_gpu():
+    x = parse_nccl_xml(read_data("aws-ofi-nccl_p5.48xl-topo.xml"))
+    assert len(x.gpus) == 8 and len(x.nics) == 32
+    assert x.nearest_nics(0) == ("rdmap79s0", "rdmap80s0", "rdmap81s0", "rdmap82s0")
+    assert all(len(x.nearest_nics(g)) == 4 for g in range(8))
+    assert all(g.nvlinks == () for g in x.gpus)   # the file declares no NVLinks
+
+
+def test_ndv5_pairs_and_g5_without_devices():
+    x = parse_nccl_xml(read_data("azhpc-images_ndv5-topo.xml"))
+    assert [x.nearest_nics(g) for g in range(3)] == [("0101:00:00.0",), ("0102:00:00.0",), ("0103:00:00.0",)]
+    g5 = parse_nccl_xml(read_data("aws-ofi-nccl_g5.48xl-topo.xml"))
+    assert len(g5.cpus) == 2 and g5.devices == ()
+
+
+def test_real_dump_with_nvswitches():
+    x = parse_nccl_xml(read_data("simai_topo_8A100_4CX6.xml"))
+    assert len(x.gpus) == 8 and [n.name for n in x.nics] == [f"mlx5_bond_{i}" for i in range(5)]
+    assert x.nics[0].speed_gbytes == 25.0
+    assert sum(c for _, c, _ in x.gpus[0].nvlinks) == 12 and len(x.gpus[0].nvlinks) == 6
+    assert x.nearest_nics(1) == ("mlx5_bond_1",)
+    t = to_topology(x, "ali")
+    assert len(list(t.of_kind("nvswitch"))) == 6 and q.nvlink_islands(t, "ali") == [list(range(8))]
+    assert q.nvlink_count(t, "gpu:ali:0", "gpu:ali:5") == 12
+
+
+def test_nic_under_cpu_and_self_targets():
+    x = parse_nccl_xml(read_data("azhpc-images_ncv4-topo.xml"))
+    assert len(x.gpus) == 4 and [n.name for n in x.nics] == ["eth0"] and x.nics[0].numa == 0
+    assert x.gpus[0].nvlinks == (("0001:00:00.0", 12, "0x030200"),)
+    t = to_topology(x, "nc")
+    assert not list(t.of_kind("nvswitch")) and q.nvlink_islands(t, "nc") == [[0], [1], [2], [3]]
+
+
+@pytest.mark.parametrize("text, line, column, words", [
+    (read_data("azhpc-images_ncv4-graph.xml"), 1, 1, "NCCL graph file"),
+    ("<system><cpu numaid='0'><pci busid='0:1:0.0'></cpu></system>", 1, 48, "not well-formed"),
+    ("<system>\n <cpu numaid='x'/>\n</system>", 2, 2, "numaid= expects a number"),
+    ("<system>\n <cpu numaid='0'>\n  <gpu dev='0'/>\n </cpu>\n</system>", 3, 3, "outside a <pci>"),
+    ("<system><cpu numaid='0' affinity='zz'/></system>", 1, 9, "cpu affinity"),
+    ("<topology/>", 1, 1, "expected <system>"),
+])
+def test_errors(text, line, column, words):
+    with pytest.raises(ParseError) as err:
+        parse_nccl_xml(text, "x.xml")
+    assert (err.value.line, err.value.column) == (line, column), str(err.value)
+    assert words in str(err.value)
+
+
+@pytest.mark.parametrize("path", shared_files("nccl_xml", "*.xml"), ids=lambda p: p.name)
+def test_shared_sweep(path):
+    try:
+        x = parse_nccl_xml(path.read_text(), path.name)
+    except ParseError as exc:
+        assert "graph" in path.name and exc.line == 1
+        return
+    assert x.cpus
+    to_topology(x, "h")
