@@ -157,7 +157,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     site = load_site(site_path)
     state = gather(site)
     if state.backend is None:
-        fail(f"cannot submit: {state.note}", code=4)
+        fail(f"cannot submit: {state.note.split(';')[0]}", code=4)
     p, info, script = _plan_and_render(req, site, state)
     preflight_msg = _preflight(script, req, site, state.backend)
     cwd = req.workdir or os.getcwd()
@@ -202,7 +202,7 @@ def explain(job_id: int = typer.Argument(..., help="Job id"), site_path: Optiona
     site = load_site(site_path)
     state = gather(site)
     if state.backend is None:
-        fail(f"cannot explain job {job_id}: {state.note}", code=4)
+        fail(f"cannot explain job {job_id}: {state.note.split(';')[0]}", code=4)
     job = state.backend.job(job_id)
     domains = _domains(state.graph, job.nodes)
     r = job_report(job, state.view, domains=domains)

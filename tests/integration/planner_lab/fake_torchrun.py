@@ -1,0 +1,24 @@
+"""Stand-in for torchrun in the lab (no torch there): reads the same options the torchrun template passes,
+checks the rendezvous endpoint, and starts --nproc-per-node copies of the command with the variables torchrun
+sets (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). The node's group rank comes from SLURM_NODEID,
+where real torchrun would learn it from the c10d rendezvous; that part is NOT exercised here."""
+
+import os
+import subprocess
+import sys
+
+args = sys.argv[1:]
+opts = {}
+while args and args[0].startswith("--"):
+    k, _, v = args.pop(0)[2:].partition("=")
+    opts[k] = v
+nnodes, nproc = int(opts["nnodes"]), int(opts["nproc-per-node"])
+host, _, port = opts["rdzv-endpoint"].rpartition(":")
+assert opts["rdzv-backend"] == "c10d" and opts["rdzv-id"] == os.environ["SLURM_JOB_ID"], opts
+node = int(os.environ["SLURM_NODEID"])
+procs = []
+for local in range(nproc):
+    env = dict(os.environ, RANK=str(node * nproc + local), LOCAL_RANK=str(local), WORLD_SIZE=str(nnodes * nproc),
+               MASTER_ADDR=host, MASTER_PORT=port, GROUP_RANK=str(node))
+    procs.append(subprocess.Popen(args, env=env))
+sys.exit(max(p.wait() for p in procs))

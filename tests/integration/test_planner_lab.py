@@ -1,0 +1,225 @@
+"""The placement planner against the real Slurm lab (16 hosts x 8 fake h100, leaf1..leaf4 of 4 hosts each).
+
+Plans are made from the lab's live state through the backend, rendered with the bundled templates, submitted
+with sbatch as `labuser`, and checked with Slurm's own answers (scontrol/squeue node lists against the lab's
+topology.conf)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from slurmtools.hostlist import expand
+from slurmtools.planner.live import gather
+from slurmtools.planner.plan import plan_job
+from slurmtools.planner.request import JobRequest
+from slurmtools.planner.templates import find_template, render
+from slurmtools.resources import example_site
+from slurmtools.site import load_site
+
+pytestmark = pytest.mark.lab
+HERE = Path(__file__).resolve().parent / "planner_lab"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def site():
+    return load_site(example_site())
+
+
+@pytest.fixture
+def clean(lab):
+    """Every test starts and ends with no jobs in the lab."""
+    lab.sh("scancel --full -u labuser; scancel --full -u root", check=False)
+    _wait_empty(lab)
+    yield
+    lab.sh("scancel --full -u labuser; scancel --full -u root", check=False)
+    _wait_empty(lab)
+
+
+def _wait_empty(lab, timeout=90):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not lab.sh("squeue -h -o %i", check=False).stdout.strip():
+            lab.wait_nodes_idle(timeout=60)
+            return
+        time.sleep(0.5)
+    raise AssertionError("jobs left in the lab: " + lab.sh("squeue", check=False).stdout)
+
+
+def leaf_map(lab) -> dict[str, str]:
+    """host -> leaf, read from the topology.conf the lab's slurmctld loaded."""
+    out = {}
+    for line in (lab.dir / "etc" / "topology.conf").read_text().splitlines():
+        f = dict(x.split("=", 1) for x in line.split() if "=" in x)
+        if "Nodes" in f:
+            for h in expand(f["Nodes"]):
+                out[h] = f["SwitchName"]
+    return out
+
+
+def workdir(lab) -> Path:
+    d = lab.jobs_dir / f"planner-{uuid.uuid4().hex[:8]}"
+    d.mkdir()
+    for p in HERE.glob("*.py"):
+        shutil.copy(p, d / p.name)
+    os.chmod(d, 0o777)
+    return d
+
+
+def plan_for(lab, site, template, **kw):
+    base = dict(user="labuser", account="vision", time_limit=600, name="plab")
+    base.update(kw)
+    req = JobRequest(**base)
+    state = gather(site, lab.backend())
+    assert state.note == "" and state.view.live
+    info = find_template(template, site.source)
+    plan = plan_job(req, site, state.view, info.shape, state.releases)
+    return plan, render(plan, info, site.source)
+
+
+def sbatch(lab, script: str, cwd: Path, env: str = "") -> int:
+    out = lab.sh(f"cd {cwd} && {env} sbatch --parsable", user="labuser", input=script).stdout.strip()
+    return int(out.split(";")[0])
+
+
+def hold_hosts(lab, hosts: list[str], cwd: Path) -> list[int]:
+    """Occupy whole hosts with sleeping jobs (pinned with -w), so the planner sees them busy."""
+    ids = []
+    for h in hosts:
+        out = lab.sh(f"cd {cwd} && sbatch --parsable -A vision --qos=production -w {h} -N1 --gpus-per-node=h100:8 "
+                     f"--cpus-per-gpu=14 --mem-per-gpu=250000M -t 10 -o /dev/null --wrap 'sleep 600'",
+                     user="labuser").stdout.strip()
+        ids.append(int(out))
+    for j in ids:
+        lab.wait_state(j, "RUNNING", timeout=60)
+    return ids
+
+
+def running_nodes(lab, job_id: int) -> list[str]:
+    lab.wait_state(job_id, "RUNNING", timeout=90)
+    return list(lab.backend().job(job_id).nodes)
+
+
+def test_sixteen_gpus_with_one_leaf_land_under_one_leaf(lab, site, clean):
+    d = workdir(lab)
+    plan, script = plan_for(lab, site, "mpi", gpus=16, command=("sleep", "60"))
+    assert plan.switches == 1 and "#SBATCH --switches=1@00:02:00" in script
+    job = sbatch(lab, script, d)
+    nodes = running_nodes(lab, job)
+    leaves = leaf_map(lab)
+    assert len(nodes) == 2 and len({leaves[h] for h in nodes}) == 1, nodes
+    # Slurm recorded the constraint the plan asked for
+    assert "Switches=1@00:02:00" in lab.sh(f"scontrol show job {job}").stdout
+
+
+def test_larger_than_a_leaf_spans_the_fewest_leaves(lab, site, clean):
+    d = workdir(lab)
+    plan, script = plan_for(lab, site, "mpi", gpus=48, tier="production", command=("sleep", "60"))
+    assert (plan.nodes, plan.switches) == (6, 2)
+    nodes = running_nodes(lab, sbatch(lab, script, d))
+    leaves = leaf_map(lab)
+    assert len(nodes) == 6 and len({leaves[h] for h in nodes}) == 2, nodes
+
+
+def test_partly_busy_leaves_still_get_the_optimum_free_hosts_allow(lab, site, clean):
+    d = workdir(lab)
+    # one busy host under every leaf: 3 free hosts per leaf, so 4 hosts need 2 leaves now
+    busy = hold_hosts(lab, ["gpu01", "gpu05", "gpu09", "gpu13"], d)
+    plan, script = plan_for(lab, site, "mpi", gpus=32, tier="standard", command=("sleep", "60"))
+    assert (plan.leaves_now, plan.leaves_empty, plan.switches) == (2, 1, 2)
+    nodes = running_nodes(lab, sbatch(lab, script, d))
+    leaves = leaf_map(lab)
+    assert len({leaves[h] for h in nodes}) == 2 and not {"gpu01", "gpu05", "gpu09", "gpu13"} & set(nodes)
+    for j in busy:
+        lab.sh(f"scancel {j}")
+
+
+def test_busy_host_moves_the_job_to_a_whole_free_leaf(lab, site, clean):
+    d = workdir(lab)
+    # gpu02 busy: leaf1 has 3 free hosts; a 4-host job fits under one of the other leaves, and the plan says so
+    hold_hosts(lab, ["gpu02"], d)
+    plan, script = plan_for(lab, site, "mpi", gpus=32, tier="standard", command=("sleep", "60"))
+    assert plan.switches == 1 and "gpu02" not in plan.hosts
+    nodes = running_nodes(lab, sbatch(lab, script, d))
+    leaves = leaf_map(lab)
+    assert len({leaves[h] for h in nodes}) == 1 and "gpu02" not in nodes
+
+
+def test_torchrun_template_ranks_agree_across_two_nodes(lab, site, clean):
+    d = workdir(lab)
+    out = d / "ranks"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    plan, script = plan_for(lab, site, "torchrun", gpus=16, tier="production",
+                            command=("python3", str(d / "check_rank.py"), str(out)),
+                            template_vars=(("torchrun", f"python3 {d / 'fake_torchrun.py'}"),
+                                           ("master_addr", "127.0.0.1")))
+    job = sbatch(lab, script, d)
+    state = lab.wait_state(job, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=120)
+    log = (d / f"plab-{job}.out").read_text() if (d / f"plab-{job}.out").exists() else ""
+    assert state == "COMPLETED", log
+    recs = [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
+    assert sorted(int(r["RANK"]) for r in recs) == list(range(16))
+    assert {r["WORLD_SIZE"] for r in recs} == {"16"}
+    assert {r["MASTER_ADDR"] for r in recs} == {"127.0.0.1"}
+    assert len({r["MASTER_PORT"] for r in recs}) == 1
+    assert {r["SLURM_JOB_ID"] for r in recs} == {str(job)}
+    by_node: dict[str, list[int]] = {}
+    for r in recs:
+        by_node.setdefault(r["SLURMD_NODENAME"], []).append(int(r["RANK"]))
+    assert len(by_node) == 2 and sorted(len(v) for v in by_node.values()) == [8, 8]
+    assert sorted(sorted(v) for v in by_node.values()) == [list(range(8)), list(range(8, 16))]
+    assert {r["NCCL_IB_HCA"] for r in recs} == {"=" + ",".join(f"mlx5_{i}" for i in range(8))}
+    assert {r["SLURM_NTASKS"] for r in recs} == {"2"}  # one launcher task per node
+
+
+def test_checkpoint_signal_reaches_the_python_step(lab, site, clean):
+    d = workdir(lab)
+    marker = d / "signal.marker"
+    # scavenger: preemptible, --signal=B:USR1@120; with a 3-minute limit the warning is due 60 s after start
+    plan, script = plan_for(lab, site, "python", gpus=1, tier="scavenger", time_limit=180,
+                            command=("python3", str(d / "sig_step.py"), str(marker), "USR1"))
+    assert plan.directive("signal").value == "B:USR1@120"
+    assert "#SBATCH --requeue" in script and "#SBATCH --open-mode=append" in script
+    job = sbatch(lab, script, d)
+    lab.wait_state(job, "RUNNING", timeout=60)
+    end = time.monotonic() + 170
+    while time.monotonic() < end and not marker.exists():
+        time.sleep(1)
+    log = (d / f"plab-{job}.out").read_text() if (d / f"plab-{job}.out").exists() else ""
+    assert marker.exists(), f"no signal reached the step; job output:\n{log}"
+    assert marker.read_text().startswith("SIGUSR1 ")
+    assert lab.wait_state(job, ("COMPLETED", "FAILED", "TIMEOUT"), timeout=60) == "COMPLETED"
+
+
+def test_cli_plan_is_live_and_explain_reports_placement(lab, site, clean):
+    d = workdir(lab)
+    env = dict(lab.env)
+    cli = [sys.executable, "-m", "slurmtools"]
+    p = subprocess.run(cli + ["plan", "--json", "--gpus", "16", "--user", "labuser", "--account", "vision",
+                              "--template", "mpi", "--", "sleep", "60"], capture_output=True, text=True, env=env,
+                       cwd=d, timeout=60)
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["live"] is True and data["note"] == "" and data["switches"] == 1
+    job = sbatch(lab, data["script"], d)
+    lab.wait_state(job, "RUNNING", timeout=60)
+    e = subprocess.run(cli + ["explain", str(job), "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert e.returncode == 0, e.stderr
+    r = json.loads(e.stdout)
+    assert r["state"] == "RUNNING" and len(r["leaves"]) == 1
+    assert r["quality"]["vs_empty"] == 1.0 and r["quality"]["leaves_used"] == 1
+    t = subprocess.run(cli + ["explain", str(job)], capture_output=True, text=True, env=env, timeout=60)
+    assert "placement: leaf" in t.stdout and "quality:" in t.stdout
+    bad = subprocess.run(cli + ["explain", "999999"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "999999" in bad.stderr
