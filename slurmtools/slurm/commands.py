@@ -76,6 +76,10 @@ class CommandBackend(Backend):
         cmd = list(argv)
         if shutil.which(cmd[0], path=self.env.get("PATH")) is None:
             raise SlurmUnavailable(cmd[0], f"{cmd[0]}: command not found (is Slurm's client installed and on PATH?)")
+        conf = self.env.get("SLURM_CONF")
+        if conf and not os.path.exists(conf):
+            raise SlurmUnavailable(cmd[0], f"SLURM_CONF={conf}: no such file (no Slurm configuration to reach the "
+                                           "cluster with)")
         full_env = dict(self.env)
         if env:
             full_env.update(env)
@@ -261,6 +265,16 @@ def node_from_json(n: dict) -> NodeInfo:
         reason=n.get("reason", "") or "")
 
 
+def _elapsed(row: dict) -> int:
+    raw = row.get("ElapsedRaw")
+    if raw and raw.isdigit():
+        return int(raw)
+    try:
+        return parse_duration(row["Elapsed"]) if row.get("Elapsed") else 0
+    except ValueError:
+        return 0
+
+
 def parse_sacct(text: str) -> list[AcctRecord]:
     """`sacct --parsable2` text with a header line -> records (any column order; unknown columns kept in extra)."""
     lines = text.splitlines()
@@ -287,7 +301,7 @@ def parse_sacct(text: str) -> list[AcctRecord]:
             user=row.get("User", ""), account=row.get("Account", ""), partition=row.get("Partition", ""),
             qos=row.get("QOS", ""), state=(row.get("State", "").split() or [""])[0], exit_code=row.get("ExitCode", ""),
             submit=_ts(row.get("Submit")), eligible=_ts(row.get("Eligible")), start=_ts(row.get("Start")),
-            end=_ts(row.get("End")), elapsed_s=int(row.get("ElapsedRaw") or 0), timelimit_s=tl_s,
+            end=_ts(row.get("End")), elapsed_s=_elapsed(row), timelimit_s=tl_s,
             nodelist=tuple(expand(row.get("NodeList", "")) if row.get("NodeList") not in ("None assigned", "") else ()),
             alloc_gpus=alloc.gpus, alloc_gpus_by_type=alloc.gpus_by_type, req_gpus=req.gpus,
             alloc_cpus=int(row.get("AllocCPUS") or 0), alloc_tres=row.get("AllocTRES", ""),

@@ -1,0 +1,92 @@
+"""Parsers of Slurm's output: TRES/GRES, durations, hostlists, scontrol lines, real sacct dumps."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurmtools.durations import parse_duration, slurm_time
+from slurmtools.hostlist import compress, expand
+from slurmtools.slurm.commands import CommandBackend, parse_kv_line, parse_sacct
+from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
+from tests.conftest import SHARED_DATA, TEST_DATA
+
+
+@pytest.mark.parametrize("text,seconds", [("90s", 90), ("5m", 300), ("2h", 7200), ("1d12h", 129600),
+                                          ("2-00:00:00", 172800), ("30", 1800), ("30:00", 1800),
+                                          ("1:00:00", 3600), ("1-12", 129600), (45, 2700)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["soon", "", "5x", "-1:00", "1h soon"])
+def test_bad_durations(bad):
+    with pytest.raises(ValueError):
+        parse_duration(bad)
+
+
+def test_slurm_time():
+    assert slurm_time(172800) == "2-00:00:00" and slurm_time(90) == "00:02:00"
+
+
+def test_tres_from_22_05():
+    t = parse_tres("billing=2,cpu=2,gres/gpu:h100=16,gres/gpu=16,mem=2000M,node=2")
+    assert (t.cpu, t.nodes, t.gpus, t.gpus_by_type, t.mem_mb) == (2, 2, 16, {"h100": 16}, 2000)
+    untyped = parse_tres("cpu=4,gres/gpu=4,mem=1G")
+    assert untyped.gpus == 4 and untyped.gpus_by_type == {"untyped": 4} and untyped.mem_mb == 1024
+    mixed = parse_tres("gres/gpu=6,gres/gpu:a100=2,gres/gpu:h100=2")
+    assert mixed.gpus_by_type == {"a100": 2, "h100": 2, "untyped": 2}
+    assert parse_tres("") == parse_tres(None) == parse_tres("(null)")
+
+
+def test_gres_forms():
+    assert gpus_in("gpu:h100:8(S:0-1)") == {"h100": 8}
+    assert gpus_in("gres:gpu:4") == {"untyped": 4}
+    assert gpus_in("gpu:h100:3(IDX:0-2,5),gpu:a100:1(IDX:4)") == {"h100": 3, "a100": 1}
+    assert parse_gres("gpu:h100:3(IDX:0-2,5)")[0].indexes == [0, 1, 2, 5]
+    assert gpus_in("gpu:h100:0(IDX:N/A)") == {"h100": 0}
+    with pytest.raises(ValueError):
+        parse_gres("gpu:h100:x:y:z")
+
+
+def test_hostlists_use_the_library():
+    assert expand("gpu[01-03,07],login1") == ["gpu01", "gpu02", "gpu03", "gpu07", "login1"]
+    assert compress(["gpu03", "gpu01", "gpu02"]) == "gpu[01-03]"
+    with pytest.raises(ValueError):
+        expand("gpu[01-")
+
+
+def test_scontrol_one_line_with_spaces():
+    kv = parse_kv_line("PartitionName=gpu AllowGroups=ALL Default=YES MaxTime=2-00:00:00 Nodes=gpu[01-16] "
+                       "State=UP Comment=two words here TRES=cpu=1792,mem=32000000M,node=16")
+    assert kv["Default"] == "YES" and kv["Nodes"] == "gpu[01-16]" and kv["Comment"] == "two words here"
+    assert kv["TRES"] == "cpu=1792,mem=32000000M,node=16"
+
+
+def test_slurm_error_message_keeps_the_specific_line():
+    msg = CommandBackend._message("sbatch", "sbatch: error: invalid partition specified: foo\n"
+                                            "sbatch: error: Batch job submission failed: Invalid partition name specified\n")
+    assert msg.startswith("sbatch: error: invalid partition specified: foo")
+
+
+def test_real_sacct_dump_slurm2sql():
+    """A real 50-column `sacct -P` dump (see tests/data/SOURCES.md): jobs and their steps, no ElapsedRaw column."""
+    recs = parse_sacct((TEST_DATA / "slurm" / "slurm2sql_test-data1.csv").read_text())
+    jobs = [r for r in recs if r.step is None]
+    assert [r.job_id for r in jobs][0] == "43974388"
+    first = jobs[0]
+    assert first.user == "user1" and first.account == "cs" and first.partition == "jupyter-long"
+    assert first.state == "CANCELLED"  # "CANCELLED by 1300204" keeps its first word
+    assert first.elapsed_s == 3 * 3600 + 33 * 60 + 25
+    assert first.timelimit_s == 5 * 86400
+    assert first.nodelist == ("pe2",)
+    steps = {r.step for r in recs if r.job_id == "43974388"}
+    assert "batch" in steps
+    assert "SubmitLine" in first.extra
+
+
+def test_shared_sacct_dumps_all_parse():
+    folder = SHARED_DATA / "traces" / "sacct"
+    files = sorted(folder.glob("*.csv")) if folder.is_dir() else [TEST_DATA / "slurm" / "slurm2sql_test-data1.csv"]
+    for f in files:
+        recs = parse_sacct(f.read_text())
+        assert recs and all(r.job_id for r in recs), f
