@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from slurmtools.errors import ParseError
 from slurmtools.topology.graph import IB_LANE_GBYTES
@@ -22,11 +23,13 @@ from slurmtools.topology.graph import IB_LANE_GBYTES
 DEFAULT_HOST_PATTERN = r"^(?P<host>\S+)\s+(?P<hca>\S+)$"
 AGGREGATION_NODE = "Aggregation Node"  # SHARP engine inside a switch, listed as a CA
 _KIND = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
+_REMOTE_KINDS = ("S", "H", "R")
+_SKIP = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
 
 
-@dataclass(frozen=True)
-class IbNode:
-    """A switch, CA or router as ibnetdiscover names it: node GUID, port count, node description."""
+class IbNode(NamedTuple):
+    """A switch, CA or router as ibnetdiscover names it: node GUID, port count, node description.
+    (A NamedTuple, like IbCable: a 16k-host dump holds a million of them and tuples build fastest.)"""
 
     kind: str          # "switch" | "ca" | "router"
     guid: str          # node GUID, lower-case hex without 0x
@@ -35,8 +38,7 @@ class IbNode:
     line: int          # where its header is, for messages
 
 
-@dataclass(frozen=True)
-class IbCable:
+class IbCable(NamedTuple):
     """One cable, listed once whatever the number of sides the dump shows it from."""
 
     a: str             # node GUID
@@ -84,12 +86,12 @@ def _quoted(s: str, start: int = 0) -> tuple[str, int]:
     return s[q1 + 1:q2], q2 + 1
 
 
-def _rate(comment: str, where: tuple[str, int], line: str) -> tuple[int, str]:
-    tail = comment.rsplit(None, 1)[-1] if comment.strip() else ""
+def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
+    """'4xNDR' -> (4, 'NDR'); the last word of a port line."""
     w, x, sp = tail.partition("x")
     if not x or not w.isdigit() or sp not in IB_LANE_GBYTES:
-        raise ParseError(where[0], where[1], f"expected the link rate (like 4xNDR) at the end of the line, "
-                                             f"found {tail or 'nothing'!r}", len(line.rstrip()) - len(tail) + 1)
+        raise ParseError(source, n, f"expected the link rate (like 4xNDR) at the end of the line, "
+                                    f"found {tail or 'nothing'!r}", len(line.rstrip()) - len(tail) + 1)
     return int(w), sp
 
 
@@ -100,9 +102,11 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
     seen: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # (guid, port) -> (peer, port, width, speed, line)
     done: dict[tuple[str, int], int] = {}  # ends of cables seen from both sides -> first line
     cables: list[IbCable] = []
+    rates: dict[str, tuple[int, str]] = {}
     cur: str | None = None
+    cur_guids: list[str] | None = None    # port GUIDs of the current CA
     for n, line in enumerate(text.splitlines(), start=1):
-        if not line or line[0] == "#" or line[0] == " " and not line.strip():
+        if not line:
             continue
         c0 = line[0]
         if c0 == "[":
@@ -111,40 +115,46 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
             try:
                 close = line.index("]")
                 port = int(line[1:close])
-                rest = line[close + 1:]
-                if rest.startswith("("):
-                    pg = rest[1:rest.index(")")].lower()
-                    if nodes[cur].kind == "ca":
-                        port_guids[cur].append(pg)
-                remote, after = _quoted(rest)
-                rport = int(rest[after + 1:rest.index("]", after)])
+                q1 = line.index('"', close)
+                q2 = line.index('"', q1 + 1)
+                if cur_guids is not None and line[close + 1] == "(":
+                    cur_guids.append(line[close + 2:line.index(")", close)].lower())
+                rclose = line.index("]", q2)
+                rport = int(line[q2 + 2:rclose])
             except (ValueError, IndexError):
                 raise ParseError(source, n, 'expected a port line like [1] "S-<guid>"[17] # ... 4xNDR', 1) from None
+            remote = line[q1 + 1:q2]
             kind, _, rguid = remote.partition("-")
-            if kind not in ("S", "H", "R") or not rguid:
+            if kind not in _REMOTE_KINDS or not rguid:
                 raise ParseError(source, n, f'expected a remote node "S-<guid>" or "H-<guid>", found {remote!r}',
-                                 line.index('"') + 1)
+                                 q1 + 1)
             rguid = rguid.lower()
-            hash_at = rest.find("#", after)
-            comment = rest[hash_at + 1:] if hash_at >= 0 else ""
-            width, speed = _rate(comment, (source, n), line)
+            tail = line[line.rfind(" ", rclose) + 1:].rstrip() if line.find("#", rclose) >= 0 else ""
+            rate = rates.get(tail)
+            if rate is None:
+                rate = rates[tail] = _rate(tail, source, n, line)
+            width, speed = rate
             me, them = (cur, port), (rguid, rport)
-            if them in seen:
-                pg, pp, pw, psp, pl = seen.pop(them)
+            pending = seen.pop(them, None)
+            if pending is not None:
+                pg, pp, pw, psp, pl = pending
                 done[them] = done[me] = pl
                 if (pg, pp) != me:
                     raise ParseError(source, n, f"port {port} of {cur} is cabled to {rguid}[{rport}], but line "
                                                 f"{pl} says that port is cabled to {pg}[{pp}]")
-                if (pw, psp) != (width, speed):
+                if pw != width or psp != speed:
                     raise ParseError(source, n, f"link {width}x{speed} disagrees with line {pl}, which reads "
                                                 f"the same cable as {pw}x{psp}")
                 continue
-            for end, what in ((me, f"port {port} of {cur}"), (them, f"port {rport} of {rguid}")):
-                if end in seen or end in done:
-                    first = seen[end][4] if end in seen else done[end]
-                    raise ParseError(source, n, f"{what} is already cabled elsewhere (line {first})")
+            if me in seen or me in done or them in done:
+                end, what = (me, f"port {port} of {cur}") if me in seen or me in done else \
+                    (them, f"port {rport} of {rguid}")
+                first = seen[end][4] if end in seen else done[end]
+                raise ParseError(source, n, f"{what} is already cabled elsewhere (line {first})")
             seen[me] = (rguid, rport, width, speed, n)
             cables.append(IbCable(cur, port, rguid, rport, width, speed, n))
+            continue
+        if line.startswith(_SKIP) or (c0 in " \t#" and (not line.strip() or line.lstrip()[0] == "#")):
             continue
         head = line.split(None, 1)[0]
         if head in _KIND:
@@ -163,20 +173,17 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
             if guid in nodes:
                 raise ParseError(source, n, f"node {guid} is listed twice (first at line {nodes[guid].line})")
             nodes[guid] = IbNode(_KIND[head], guid, ports, desc, n)
+            cur_guids = None
             if head == "Ca":
-                port_guids[guid] = []
+                cur_guids = port_guids[guid] = []
             cur = guid
-            continue
-        if "=" in head and head.split("=", 1)[0] in ("vendid", "devid", "sysimgguid", "switchguid", "caguid",
-                                                     "rtguid"):
             continue
         raise ParseError(source, n, f"unexpected line starting {head[:20]!r}: not ibnetdiscover output", 1)
     if not nodes:
         raise ParseError(source, None, "no Switch or Ca entries: not ibnetdiscover output")
     for c in cables:
-        for g, p in ((c.b, c.b_port),):
-            if g not in nodes:
-                raise ParseError(source, c.line, f"cable to {g}[{p}], a node the dump never lists")
+        if c.b not in nodes:
+            raise ParseError(source, c.line, f"cable to {c.b}[{c.b_port}], a node the dump never lists")
     return IbFabric(source, nodes, tuple(cables), {g: tuple(p) for g, p in port_guids.items()})
 
 
@@ -224,21 +231,17 @@ class ComputeFabric:
             out.setdefault(h.leaf, set()).add(h.name)
         return out
 
-    def switch_name(self, guid: str) -> str:
-        """A readable, unique switch name: the hostname part of the description (A09-P1-IBLEAF-04-04), else the
-        GUID."""
-        d = self.switches[guid].description
-        name = d.split(";", 1)[-1].split(":", 1)[0].strip() if d else ""
-        if not name or " " in name or self._name_count().get(name, 0) > 1:
-            return guid
-        return name
-
-    def _name_count(self) -> dict[str, int]:
+    def switch_names(self) -> dict[str, str]:
+        """GUID -> a readable, unique switch name: the hostname part of the description
+        (`MF0;A09-P1-IBLEAF-04-04:MQM9701/U1` -> A09-P1-IBLEAF-04-04), else the GUID."""
+        short = {g: sw.description.split(";", 1)[-1].split(":", 1)[0].strip() for g, sw in self.switches.items()}
         counts: dict[str, int] = {}
-        for g, sw in self.switches.items():
-            d = sw.description.split(";", 1)[-1].split(":", 1)[0].strip()
-            counts[d] = counts.get(d, 0) + 1
-        return counts
+        for name in short.values():
+            counts[name] = counts.get(name, 0) + 1
+        return {g: name if name and " " not in name and counts[name] == 1 else g for g, name in short.items()}
+
+    def switch_name(self, guid: str) -> str:
+        return self.switch_names()[guid]
 
 
 def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
@@ -257,8 +260,8 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     if "host" not in rx.groupindex:
         raise ParseError("--hostname-pattern", None, "the pattern needs a named group (?P<host>...)")
     switches = {g: n for g, n in fabric.nodes.items() if n.kind == "switch"
-                and not any(fnmatch.fnmatchcase(g, p) or fnmatch.fnmatchcase(n.description, p)
-                            for p in exclude_switch)}
+                and not (exclude_switch and any(fnmatch.fnmatchcase(g, p) or fnmatch.fnmatchcase(n.description, p)
+                                                for p in exclude_switch))}
     hcas: list[Hca] = []
     unmapped: list[IbNode] = []
     excluded: list[IbNode] = []
@@ -274,7 +277,7 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
             unmapped.append(node)
             continue
         name = (m.groupdict().get("hca") or g)
-        if any(fnmatch.fnmatchcase(name, p) for p in exclude_hca):
+        if exclude_hca and any(fnmatch.fnmatchcase(name, p) for p in exclude_hca):
             excluded.append(node)
             continue
         for c in cables_of.get(g, ()):
@@ -319,7 +322,7 @@ def add_to(topology, cf: ComputeFabric) -> None:
     """Copy the compute fabric into a `Topology`: switches with levels, hosts, their HCAs and every cable."""
     from slurmtools.topology.graph import IbLink
 
-    names = {g: cf.switch_name(g) for g in cf.switches}
+    names = cf.switch_names()
     for g, sw in cf.switches.items():
         topology.add_switch(names[g], level=cf.levels[g], guid=g, description=sw.description)
     for h in cf.hcas:
