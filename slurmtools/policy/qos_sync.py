@@ -67,6 +67,8 @@ def same(key: str, current: str, wanted: str) -> bool:
         return current.strip().lower() == wanted.strip().lower()
     if key == "Priority":
         return current.strip() == wanted.strip()
+    if key == "Description":
+        return current.strip().lower() == wanted.strip().lower()  # sacctmgr stores descriptions in lower case
     return current == wanted
 
 

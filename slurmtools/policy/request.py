@@ -127,10 +127,26 @@ class JobRequest:
         wrap = values.pop("wrap", None)
         if wrap is not None and not script:
             script = "#!/bin/sh\n" + wrap + "\n"
-        return cls(user_name=user, default_account=default_account, script=script, argv=script_argv, **values)
+        req = cls(user_name=user, default_account=default_account, script=script, argv=script_argv, **values)
+        _client_checks(req)
+        return req
 
 
 _DIGITS = re.compile(r"^[0-9]+\Z")
+
+
+def _client_checks(req: "JobRequest") -> None:
+    """What sbatch itself refuses before the controller (and job_submit.lua) sees the job (22.05, measured)."""
+    job = gpu_counts(req.tres_per_job)
+    if job and req.min_nodes and sum(job.values()) < req.min_nodes:
+        raise RequestError("option --gpus: fewer GPUs than nodes (-N); sbatch refuses this "
+                           "(Failed to validate job spec, --gpus < -N)")
+    kinds = set()
+    for text in (req.tres_per_job, req.tres_per_node, req.tres_per_task):
+        kinds |= {"untyped" if t == "untyped" else "typed" for t in gpu_counts(text)}
+    if len(kinds) > 1:
+        raise RequestError("option --gres/--gpus*: GPUs asked for both with and without a type; sbatch refuses "
+                           "this (Invalid GRES specification)")
 
 
 def gpu_counts(text: str | None) -> dict[str, int]:

@@ -73,9 +73,8 @@ def test_untyped_gpus_count_against_per_type_limits(site, fabric):
     pols = load_policies(s, fabric)
     ctx = PolicyContext(site=s, fabric=fabric)
     assert evaluate(JobRequest.from_sbatch(["--gpus=h100:16"]), pols, ctx).allowed
-    d = evaluate(JobRequest.from_sbatch(["--gpus=h100:8", "--gpus-per-node=gpu:9"]), pols, ctx)
-    assert d.allowed  # largest source wins: 9 untyped per node on 1 node -> 9 <= 16
-    d = evaluate(JobRequest.from_sbatch(["--gres=gpu:h100:8,gpu:9"]), pols, ctx)
+    assert evaluate(JobRequest.from_sbatch(["--gres=gpu:16"]), pols, ctx).allowed
+    d = evaluate(JobRequest.from_sbatch(["--gres=gpu:17"]), pols, ctx)
     assert d.message == ("at most 16 h100 GPUs per job; this job asks for 17 "
                          "(untyped GPUs count against every type's limit)")
 

@@ -27,10 +27,21 @@ def test_from_sbatch_options_and_script():
 
 
 def test_gpu_sources_take_the_largest():
-    r = JobRequest.from_sbatch(["--gpus=h100:4", "--gpus-per-task=1", "-n", "6"])
+    r = JobRequest.from_sbatch(["--gpus=h100:4", "--gpus-per-task=h100:1", "-n", "6"])
     assert r.gpus == 6
-    r = JobRequest.from_sbatch(["--gpus=12", "--gpus-per-node=h100:4", "-N", "2"])
-    assert r.gpus_by_type() == {"untyped": 12}
+    r = JobRequest.from_sbatch(["--gpus=h100:12", "--gpus-per-node=h100:4", "-N", "2"])
+    assert r.gpus_by_type() == {"h100": 12}
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--gpus=h100:4", "--gpus-per-task=1", "-n", "6"], "both with and without a type"),
+    (["--gres=gpu:h100:8,gpu:2"], "both with and without a type"),
+    (["--gpus=1", "-N", "3"], "fewer GPUs than nodes"),
+])
+def test_what_sbatch_itself_refuses(args, needle):
+    """Measured in the lab: sbatch refuses these before the controller, so job_submit.lua never sees them."""
+    with pytest.raises(RequestError, match=needle):
+        JobRequest.from_sbatch(args)
 
 
 def test_time_forms():

@@ -1,0 +1,232 @@
+"""Admission policies against the real Slurm 22.05 lab: the generated job_submit.lua, loaded by slurmctld, must
+reach the same decisions as the Python policies with the same messages; sync-qos must converge on the real
+accounting database.
+
+Requests are real `sbatch -H` submissions by labuser (held, then cancelled); no part of Slurm is faked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "policy"))
+from policy_cases import SIG, edge_cases, random_cases  # noqa: E402
+
+from slurmtools.policy import JobRequest, PolicyContext, RequestError, evaluate, load_policies  # noqa: E402
+from slurmtools.policy.engine import load_fabric_for  # noqa: E402
+from slurmtools.policy.usage import render_usage_lua  # noqa: E402
+from slurmtools.render.job_submit import render_job_submit  # noqa: E402
+from slurmtools.site import load_site  # noqa: E402
+
+USER = "labuser"
+FAILED = "sbatch: error: Batch job submission failed: Unspecified error"
+
+
+def install_lua(lab, text: str) -> None:
+    """Write job_submit.lua so that slurmctld sees a new mtime (it reloads on a change, second resolution)."""
+    path = lab.dir / "etc" / "job_submit.lua"
+    old = int(path.stat().st_mtime) if path.exists() else 0
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    t = max(int(time.time()), old + 1)
+    os.utime(path, (t, t))
+
+
+@pytest.fixture(scope="module")
+def policy_lab(lab):
+    """The lab with our own rendering of the example site's policies; the lab's file is restored after."""
+    site = load_site(None)
+    fabric = load_fabric_for(site)
+    path = lab.dir / "etc" / "job_submit.lua"
+    saved = path.read_text() if path.exists() else None
+    usage_file = lab.dir / "etc" / "policy_test_usage.lua"
+    audit = lab.dir / "log" / "policy_test_audit.jsonl"
+    usage_file.unlink(missing_ok=True)
+    audit.unlink(missing_ok=True)
+    text = render_job_submit(site, fabric, usage_file=str(usage_file), audit_log=str(audit), usage_ttl=0).text
+    install_lua(lab, text)
+    work = lab.jobs_dir / "policy-diff"
+    work.mkdir(exist_ok=True)
+    os.chmod(work, 0o1777)
+    yield {"site": site, "fabric": fabric, "usage_file": usage_file, "audit": audit, "work": work}
+    if saved is not None:
+        install_lua(lab, saved)
+    usage_file.unlink(missing_ok=True)
+
+
+def submit_all(lab, work: Path, cases, tag: str) -> list[dict]:
+    """sbatch -H every case as labuser in one shell; return rc, stdout, stderr per case. Cancels what it made."""
+    lines = ["cd " + shlex.quote(str(work))]
+    for i, (args, script) in enumerate(cases):
+        sp = work / f"{tag}-{i}.sh"
+        sp.write_text(script)
+        os.chmod(sp, 0o644)
+        argv = " ".join(shlex.quote(a) for a in ["sbatch", "-H", "--parsable", "-o", "/dev/null", *args, str(sp)])
+        lines.append(f"{argv} >{tag}-{i}.out 2>{tag}-{i}.err; echo $? >{tag}-{i}.rc")
+    runner = work / f"{tag}-run.sh"
+    runner.write_text("\n".join(lines) + "\n")
+    os.chmod(runner, 0o644)
+    lab.sh(f"bash {shlex.quote(str(runner))}", user=USER, timeout=600)
+    out = []
+    for i in range(len(cases)):
+        rc = int((work / f"{tag}-{i}.rc").read_text().strip())
+        out.append({"rc": rc, "out": (work / f"{tag}-{i}.out").read_text().strip(),
+                    "err": (work / f"{tag}-{i}.err").read_text().strip()})
+    ids = [o["out"].split(";")[0] for o in out if o["rc"] == 0]
+    jobs = {}
+    if ids:
+        q = lab.sh(f"squeue -h -t all -j {','.join(ids)} -o '%i|%P|%q'").stdout
+        for line in q.splitlines():
+            jid, part, qos = line.strip().split("|")
+            jobs[jid] = (part, qos)
+        lab.sh(f"scancel {' '.join(ids)}")
+    for o in out:
+        if o["rc"] == 0:
+            o["partition"], o["qos"] = jobs[o["out"].split(";")[0]]
+    return out
+
+
+def compare(cases, results, policies, ctx):
+    """Python decision vs what slurmctld did. Returns (denied, allowed, refused later by Slurm itself)."""
+    denied = allowed = slurm_own = client = 0
+    mismatches = []
+    for (args, script), res in zip(cases, results):
+        err_lines = res["err"].splitlines()
+        try:
+            req = JobRequest.from_sbatch(args, script=script, user=USER, default_account="vision")
+        except RequestError as exc:
+            # sbatch refuses these itself, before the controller: job_submit.lua never sees them
+            client += 1
+            if res["rc"] == 0 or FAILED in err_lines:
+                mismatches.append((args, f"client-side: {exc}", res))
+            continue
+        d = evaluate(req, policies, ctx)
+        if d.action == "deny":
+            denied += 1
+            if res["rc"] == 0 or err_lines[:1] != [f"sbatch: error: {d.message}"] or err_lines[-1:] != [FAILED]:
+                mismatches.append((args, d.message, res))
+            continue
+        if res["rc"] == 0:
+            allowed += 1
+            want = (d.changes.get("partition", req.partition), d.changes.get("qos", req.qos))
+            if (res["partition"], res["qos"]) != want:
+                mismatches.append((args, f"allow {want}", res))
+        elif FAILED in err_lines:
+            mismatches.append((args, "allow", res))  # our Lua refused (Unspecified error) where Python allows
+        else:
+            slurm_own += 1  # admitted by the Lua, then refused by Slurm's own checks (e.g. no association)
+    assert not mismatches, "\n".join(repr(m) for m in mismatches[:10]) + f"\n({len(mismatches)} mismatches)"
+    assert client <= len(cases) // 10, client
+    return denied, allowed, slurm_own
+
+
+def test_differential_python_vs_job_submit_lua(lab, policy_lab):
+    site, fabric = policy_lab["site"], policy_lab["fabric"]
+    cases = edge_cases() + random_cases(400, seed=11)
+    assert len(cases) >= 300
+    results = submit_all(lab, policy_lab["work"], cases, "diff")
+    ctx = PolicyContext(site=site, fabric=fabric, usage=None)
+    denied, allowed, slurm_own = compare(cases, results, load_policies(site, fabric), ctx)
+    print(f"\ndifferential: {len(cases)} requests: {denied} refused with identical messages, {allowed} admitted with "
+          f"identical partition/QoS, {slurm_own} admitted by the Lua then refused by Slurm itself, the rest refused "
+          f"by sbatch before the controller")
+    assert denied >= 100 and allowed >= 80 and slurm_own <= len(cases) // 10, (denied, allowed, slurm_own)
+    # every refusal reached the audit log from inside slurmctld
+    events = [json.loads(x) for x in policy_lab["audit"].read_text().splitlines()]
+    refused = [e for e in events if e["event"] == "admission_refused"]
+    assert len(refused) >= denied and all(e["user"] == USER for e in refused)
+
+
+def test_budgets_from_the_usage_file(lab, policy_lab):
+    site, fabric = policy_lab["site"], policy_lab["fabric"]
+    month = datetime.now().strftime("%Y-%m")
+    usage = {"vision": 20000.0, "nlp": 40000.5}  # vision routes to scavenger, nlp is refused
+    policy_lab["usage_file"].write_text(render_usage_lua(usage, month))
+    try:
+        cases = [c for c in edge_cases() if "students" not in c[0]] + random_cases(60, seed=23)
+        results = submit_all(lab, policy_lab["work"], cases, "budget")
+        ctx = PolicyContext(site=site, fabric=fabric, usage=usage, month=month)
+        denied, allowed, _ = compare(cases, results, load_policies(site, fabric), ctx)
+        assert denied > 20 and allowed > 5
+        rerouted = [r for r in results if r["rc"] == 0 and r["qos"] == "scavenger"]
+        assert rerouted, "no vision job was re-routed to scavenger"
+    finally:
+        policy_lab["usage_file"].unlink(missing_ok=True)
+
+
+def test_test_only_runs_job_submit_lua_too(lab, policy_lab):
+    """Measured on 22.05: `sbatch --test-only` passes through job_submit.lua, with the same message (the second
+    line differs: `allocation failure` instead of `Batch job submission failed`)."""
+    work = policy_lab["work"]
+    sp = work / "testonly.sh"
+    sp.write_text(SIG)
+    os.chmod(sp, 0o644)
+    p = lab.sh(f"sbatch --test-only -A vision -q standard --gpus=h100:33 {sp}", user=USER, check=False)
+    assert p.returncode != 0
+    assert p.stderr.splitlines()[0] == "sbatch: error: tier standard allows at most 32 GPUs per job; this job asks for 33"
+    p = lab.sh(f"sbatch --test-only -A vision -q standard --gpus=h100:32 -N4 {sp}", user=USER, check=False)
+    assert p.returncode == 0 and "to start at" in p.stderr
+
+
+def test_lua_internal_error_allows_the_job(lab, policy_lab):
+    """A broken rule table makes the evaluator fail inside slurmctld: the job must still be admitted."""
+    site, fabric = policy_lab["site"], policy_lab["fabric"]
+    good = (lab.dir / "etc" / "job_submit.lua").read_text()
+    broken = good.replace("local RULES = {", "local RULES = { { kind = \"nosuch\", params = {} },", 1)
+    assert broken != good
+    install_lua(lab, broken)
+    try:
+        sp = policy_lab["work"] / "broken.sh"
+        sp.write_text("#!/bin/bash\nsleep 1\n")
+        os.chmod(sp, 0o644)
+        p = lab.sh(f"sbatch -H --parsable -o /dev/null -A vision --gres=gpu:8 {sp}", user=USER)
+        lab.sh(f"scancel {p.stdout.strip().split(';')[0]}")
+        log = (lab.dir / "log" / "slurmctld.log").read_text()
+        assert "slurmtools policy: internal error, job allowed" in log
+    finally:
+        install_lua(lab, good)
+
+
+def test_sync_qos_converges_on_the_real_database(lab, tmp_path):
+    """Change one tier's grace time in a temp site file: dry-run shows exactly that change, apply, then no-op."""
+    from slurmtools.policy.qos_sync import apply, plan_qos_sync, read_qos
+    from slurmtools.render.accounting import as_shell
+
+    src = Path(load_site(None).source)
+    text = src.read_text()
+    fabric_line = next(x for x in text.splitlines() if x.startswith("fabric"))
+    text = text.replace(fabric_line, f'fabric = "{(src.parent / "../../topology/example/fabric.toml").resolve()}"')
+    run = lab.backend().run
+    base = tmp_path / "site.toml"
+    base.write_text(text)
+    site = load_site(base)
+    apply(plan_qos_sync(site, read_qos(run)), run)  # start from the site as written
+    assert plan_qos_sync(site, read_qos(run)) == []
+    changed = tmp_path / "site2.toml"
+    changed.write_text(text.replace('grace_time = "5m"', 'grace_time = "7m"', 1))
+    assert as_shell(plan_qos_sync(load_site(changed), read_qos(run))).count("\n") == 1
+    env = dict(lab.env, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    cli = [sys.executable, "-m", "slurmtools", "admin", "sync-qos", "--site", str(changed)]
+    import subprocess
+
+    dry = subprocess.run(cli + ["--dry-run"], capture_output=True, text=True, env=env, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout == "sacctmgr -i modify qos where name=standard set GraceTime=420\n"
+    assert read_qos(run)["standard"]["GraceTime"] == "00:05:00"  # dry-run changed nothing
+    done = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert read_qos(run)["standard"]["GraceTime"] == "00:07:00"
+    again = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120)
+    assert again.stdout.strip() == "QoS already match the site's tiers: nothing to do"
+    # put the lab back as the example site has it
+    apply(plan_qos_sync(site, read_qos(run)), run)
+    assert plan_qos_sync(site, read_qos(run)) == []
