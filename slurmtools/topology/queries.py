@@ -159,31 +159,30 @@ def fabric_view(t: Topology) -> nx.Graph:
     if fv is not None:
         return fv
     fv = nx.Graph()
-    for v in t.of_kind("switch"):
-        fv.add_node(v.vid)
-    for v in t.of_kind("host"):
-        fv.add_node(v.vid)
     nodes = t.g.nodes
+    ends_of: dict[str, str | None] = {}  # vertex -> its fabric end (a host or switch id), None if not one
+
+    def end(x: str) -> str | None:
+        e = ends_of.get(x, "")
+        if e != "":
+            return e
+        v = nodes[x]["v"]
+        k = v.kind
+        e = (x if k in ("switch", "host") else f"host:{v.host}" if k == "nic" and v.compute else None)
+        ends_of[x] = e
+        return e
+
+    cap: dict[tuple[str, str], float] = {}
     for a, b, e in t.g.edges(data="e"):
         if e.kind not in FABRIC_KINDS:
             continue
-        ends = []
-        for x in (a, b):
-            v = nodes[x]["v"]
-            if v.kind == "nic":
-                if not v.compute:
-                    break
-                ends.append(f"host:{v.host}")
-            elif v.kind in ("switch", "host"):
-                ends.append(x)
-            else:
-                break
-        if len(ends) != 2 or ends[0] == ends[1]:
+        x, y = end(a), end(b)
+        if x is None or y is None or x == y:
             continue
-        if fv.has_edge(*ends):
-            fv.edges[ends[0], ends[1]]["gbytes"] += e.gbytes
-        else:
-            fv.add_edge(ends[0], ends[1], gbytes=e.gbytes)
+        key = (x, y) if x < y else (y, x)
+        cap[key] = cap.get(key, 0.0) + e.gbytes
+    fv.add_nodes_from(v for v, d in nodes(data="v") if d.kind in ("switch", "host"))
+    fv.add_edges_from((a, b, {"gbytes": g}) for (a, b), g in cap.items())
     t._cache["fabric"] = fv
     return fv
 
