@@ -290,7 +290,15 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
         toks = _tokens(content, off)
         col0, first = toks[0]
         if first != label:
-            raise ParseError(source, ln + 1, f"expected the row of {label}, found {first!r}", col0)
+            # a row label fused with its first cell (`GPU1NV12`) is split when the rest is link words
+            rest = first[len(label):] if first.startswith(label) else ""
+            try:
+                fused = bool(rest) and _split_cell(rest) is not None
+            except ValueError:
+                fused = False
+            if not fused:
+                raise ParseError(source, ln + 1, f"expected the row of {label}, found {first!r}", col0)
+            toks = [(col0, label), (col0 + len(label), rest)] + toks[1:]
         cells: list[Link] = []
         k = 1
         while len(cells) < n:

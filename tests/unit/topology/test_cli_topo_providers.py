@@ -75,3 +75,37 @@ def test_capture_without_nvml_fails_in_one_line(monkeypatch):
 ])
 def test_detect_kind(name, kind):
     assert detect_kind(read_data(name)) == kind
+
+
+def test_import_nccl_xml_and_nvlink_speeds():
+    r = runner.invoke(app, ["topo", "import", "--from", "nccl-xml", str(data_path("simai_topo_8A100_4CX6.xml")),
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    assert {k: json.loads(r.stdout)[k] for k in ("gpus", "nics", "nvswitches")} == {"gpus": 8, "nics": 5,
+                                                                                   "nvswitches": 6}
+    r = runner.invoke(app, ["topo", "import", "--from", "nvidia-smi", "--host", "a100x4", "--json",
+                            str(data_path("unknown-repo_hgx-a100x4-80gb_roce-nic-rocep49s0.txt")),
+                            "--nvlink", str(data_path("stas00-mlengineering_h100_nvlink-status_abbrev.txt"))])
+    assert isinstance(r.exception, ParseError) and "elided" in str(r.exception)
+    from slurmtools.cli.topo_providers import build
+
+    t = build("nvidia-smi", str(data_path("unknown-repo_hgx-a100x4-80gb_roce-nic-rocep49s0.txt")), "a100x4",
+              nvlink=str(data_path("unknown-repo_hgx-a100x4-80gb_nvlink-s.txt")))
+    assert t.edge("gpu:a100x4:0", "nvswitch:a100x4:0").gbytes == 12 * 25.0
+
+
+def test_import_capture_file(tmp_path, monkeypatch):
+    from slurmtools.topology.nvml_capture import capture
+
+    from .test_provider_nvml import _anc, a100_mesh4, fake_nvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(a100_mesh4(), _anc(4, 1, 4)))
+    cap = capture("mesh01")
+    f = tmp_path / "mesh01.json"
+    f.write_text(json.dumps(cap.to_dict()))
+    r = runner.invoke(app, ["topo", "import", "--from", "capture", str(f), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["gpus"] == 4 and detect_kind(f.read_text()) == "capture"
+    f.write_text("{not json")
+    r = runner.invoke(app, ["topo", "import", "--from", "capture", str(f)])
+    assert isinstance(r.exception, ParseError) and r.exception.line == 1

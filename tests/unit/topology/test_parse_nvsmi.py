@@ -133,7 +133,7 @@ def test_comment_prefix_prompt_and_fused_cells():
             "#\tGPU0\tGPU1\tGPU2\tNIC0\tCPU Affinity\tNUMA Affinity\n"
             "#GPU0\t X NV2\tPXBNODE\t0-7\t0\n"
             "#GPU1\tNV2\t XPXB\tSYS\t0-7\t0\n"
-            "#GPU2\tPXB\tPXB\tXSYS\t8-15\t1\n"
+            "#GPU2PXB\tPXB\tXSYS\t8-15\t1\n"
             "#NIC0\tNODE\tSYS\tSYS\t X \n")
     m = parse_topo_matrix(text)
     assert m.nvlinks(0, 1) == 2 and m.link("GPU0", "GPU2").kind == "PXB"
@@ -151,6 +151,7 @@ def test_legacy_soc_reads_as_sys():
     ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7\nGPU1\tNV2SYS\t0-7\n", 3, 6, "expected X (the device itself)"),
     ("\tGPU0\tGPU1\nGPU0\t X \tPXBNODE\n", 2, 10, "splits into 2 cells"),
     ("\tGPU0\tGPU1\nGPU0\t X \tQPI\n", 2, 10, "expected a link class"),
+    ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU10\tNV2\t X \n", 3, 1, "expected the row of GPU1, found 'GPU10'"),
     ("\tGPU0\tGPU1\nGPU0\t X \tNV2\n\nLegend:\n", 3, None, "expected the row of GPU1"),
     ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tNV2\tPIX\n", 3, 10, "expected X"),
     ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7x\nGPU1\tNV2\t X \t0-7\n", 2, 14, "CPU Affinity"),
