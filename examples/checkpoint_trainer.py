@@ -38,12 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("log")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--step-seconds", type=float, default=0.2)
+    ap.add_argument("--restart-step-seconds", type=float, default=None,
+                    help="step time once restarted (SLURM_RESTART_COUNT>0); the result does not depend on it")
     ap.add_argument("--every", type=int, default=0, help="also save every K steps (0: only on a signal)")
     ap.add_argument("--keep", type=int, default=3)
     ap.add_argument("--format", default="pickle")
     a = ap.parse_args(argv)
 
     restart = os.environ.get("SLURM_RESTART_COUNT", "0")
+    pause = a.restart_step_seconds if restart != "0" and a.restart_step_seconds is not None else a.step_seconds
 
     def log(line: str) -> None:
         with open(a.log, "a") as f:
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     state = ckpt.load() or {"step": 0, "acc": 1}
     log(f"start from={state['step']} job={os.environ.get('SLURM_JOB_ID', '-')} pid={os.getpid()}")
     for step in range(state["step"], a.steps):
-        time.sleep(a.step_seconds)
+        time.sleep(pause)
         state = {"step": step + 1, "acc": step_fn(state["acc"], step)}
         log(f"step {step}")
         if ckpt.should_stop():

@@ -1,0 +1,167 @@
+"""Checkpoint-on-signal end to end in the real Slurm lab: preemption and the time-limit warning.
+
+A plain-Python trainer (examples/checkpoint_trainer.py) runs as labuser through the batch wiring
+(slurmtools/checkpoint_wiring.sh). Facts these tests rely on (Slurm 22.05, measured): the batch shell is warned
+by `--signal=B:USR1@lead` and, with preempt_send_user_signal, by the same signal at preemption; a requeued job
+waits ~120 s unless its StartTime is set to now; its rerun has SLURM_RESTART_COUNT=1. Timers tick every 30 s.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TRAINER = REPO / "examples" / "checkpoint_trainer.py"
+WIRING = REPO / "slurmtools" / "checkpoint_wiring.sh"
+sys.path.insert(0, str(REPO / "examples"))
+import checkpoint_trainer  # noqa: E402
+
+pytestmark = pytest.mark.lab
+USER = "labuser"
+
+
+def workdir(lab, name: str) -> Path:
+    d = lab.jobs_dir / f"ckpt-{name}-{int(time.time() * 1000)}"
+    d.mkdir()
+    d.chmod(0o777)
+    return d
+
+
+def submit_trainer(lab, d: Path, *, qos: str, node: str, limit: str, lead: int, steps: int, step_s: float,
+                   restart_step_s: float, exclusive: bool) -> int:
+    script = d / "train.sbatch"
+    script.write_text(f"""#!/bin/bash
+#SBATCH --signal=B:USR1@{lead}
+#SBATCH --requeue
+source {WIRING}
+echo "batch restart=${{SLURM_RESTART_COUNT:-0}} node=$SLURMD_NODENAME"
+slurmtools_run /usr/bin/python3 {TRAINER} {d}/ck {d}/log --steps {steps} --step-seconds {step_s} \\
+    --restart-step-seconds {restart_step_s}
+echo "batch rc=$?"
+""")
+    script.chmod(0o755)
+    excl = "--exclusive --gres=gpu:h100:8" if exclusive else "--gres=gpu:h100:1"
+    out = lab.sh(f"sbatch --parsable -J ckpt-{qos} -p gpu --qos={qos} -A nlp -w {node} {excl} -t {limit} "
+                 f"-o {d}/out-%j.txt {script}", user=USER).stdout.strip()
+    return int(out.split(";")[0])
+
+
+def log_lines(d: Path) -> list[str]:
+    p = d / "log"
+    return p.read_text().splitlines() if p.exists() else []
+
+
+def wait_log(d: Path, pred, timeout: float, what: str) -> list[str]:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        lines = log_lines(d)
+        if pred(lines):
+            return lines
+        time.sleep(0.3)
+    raise AssertionError(f"trainer log never showed {what} within {timeout}s: {log_lines(d)[-5:]}")
+
+
+def field(line: str, key: str) -> str:
+    m = re.search(rf"(?:^|\s){key}=(\S+)", line)
+    assert m, f"{key}= missing in {line!r}"
+    return m.group(1)
+
+
+def job_record(lab, job: int) -> dict[str, str]:
+    out = lab.sh(f"scontrol show job -o {job}").stdout
+    return dict(tok.split("=", 1) for tok in out.split() if "=" in tok)
+
+
+def grace_seconds(lab, qos: str) -> int:
+    g = lab.sh(f"sacctmgr -n -P show qos {qos} format=gracetime").stdout.strip()
+    h, m, s = (int(x) for x in g.split("-")[-1].split(":"))
+    return h * 3600 + m * 60 + s
+
+
+def check_resumed_run(d: Path, steps: int, cause: str) -> tuple[list[str], int]:
+    """Common end-state checks: one save with `cause`, a rerun with SLURM_RESTART_COUNT=1 from that step, the
+    uninterrupted result, and at most one step done twice."""
+    lines = log_lines(d)
+    saved = [ln for ln in lines if " saved " in ln]
+    assert len(saved) == 1, lines[-10:]
+    assert field(saved[0], "cause") == cause and field(saved[0], "signal") == "USR1"
+    saved_step = int(field(saved[0], "step"))
+    starts = [ln for ln in lines if " start " in ln]
+    assert [field(s, "restart") for s in starts] == ["0", "1"], starts
+    assert field(starts[1], "from") == str(saved_step)
+    done = [ln for ln in lines if " done " in ln]
+    assert len(done) == 1 and field(done[0], "restart") == "1"
+    assert int(field(done[0], "result")) == checkpoint_trainer.expected(steps)
+    ran = [int(ln.split(" step ")[1]) for ln in lines if " step " in ln]
+    assert set(ran) == set(range(steps))
+    assert len(ran) - steps <= 1  # at most one step lost (done twice)
+    return lines, saved_step
+
+
+def test_preempted_scavenger_saves_within_grace_requeues_and_resumes(lab):
+    d = workdir(lab, "preempt")
+    steps = 300
+    job = submit_trainer(lab, d, qos="scavenger", node="gpu13", limit="10", lead=60, steps=steps, step_s=0.2,
+                         restart_step_s=0.02, exclusive=True)
+    wait_log(d, lambda ls: sum(" step " in ln for ln in ls) >= 20, 90, "20 steps")
+    grace = grace_seconds(lab, "scavenger")
+    t0 = time.time()
+    prod = int(lab.sh("sbatch --parsable -J prod -p gpu --qos=production -A nlp -w gpu13 --exclusive "
+                      f"--gres=gpu:h100:8 -t 5 -o {d}/prod-%j.txt --wrap 'sleep 3'", user=USER).stdout.strip())
+    lines = wait_log(d, lambda ls: any(" saved " in ln for ln in ls), grace + 30, "a save after preemption")
+    saved = next(ln for ln in lines if " saved " in ln)
+    assert field(saved, "cause") == "preempted", saved
+    assert float(field(saved, "t")) - t0 <= grace, "checkpoint not written within GraceTime"
+    assert any("got_SIGUSR1:_preempted_(PreemptTime=" in ln for ln in lines)
+    lab.wait_state(job, "PENDING", 60)
+    rec = job_record(lab, job)
+    assert rec["Restarts"] == "1", rec
+    lab.sh(f"scontrol update JobId={job} StartTime=now")
+    lab.wait_state(prod, "COMPLETED", 120)
+    lab.wait_state(job, "COMPLETED", 120)
+    check_resumed_run(d, steps, "preempted")
+    out = (d / f"out-{job}.txt").read_text()
+    assert "batch restart=1" in out and "batch rc=0" in out
+    # the epilog saw the requeue and wrote it to the decision log and one record per run
+    events = decisions(lab, job)
+    assert "requeued" in [e["event"] for e in events], events
+    spool = lab.dir / "spool" / "slurmtools" / "jobs"
+    recs = [json.loads((spool / f"{job}.{run}.gpu13.json").read_text()) for run in (0, 1)]
+    assert [r["qos"] for r in recs] == ["scavenger", "scavenger"] and recs[0]["user"] == USER
+
+
+def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab):
+    d = workdir(lab, "timelimit")
+    steps = 600  # 120 s at 0.2 s/step: always longer than the warning (sent 30-90 s into a 2-minute limit)
+    job = submit_trainer(lab, d, qos="standard", node="gpu14", limit="2", lead=60, steps=steps, step_s=0.2,
+                         restart_step_s=0.02, exclusive=False)
+    lines = wait_log(d, lambda ls: any(" saved " in ln for ln in ls), 150, "a save at the time-limit warning")
+    saved = next(ln for ln in lines if " saved " in ln)
+    assert field(saved, "cause") == "time_limit", saved
+    assert any("msg requeued_job_" in ln for ln in lines), lines[-5:]
+    lab.wait_state(job, "PENDING", 60)
+    assert job_record(lab, job)["Restarts"] == "1"
+    lab.sh(f"scontrol update JobId={job} StartTime=now")
+    lab.wait_state(job, "COMPLETED", 120)
+    check_resumed_run(d, steps, "time_limit")
+    assert "batch restart=1" in (d / f"out-{job}.txt").read_text()
+
+
+def decisions(lab, job: int, timeout: float = 30) -> list[dict]:
+    from slurmtools import audit
+
+    end = time.monotonic() + timeout
+    found: list[dict] = []
+    while time.monotonic() < end:
+        found = [e for e in audit.read(lab.dir / "spool" / "slurmtools" / audit.LOG_NAME, strict=True)
+                 if e["job"] == job]
+        if found:
+            return found
+        time.sleep(0.5)
+    return found

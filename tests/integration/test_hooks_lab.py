@@ -1,0 +1,112 @@
+"""Prolog/epilog in the real Slurm lab: a failing GPU drains its node with a reason naming the GPU; odd jobs never
+drain a node; the epilog's per-job record carries what only Slurm knows (the QoS).
+
+The lab has no GPUs and no NVML, so the fault comes from the root-owned lab fault file the prolog honours
+(slurmtools/hooks/gpuhealth.py); everything else (slurmd running the prolog as root, the drain, the held requeue)
+is the real Slurm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from slurmtools.hooks.gpuhealth import FAKE_NAME
+
+pytestmark = pytest.mark.lab
+USER = "labuser"
+
+
+def node_info(lab, node: str) -> dict[str, str]:
+    out = lab.sh(f"scontrol show node -o {node}").stdout
+    info: dict[str, str] = {}
+    key = None
+    for tok in out.split():  # Reason=... may contain spaces: glue words without '=' to the previous value
+        if "=" in tok and tok.split("=", 1)[0].isidentifier():
+            key, val = tok.split("=", 1)
+            info[key] = val
+        elif key:
+            info[key] += " " + tok
+    return info
+
+
+def wait_node(lab, node: str, pred, timeout: float) -> dict[str, str]:
+    end = time.monotonic() + timeout
+    info: dict[str, str] = {}
+    while time.monotonic() < end:
+        info = node_info(lab, node)
+        if pred(info):
+            return info
+        time.sleep(0.5)
+    raise AssertionError(f"{node} never reached the expected state in {timeout}s: {info}")
+
+
+@pytest.fixture
+def fault_file(lab):
+    path = lab.dir / "etc" / FAKE_NAME
+
+    def write(doc: dict) -> Path:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+        return path
+
+    yield write
+    path.unlink(missing_ok=True)
+
+
+def test_failing_gpu_drains_its_node_with_the_reason(lab, fault_file):
+    node = "gpu15"
+    fault_file({"nodes": {node: {"count": 8, "faults": {"5": {"ecc_uncorrected": 3}}}}})
+    job = int(lab.sh(f"sbatch --parsable -J sick -p gpu --qos=production -A nlp -w {node} --gres=gpu:h100:8 "
+                     f"-t 5 -o /dev/null --wrap 'true'", user=USER).stdout.strip())
+    try:
+        info = wait_node(lab, node, lambda i: "DRAIN" in i.get("State", ""), 60)
+        assert "GPU 5 (GPU-fake-gpu15-5) has 3 uncorrected ECC errors" in info.get("Reason", ""), info
+        lab.wait_state(job, "PENDING", 60)  # Slurm requeues the job held after a prolog failure
+        rec = lab.sh(f"scontrol show job -o {job}").stdout
+        assert "launch_failed_requeued_held" in rec, rec
+        from slurmtools import audit
+        events = [e for e in audit.read(lab.dir / "spool" / "slurmtools" / audit.LOG_NAME)
+                  if e["event"] == "node_drained" and e["job"] == job]
+        assert events and events[0]["details"]["node"] == node
+    finally:
+        lab.sh(f"scancel {job}", check=False)
+        lab.sh(f"scontrol update nodename={node} state=resume", check=False)
+    wait_node(lab, node, lambda i: "DRAIN" not in i.get("State", ""), 60)
+
+
+ODD_JOBS = [
+    "--comment='$(reboot); `id` \"quoted\" \\\\back' --wrap 'true'",
+    "-J 'na me;|&' --wrap 'true'",
+    "--chdir=/tmp --wrap 'true'",
+    "--gres=gpu:h100:3 --wrap 'exit 7'",
+    "--wrap 'kill -9 $$'",
+    "-o '/tmp/lab-odd-%j with space \u00e9.out' --wrap 'true'",
+]
+
+
+def test_odd_jobs_never_drain_a_healthy_node_and_get_records(lab, fault_file):
+    node = "gpu16"
+    fault_file({"nodes": {"gpu15": {"count": 8, "faults": {"1": {"lost": True}}}}})  # another node's fault
+    ids = []
+    for opts in ODD_JOBS:
+        out = lab.sh(f"sbatch --parsable -p gpu --qos=production -A nlp -w {node} -t 2 -o /dev/null {opts}",
+                     user=USER).stdout.strip()
+        ids.append(int(out))
+    for j in ids:
+        lab.wait_state(j, {"COMPLETED", "FAILED"}, 90)
+    info = node_info(lab, node)
+    assert "DRAIN" not in info["State"] and info.get("Reason", "") in ("", "(null)"), info
+    spool = lab.dir / "spool" / "slurmtools" / "jobs"
+    for j in ids:
+        rec = json.loads((spool / f"{j}.0.{node}.json").read_text())
+        assert rec["job"] == j and rec["user"] == USER and rec["qos"] == "production" and rec["node"] == node
+    rec = json.loads((spool / f"{ids[3]}.0.{node}.json").read_text())
+    assert len(set(rec["gpus"])) == 3 and set(rec["gpus"]) <= set(range(8))  # the jobs share the node
+    assert rec["exit_code"] == "7:0"
