@@ -81,6 +81,8 @@ def render_job_submit(
     audit_log: Optional[str] = typer.Option(None, "--audit-log", help="JSON-lines log of refusals (default: the "
                                                                       "audit log under the site's spool_dir)"),
     usage_ttl: int = typer.Option(60, "--usage-ttl", min=0, help="Seconds the Lua keeps the usage table"),
+    log_only: bool = typer.Option(False, "--log-only", help="Shadow mode for rollout: log and audit what would be "
+                                                           "refused, refuse and change nothing"),
 ) -> None:
     """Generate job_submit.lua from the site: the same policies and messages as `slurmtools submit`."""
     import os
@@ -90,7 +92,8 @@ def render_job_submit(
     s, fabric = _site_fabric(site)
     uf = usage_file or os.path.join(os.path.dirname(os.path.abspath(output)) if output else _slurm_etc(),
                                     "slurmtools_usage.lua")
-    r = render(s, fabric, usage_file=uf, audit_log=audit_log or _default_audit_log(s), usage_ttl=usage_ttl)
+    r = render(s, fabric, usage_file=uf, audit_log=audit_log or _default_audit_log(s), usage_ttl=usage_ttl,
+               enforce=not log_only)
     if r.cli_only:
         typer.echo(f"slurmtools: note: policies {', '.join(r.cli_only)} have no Lua form; only the CLI enforces "
                    f"them", err=True)

@@ -67,7 +67,8 @@ class RenderedJobSubmit:
 
 
 def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: str | None = None,
-                      audit_log: str | None = None, usage_ttl: int = 60) -> RenderedJobSubmit:
+                      audit_log: str | None = None, usage_ttl: int = 60, enforce: bool = True) -> RenderedJobSubmit:
+    """`enforce=False` renders shadow mode: every decision is logged and audited, no job is refused or changed."""
     import jinja2
 
     from slurmtools.policy.base import load_policies
@@ -82,6 +83,7 @@ def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: 
         site_name=_comment(site.name), site_source=_comment(str(site.source)), site_name_lua=_lua_str(site.name),
         rules=lua_literal(rules), messages=lua_literal(MESSAGES), signal_numbers=lua_literal(SIGNAL_NUMBERS),
         usage_file=lua_literal(usage_file), audit_log=lua_literal(audit_log), usage_ttl=int(usage_ttl),
+        enforce="true" if enforce else "false",
     )
     if cli_only:
         note = "-- CLI-only policies (no Lua twin, not enforced here): " + _comment(", ".join(cli_only)) + "\n"

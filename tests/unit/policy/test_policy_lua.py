@@ -75,3 +75,13 @@ def test_nasty_site_names_stay_inside_lua_strings(site, fabric, tmp_path):
     got = run_lua(text, [job_desc(JobRequest.from_sbatch(["-A", "vision", "-q", "production",
                                                           "--gres=gpu:h100:1"]))], tmp_path)
     assert got[0]["rc"] == 0
+
+
+def test_log_only_mode_refuses_nothing_but_audits(site, fabric, tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    text = render_job_submit(site, fabric, audit_log=str(audit), enforce=False).text
+    req = JobRequest.from_sbatch(["-A", "vision", "--gres=gpu:8"])
+    got = run_lua(text, [job_desc(req)], tmp_path)
+    assert got[0]["rc"] == 0 and got[0]["user"] == "" and got[0]["partition"] == "" and got[0]["qos"] == ""
+    line = json.loads(audit.read_text())
+    assert line["event"] == "admission_would_refuse" and line["policy"] == "gpu_type"
