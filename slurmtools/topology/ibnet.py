@@ -189,8 +189,7 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
 
 # -------------------------------------------------------------------------------------------- decisions
 
-@dataclass(frozen=True)
-class Hca:
+class Hca(NamedTuple):
     """A host's adapter in the compute fabric, with the leaf it is cabled to."""
 
     host: str
@@ -280,10 +279,12 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         if exclude_hca and any(fnmatch.fnmatchcase(name, p) for p in exclude_hca):
             excluded.append(node)
             continue
+        host = m.group("host")
         for c in cables_of.get(g, ()):
             sw = c.b if c.a == g else c.a
             if sw in switches:
-                hcas.append(Hca(m.group("host"), name, g, fabric.port_guids.get(g, ()), sw, c.spec, c.gbytes))
+                hcas.append(Hca(host, name, g, fabric.port_guids.get(g, ()), sw, f"{c.width}x{c.speed}",
+                                c.width * IB_LANE_GBYTES[c.speed]))
     # Leaves: switches cabled to a host adapter, mapped or not (a CA whose description was never set is still
     # a host); SHARP aggregation nodes sit inside every switch and say nothing about its level.
     # Switches whose only adapters are excluded ones (storage leaves) leave the compute fabric with them.
