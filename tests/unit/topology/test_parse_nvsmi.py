@@ -245,3 +245,13 @@ def test_nvswitch_board_versus_mesh():
     assert not list(c.of_kind("nvswitch")) and q.nvlink_count(t, "gpu:dgx:0", "gpu:dgx:5") == 12
     assert c.edge("gpu:v100:0", "gpu:v100:3").links == 2 and c.edge("gpu:v100:0", "gpu:v100:3").gbytes == 51.562
     assert not c.g.has_edge("gpu:v100:0", "gpu:v100:5")
+
+
+def test_sixteen_gpus_space_aligned():
+    n = 16
+    head = "        " + "".join(f"GPU{i:<6}" for i in range(n)) + "CPU Affinity    NUMA Affinity\n"
+    rows = "".join(f"GPU{a:<5}" + "".join(" X    " if a == b else "NV12  " for b in range(n))
+                   + f"{0 if a < 8 else 48}-{47 if a < 8 else 95}    {a // 8}\n" for a in range(n))
+    m = parse_topo_matrix(head + rows, "dgx2.txt")
+    assert len(m.gpus) == 16 and m.nvlinks(3, 15) == 12 and m.gpu(12).numa_affinity == frozenset({1})
+    assert m.gpu(15).cpu_affinity == frozenset(range(48, 96))
