@@ -30,13 +30,15 @@ def eligible_by_leaf(view: ClusterView, need: HostNeed) -> dict[str, list[str]]:
     """Hosts under each leaf that can take `need` now, most-used first (best fit inside a leaf)."""
     out: dict[str, list[str]] = {}
     hosts = view.hosts
+    g, c, m, t = need.gpus, need.cpus, need.mem_mb, need.node_type
+    # whole-host needs leave nothing to order; partial ones prefer the hosts with the fewest free GPUs
+    partial = any(nt.gpus > g for n, nt in view.node_types.items() if t is None or n == t)
     for leaf, members in view.leaves.items():
         ok = [h for h in members
-              if (s := hosts[h]).gpus_free >= need.gpus and s.cpus_free >= need.cpus and s.mem_free_mb >= need.mem_mb
-              and (need.node_type is None or s.node_type == need.node_type)]
+              if (s := hosts[h]).gpus_free >= g and s.cpus_free >= c and s.mem_free_mb >= m
+              and (t is None or s.node_type == t)]
         if ok:
-            first = hosts[ok[0]].gpus_free
-            if any(hosts[h].gpus_free != first for h in ok):
+            if partial:
                 ok.sort(key=lambda h: hosts[h].gpus_free)  # stable: fabric order among equals
             out[leaf] = ok
     return out
@@ -77,10 +79,11 @@ def choose_leaves(capacities: Mapping[str, int], k: int) -> list[str] | None:
     n = min_leaves(list(capacities.values()), k)
     if n is None:
         return None
-    remaining = sorted(capacities.items(), key=lambda kv: (kv[1], _natural(kv[0])))  # ascending
+    # ascending capacity; ties keep the caller's (fabric) order
+    remaining = [(leaf, c) for c, _, leaf in sorted((c, i, leaf) for i, (leaf, c) in enumerate(capacities.items()))]
     need, slots, chosen = k, n, []
+    caps_desc = sorted((c for _, c in remaining), reverse=True)
     while need > 0:
-        caps_desc = sorted((c for _, c in remaining), reverse=True)
         top_s = sum(caps_desc[:slots])
         top_s1 = sum(caps_desc[:slots - 1])
         kth = caps_desc[slots - 1] if slots - 1 < len(caps_desc) else 0
@@ -92,6 +95,7 @@ def choose_leaves(capacities: Mapping[str, int], k: int) -> list[str] | None:
                 need -= c
                 slots -= 1
                 del remaining[i]
+                caps_desc.remove(c)
                 break
         else:  # cannot happen when n is right; guard against a silent wrong answer
             raise AssertionError("leaf packing invariant broken")
@@ -114,12 +118,45 @@ def pack(view: ClusterView, need: HostNeed, k: int, spread_ok: bool = False) -> 
     return hosts
 
 
+def pack_empty(view: ClusterView, need: HostNeed, k: int) -> list[str] | None:
+    """`pack` on the same cluster with nothing running: every host of the node type whose size fits `need`.
+    Computed from sizes alone, without building an idle copy of the view."""
+    nts = view.node_types
+    ok_types = frozenset(n for n, nt in nts.items() if (need.node_type is None or n == need.node_type)
+                         and nt.gpus >= need.gpus and nt.cpus >= need.cpus and nt.memory_mb >= need.mem_mb)
+    elig = {}
+    one = next(iter(ok_types)) if len(ok_types) == 1 else None
+    for leaf, per in view.layout().items():
+        if one is not None:
+            elig[leaf] = per.get(one, [])  # read only below
+            continue
+        hs = [h for t in ok_types for h in per.get(t, ())]
+        if len(ok_types) > 1:
+            order = {h: i for i, h in enumerate(view.leaves[leaf])}
+            hs.sort(key=order.__getitem__)
+        elig[leaf] = hs
+    if k == 1:
+        flat = [h for hs in elig.values() for h in hs]
+        return flat[:1] or None
+    leaves = choose_leaves({leaf: len(hs) for leaf, hs in elig.items() if hs}, k)
+    if leaves is None:
+        return None
+    out: list[str] = []
+    for leaf in leaves:
+        out.extend(elig[leaf][:k - len(out)])
+    return out
+
+
 def first_fit(view: ClusterView, need: HostNeed, k: int) -> list[str] | None:
-    """The topology-blind baseline: the first k eligible hosts in name order."""
-    ok = [h for h in sorted(view.hosts, key=_natural)
-          if (s := view.hosts[h]).gpus_free >= need.gpus and s.cpus_free >= need.cpus and s.mem_free_mb >= need.mem_mb
-          and (need.node_type is None or s.node_type == need.node_type)]
-    return ok[:k] if len(ok) >= k else None
+    """The topology-blind baseline: the first k eligible hosts in the fabric's (name) order."""
+    ok: list[str] = []
+    g, c, m, t = need.gpus, need.cpus, need.mem_mb, need.node_type
+    for h, s in view.hosts.items():
+        if s.gpus_free >= g and s.cpus_free >= c and s.mem_free_mb >= m and (t is None or s.node_type == t):
+            ok.append(h)
+            if len(ok) == k:
+                return ok
+    return None
 
 
 def leaves_of(view: ClusterView, hosts: Sequence[str]) -> list[str]:

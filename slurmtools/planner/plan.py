@@ -6,6 +6,7 @@ list of upcoming GPU releases; the templates render the plan.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import math
 import re
@@ -15,7 +16,7 @@ from typing import Mapping, Sequence
 from slurmtools.durations import human, slurm_time
 from slurmtools.errors import ConfigError
 from slurmtools.hostlist import compress, expand
-from slurmtools.planner.packing import HostNeed, first_fit, leaves_of, min_leaves, pack, eligible_by_leaf
+from slurmtools.planner.packing import HostNeed, eligible_by_leaf, first_fit, leaves_of, min_leaves, pack, pack_empty
 from slurmtools.planner.quality import Estimate, estimate
 from slurmtools.planner.request import BEST_TIER, JobRequest, RequestError
 from slurmtools.planner.view import ClusterView
@@ -124,8 +125,8 @@ def plan_job(request: JobRequest, site: Site, view: ClusterView, template: Templ
     """Choose partition, tier, shape, placement constraint, binding and environment for `request`."""
     partition = _partition(request, site)
     gpu_type = _gpu_type(request, site, partition)
-    pview = _restrict(view, set(expand(partition.nodes)), gpu_type)
-    node_types = sorted({s.node_type for s in pview.hosts.values()})
+    pview = _restrict(view, _hosts_of(partition.nodes), gpu_type)
+    node_types = sorted({t for per in pview.layout().values() for t in per})
     if not node_types:
         raise RequestError("--gpu-type", f"no host of partition {partition.name} has {gpu_type} GPUs in the fabric "
                                          f"{view.source or ''}".rstrip())
@@ -166,13 +167,12 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     need = HostNeed(gpn, cpus_per_gpu * gpn, mem_per_gpu * gpn, nt.name)
     spread_ok = r.comm == "independent"
 
-    empty = view.idle()
-    hosts_empty = pack(empty, need, nodes, spread_ok=False)
+    hosts_empty = pack_empty(view, need, nodes)
     if hosts_empty is None:
+        n_fit = len(pack_empty(view, need, 1) and [h for h, s in view.hosts.items() if s.node_type == nt.name] or [])
         raise RequestError("--gpus", f"{nodes} node(s) x {gpn} {gpu_type} GPUs do not fit in partition "
-                                     f"{part.name} even when it is empty ({_count_fit(empty, need)} hosts could take "
-                                     f"{gpn} GPUs each)")
-    leaves_empty = len(leaves_of(empty, hosts_empty))
+                                     f"{part.name} even when it is empty ({n_fit} {nt.name} hosts)")
+    leaves_empty = len(leaves_of(view, hosts_empty))
     hosts_now = pack(view, need, nodes, spread_ok=spread_ok)
     starts_now = hosts_now is not None
     if spread_ok:
@@ -182,7 +182,7 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     leaves_now = len(leaves_of(view, best_now_hosts)) if best_now_hosts else None
     ff = first_fit(view, need, nodes)
 
-    q_empty = estimate(empty, hosts_empty, gpn)
+    q_empty = estimate(view, hosts_empty, gpn)  # the estimate depends on where hosts are, not on what is free
     q_now = estimate(view, best_now_hosts, gpn) if best_now_hosts else Estimate(0.0, 0, 0, "does not fit now")
     q_plan = estimate(view, hosts_now, gpn) if hosts_now else q_now
     q_ff = estimate(view, ff, gpn) if ff else None
@@ -321,12 +321,24 @@ def _gpu_type(r: JobRequest, site: Site, part: Partition) -> str:
                                      "choose one")
 
 
+@functools.lru_cache(maxsize=32)
+def _hosts_of(expr: str) -> frozenset[str]:
+    return frozenset(expand(expr))
+
+
 def _restrict(view: ClusterView, hosts: set[str], gpu_type: str) -> ClusterView:
     from dataclasses import replace
 
-    keep = {h: s for h, s in view.hosts.items()
-            if h in hosts and view.node_types[s.node_type].gpu_type == gpu_type}
+    key = ("restrict", hosts, gpu_type)
+    if view.memo.get(key) is True:  # already known to keep every host
+        return view
+    ok_types = {n for n, nt in view.node_types.items() if nt.gpu_type == gpu_type}
+    if len(ok_types) == len(view.node_types) and hosts.issuperset(view.hosts):
+        view.memo[key] = True
+        return view
+    keep = {h: s for h, s in view.hosts.items() if s.node_type in ok_types and h in hosts}
     if len(keep) == len(view.hosts):
+        view.memo[key] = True
         return view
     leaves = {leaf: tuple(h for h in hs if h in keep) for leaf, hs in view.leaves.items()}
     return replace(view, hosts=keep, leaves={k: v for k, v in leaves.items() if v})

@@ -1,9 +1,11 @@
 """Placement quality: an estimate of the allreduce bandwidth a set of hosts gives, for comparing placements.
 
-The model (documented in docs/planner.md) is deliberately simple and monotone in what the planner controls:
+The model (documented in docs/planner.md) follows NCCL's bandwidth algorithm, the ring, laid out rail by rail:
 one host -> the GPUs' NVLink (or PCIe) bandwidth; several hosts -> each GPU's share of its host's HCAs, scaled
-down where a leaf's uplinks cannot carry the job's traffic leaving that leaf (the share of each host's peers
-that sit under other leaves). It ranks placements; it does not predict NCCL's absolute numbers.
+down where the ring leaves a leaf switch. A ring enters and leaves every leaf it visits once per rail, so the
+leaf's uplinks must carry one host's worth of bandwidth each way; the job is credited only its fair share of those
+uplinks (the fraction of the leaf's hosts it holds), because other jobs under the leaf use the rest. Few leaves
+and no thin slivers of a job under a leaf score best. It ranks placements; it does not predict NCCL's numbers.
 """
 
 from __future__ import annotations
@@ -37,14 +39,13 @@ def estimate(view: ClusterView, hosts: Sequence[str], gpus_per_host: int) -> Est
     host_net = nics_used * view.link_gbytes
     per_gpu = host_net / max(gpus_per_host, 1)
     per_leaf = Counter(view.hosts[h].leaf for h in hosts)
-    n = len(hosts)
     factor, where = 1.0, ""
     if len(per_leaf) > 1:
         for leaf, nl in per_leaf.items():
-            demand = nl * host_net * (n - nl) / (n - 1)
-            cap = view.leaf_uplink_gbytes.get(leaf, float("inf"))
-            if demand > 0 and cap / demand < factor:
-                factor, where = cap / demand, leaf
+            under = max(len(view.leaves.get(leaf, ())), nl)
+            share = view.leaf_uplink_gbytes.get(leaf, float("inf")) * nl / under
+            if share / host_net < factor:
+                factor, where = share / host_net, leaf
     leaves = list(per_leaf)
     hops = 2
     if len(leaves) > 1:
@@ -55,7 +56,8 @@ def estimate(view: ClusterView, hosts: Sequence[str], gpus_per_host: int) -> Est
                     hops = 6
     bw = min(intra, per_gpu * factor)
     if factor < 1.0:
-        what = f"uplinks of {where} ({view.leaf_uplink_gbytes[where]:g} GB/s shared by the job's hosts there)"
+        what = (f"fair share of {where}'s uplinks ({per_leaf[where]} of its {len(view.leaves.get(where, ()))} hosts "
+                f"x {view.leaf_uplink_gbytes[where]:g} GB/s) for the ring leaving the leaf")
     elif per_gpu < intra:
         what = f"host network ({nics_used} x {view.link_gbytes:g} GB/s HCAs for {gpus_per_host} GPUs)"
     else:

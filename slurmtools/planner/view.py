@@ -18,7 +18,7 @@ NVLINK_GBYTES_PER_LINK = 25.0
 PCIE_GPU_GBYTES = 63.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HostState:
     name: str
     leaf: str
@@ -43,6 +43,8 @@ class ClusterView:
     source: str = ""
     #: node type -> GPU index -> nearest HCAs, from the topology graph's query; empty: the fabric file's rule
     nearest: Mapping[str, Mapping[int, tuple[str, ...]]] = field(default_factory=dict)
+    #: memo of derived tables that depend only on the layout (never on free GPUs); fresh on every copy
+    memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def nearest_nics(self, node_type: str, gpu: int) -> tuple[str, ...]:
         got = self.nearest.get(node_type, {}).get(gpu)
@@ -66,6 +68,24 @@ class ClusterView:
                                    cpus_free=min(nt.cpus, s.cpus_free + g * nt.cpus // max(nt.gpus, 1)),
                                    mem_free_mb=min(nt.memory_mb, s.mem_free_mb + g * nt.memory_mb // max(nt.gpus, 1)))
         return replace(self, hosts=hosts)
+
+    def layout(self) -> dict[str, dict[str, list[str]]]:
+        """leaf -> node type -> hosts (fabric order); derived once per view, it never depends on free GPUs."""
+        lay = self.memo.get("layout")
+        if lay is None:
+            hosts = self.hosts
+            lay = {}
+            for leaf, members in self.leaves.items():
+                types = [hosts[h].node_type for h in members]
+                if types and types.count(types[0]) == len(types):  # the usual case: one node type per leaf
+                    lay[leaf] = {types[0]: list(members)}
+                    continue
+                per: dict[str, list[str]] = {}
+                for h, t in zip(members, types):
+                    per.setdefault(t, []).append(h)
+                lay[leaf] = per
+            self.memo["layout"] = lay
+        return lay
 
     def host_gbytes(self, host: str) -> float:
         """Network bandwidth of one host: its HCAs times the link rate."""

@@ -1,0 +1,155 @@
+"""Planner benchmarks, printed as ratios measured side by side in one run.
+
+1. Plan latency: a 1,024-GPU request on a 16,384-host fat tree (512 leaves x 32 hosts, 16 spines, 8 GPUs and
+   8 HCAs per host) at 50% random occupancy. Goal: median <= 10 ms, excluding Slurm queries (the view is built
+   once from node states, as `slurmtools plan` does after its one sinfo call; its cost is printed separately).
+2. Placement quality over 1,000 random requests on random partly busy clusters: the planner's leaf count against
+   the exact optimum (an independent dynamic programme; goal: equal in every case) and against a
+   topology-blind first fit (leaf counts and estimated allreduce bandwidth).
+
+Run: .venv/bin/python benchmarks/bench_planner.py [--quick]
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from slurmtools.planner.packing import HostNeed, first_fit, leaves_of, min_leaves_dp  # noqa: E402
+from slurmtools.planner.plan import TemplateShape, plan_job  # noqa: E402
+from slurmtools.planner.quality import estimate  # noqa: E402
+from slurmtools.planner.request import JobRequest  # noqa: E402
+from slurmtools.planner.view import ClusterView, HostState  # noqa: E402
+from slurmtools.resources import example_site  # noqa: E402
+from slurmtools.site import load_site  # noqa: E402
+from slurmtools.topology.sitefile import NodeType  # noqa: E402
+
+NT = NodeType(name="dgx", gpu_type="h100", gpus=8, sockets=2, cores_per_socket=56, threads_per_core=1,
+              memory_mb=2_000_000, nvlink="nvswitch", nvlinks_per_gpu=18,
+              nics=tuple(f"mlx5_{i}" for i in range(8)), pcie_switches=4, features=())
+SHAPE = TemplateShape("torchrun")
+
+
+def fat_tree(leaves: int, per_leaf: int, busy: float, rng: random.Random, spines: int = 16,
+             uplinks: int = 16) -> ClusterView:
+    hosts, lv = {}, {}
+    n = 0
+    for i in range(leaves):
+        names = []
+        for _ in range(per_leaf):
+            n += 1
+            h = f"h{n:05d}"
+            if rng.random() < busy:
+                free = rng.choice((0, 0, 0, 2, 4, 6))  # mostly whole-host jobs, some partial
+            else:
+                free = 8
+            hosts[h] = HostState(h, f"leaf{i + 1}", NT.name, 8, free, 14 * free, 250_000 * free)
+            names.append(h)
+        lv[f"leaf{i + 1}"] = tuple(names)
+    sp = {leaf: tuple(f"spine{s + 1}" for s in range(spines)) for leaf in lv}
+    up = {leaf: uplinks * 50.0 * spines / spines * (per_leaf * 8 / (uplinks * 2)) for leaf in lv}  # 2:1 at the leaf
+    return ClusterView(hosts=hosts, leaves=lv, leaf_spines=sp, node_types={NT.name: NT}, link_gbytes=50.0,
+                       leaf_uplink_gbytes=up, live=True, source="synthetic fat tree")
+
+
+def bench_site(hosts_expr: str):
+    s = load_site(example_site())
+    part = replace(s.partitions["gpu"], nodes=hosts_expr)
+    tier = replace(s.tiers["production"], max_gpus_per_job=None, max_nodes=None, partitions=("gpu",))
+    return replace(s, partitions={"gpu": part}, tiers={"production": tier}, default_tier="production",
+                   accounts={})
+
+
+def latency(quick: bool) -> None:
+    rng = random.Random(1)
+    t0 = time.perf_counter()
+    view = fat_tree(512, 32, 0.5, rng)
+    build = time.perf_counter() - t0
+    site = bench_site(f"h[00001-{len(view.hosts):05d}]")
+    req = JobRequest(command=("python", "train.py"), gpus=1024, time_limit=3600, user="bench")
+    runs = 10 if quick else 50
+    plan_job(req, site, view, SHAPE)  # warm caches (hostlist expansion of the partition)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = plan_job(req, site, view, SHAPE)
+        times.append(time.perf_counter() - t)
+    cold = []
+    for _ in range(runs):
+        fresh = replace(view)  # same hosts, empty memo: the layout tables are derived again, as in one CLI call
+        t = time.perf_counter()
+        plan_job(req, site, fresh, SHAPE)
+        cold.append(time.perf_counter() - t)
+    med = statistics.median(times)
+    med_cold = statistics.median(cold)
+    print(f"[latency] warm = repeated plans on one view (layout tables memoised)")
+    print(f"[latency] 1,024 GPUs on {len(view.hosts):,} hosts / {len(view.leaves)} leaves, 50% random occupancy")
+    print(f"  plan median {med * 1000:.2f} ms (p90 {sorted(times)[int(runs * 0.9) - 1] * 1000:.2f} ms) over {runs} "
+          f"runs; goal 10 ms -> ratio median/goal = {med / 0.010:.2f} ({'MET' if med <= 0.010 else 'NOT MET'})")
+    print(f"  cold (first plan on a freshly built view, as one `slurmtools plan` call does): median "
+          f"{med_cold * 1000:.2f} ms -> ratio median/goal = {med_cold / 0.010:.2f} "
+          f"({'MET' if med_cold <= 0.010 else 'NOT MET'}); cold/warm = {med_cold / med:.2f}")
+    print(f"  plan: {p.nodes} hosts under {p.leaves_now} leaves (empty cluster {p.leaves_empty}); "
+          f"--switches={p.switches}")
+    print(f"  (not in the goal) building the view from node states: {build * 1000:.1f} ms")
+
+
+def quality(quick: bool) -> None:
+    rng = random.Random(7)
+    n_req = 200 if quick else 1000
+    equal = worse = 0
+    ff_more = 0
+    leaves_planner = leaves_ff = 0
+    bw_ratio = []
+    site_cache = {}
+    t0 = time.perf_counter()
+    for i in range(n_req):
+        n_leaves = rng.randint(2, 24)
+        per = rng.choice((4, 8, 16, 32))
+        view = fat_tree(n_leaves, per, rng.uniform(0.0, 0.9), rng, spines=2, uplinks=per * 4)
+        total = n_leaves * per
+        key = total
+        if key not in site_cache:
+            site_cache[key] = bench_site(f"h[00001-{total:05d}]")
+        site = site_cache[key]
+        whole = sum(1 for s in view.hosts.values() if s.gpus_free == 8)
+        if whole < 2:
+            continue
+        k = rng.randint(2, min(whole, 64))
+        req = JobRequest(command=("x",), gpus=8 * k, time_limit=3600, user="bench")
+        p = plan_job(req, site, view, SHAPE)
+        caps = [sum(1 for h in hs if view.hosts[h].gpus_free == 8) for hs in view.leaves.values()]
+        opt = min_leaves_dp(caps, k)
+        if p.leaves_now == opt:
+            equal += 1
+        else:
+            worse += 1
+            print(f"  MISMATCH request {i}: planner {p.leaves_now} leaves, optimum {opt}")
+        need = HostNeed(8, 112, 2_000_000, NT.name)
+        ff = first_fit(view, need, k)
+        nff = len(leaves_of(view, ff))
+        leaves_planner += p.leaves_now
+        leaves_ff += nff
+        ff_more += nff > p.leaves_now
+        bw_ratio.append(p.quality.plan.gbytes / estimate(view, ff, 8).gbytes)
+    done = equal + worse
+    el = time.perf_counter() - t0
+    print(f"[quality] {done} random whole-host requests on random partly busy trees ({el:.1f} s)")
+    print(f"  planner leaf count == exact optimum (DP): {equal}/{done} -> ratio {equal / done:.3f} "
+          f"({'MET' if worse == 0 else 'NOT MET'}: goal equal in every case)")
+    print(f"  first fit / planner leaves: {leaves_ff / leaves_planner:.3f} (summed); first fit used more leaves in "
+          f"{ff_more}/{done} requests")
+    print(f"  planner / first-fit estimated allreduce bandwidth: mean {statistics.mean(bw_ratio):.3f}, "
+          f"max {max(bw_ratio):.3f}, min {min(bw_ratio):.3f}")
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    latency(quick)
+    quality(quick)
