@@ -136,6 +136,17 @@ def render_node_picture(t: Topology, host: str, fmt: str = "svg") -> bytes:
     return _save(plt, fig, fmt)
 
 
+def _wrap(name: str, width: int = 12) -> str:
+    """Long switch names (A09-P1-IBLEAF-04-08) on two lines, broken at a separator near the middle."""
+    if len(name) <= width:
+        return name
+    cuts = [i for i, ch in enumerate(name) if ch in "-_.;:"]
+    if not cuts:
+        return name
+    mid = min(cuts, key=lambda i: abs(i - len(name) / 2))
+    return name[:mid + 1] + "\n" + name[mid + 1:]
+
+
 def render_fabric_picture(t: Topology, fmt: str = "svg") -> bytes:
     """Switches by level (top level at the top), each leaf with its host count, cables labelled with their
     count; a level wider than MAX_PER_LEVEL becomes one summary box with its oversubscription."""
@@ -149,8 +160,11 @@ def render_fabric_picture(t: Topology, fmt: str = "svg") -> bytes:
     top = max(by_level)
     loads = {lv.level: lv for lv in q.oversubscription(t)}
     widest = max(min(len(v), MAX_PER_LEVEL) for v in by_level.values())
+    longest = max((len(line) for names in by_level.values() if len(names) <= MAX_PER_LEVEL for s in names
+                   for line in _wrap(s).splitlines()), default=6)
+    unit = max(1.0, longest * 0.09)  # horizontal room per switch, so labels never overlap
     pos: dict[str, tuple[float, float]] = {}
-    plt, fig, ax = _figure(widest * 1.1 + 2, (top + 1) * 1.3 + 1)
+    plt, fig, ax = _figure(widest * unit * 1.1 + 2, (top + 1) * 1.3 + 1)
     for k, names in sorted(by_level.items()):
         names.sort(key=_natural)
         y = k * 1.5
@@ -159,12 +173,12 @@ def render_fabric_picture(t: Topology, fmt: str = "svg") -> bytes:
         if len(names) > MAX_PER_LEVEL:
             hosts = sum(1 for n in fv if n.startswith("host:")) if k == 0 else None
             text = f"level {k}: {len(names)} switches" + (f", {hosts} hosts" if hosts else "") + note
-            _box(ax, (widest - 1) / 2, y, text, "switch", w=max(widest * 0.8, 4), h=0.6)
+            _box(ax, (widest - 1) * unit / 2, y, text, "switch", w=max(widest * unit * 0.8, 4), h=0.6)
             continue
-        ax.text(-1.2, y, f"level {k}{note}", fontsize=7, ha="right", va="center")
+        ax.text(-1.2 * unit, y, f"level {k}{note}", fontsize=7, ha="right", va="center")
         off = (widest - len(names)) / 2
         for i, s in enumerate(names):
-            pos[s] = (off + i, y)
+            pos[s] = ((off + i) * unit, y)
     for a, b, d in fv.edges(data=True):
         if a.startswith("switch:") and b.startswith("switch:") and a[7:] in pos and b[7:] in pos:
             (x1, y1), (x2, y2) = pos[a[7:]], pos[b[7:]]
@@ -172,11 +186,11 @@ def render_fabric_picture(t: Topology, fmt: str = "svg") -> bytes:
     for s, (x, y) in pos.items():
         if levels[s] == 0:
             n = sum(1 for w in fv.adj[f"switch:{s}"] if w.startswith("host:"))
-            _box(ax, x, y, f"{s}\n{n} hosts", "leaf")
+            _box(ax, x, y, f"{_wrap(s)}\n{n} hosts", "leaf", w=0.9 * unit, h=0.7)
         else:
-            _box(ax, x, y, s, "switch")
+            _box(ax, x, y, _wrap(s), "switch", w=0.9 * unit, h=0.6)
     ax.set_title(f"fabric of {t.name}: {sum(1 for n in fv if n.startswith('host:'))} hosts, "
                  f"{len(levels)} switches in {top + 1} level(s)", fontsize=9)
-    ax.set_xlim(-3, widest + 0.5)
+    ax.set_xlim(-3 * unit, widest * unit + 0.5)
     ax.set_ylim(-0.8, top * 1.5 + 0.8)
     return _save(plt, fig, fmt)
