@@ -59,17 +59,14 @@ def _write_atomic(path: str, text: str) -> None:
 
 
 def _default_audit_log(site) -> str:
-    try:
-        from slurmtools import audit
+    """The decision log slurmtools.audit writes ($SLURMTOOLS_AUDIT_LOG, else decisions.jsonl in the spool)."""
+    import os
 
-        path = getattr(audit, "DEFAULT_PATH", None) or getattr(audit, "default_path", None)
-        if callable(path):
-            path = path()
-        if path:
-            return str(path)
-    except ImportError:
-        pass
-    return str(site.spool_dir / "audit.jsonl")
+    from slurmtools import audit
+
+    if os.environ.get("SLURMTOOLS_AUDIT_LOG") or os.environ.get("SLURMTOOLS_SPOOL_DIR"):
+        return str(audit.default_path())
+    return str(site.spool_dir / audit.LOG_NAME)
 
 
 def render_job_submit(
@@ -78,8 +75,9 @@ def render_job_submit(
     usage_file: Optional[str] = typer.Option(None, "--usage-file",
                                              help="Budget usage table the Lua loads (default: slurmtools_usage.lua "
                                                   "beside slurm.conf; written by `admin policy refresh-usage`)"),
-    audit_log: Optional[str] = typer.Option(None, "--audit-log", help="JSON-lines log of refusals (default: the "
-                                                                      "audit log under the site's spool_dir)"),
+    audit_log: Optional[str] = typer.Option(None, "--audit-log", help="Decision log for refusals (default: "
+                                                                      "$SLURMTOOLS_AUDIT_LOG, else decisions.jsonl in "
+                                                                      "the site's spool_dir)"),
     usage_ttl: int = typer.Option(60, "--usage-ttl", min=0, help="Seconds the Lua keeps the usage table"),
     log_only: bool = typer.Option(False, "--log-only", help="Shadow mode for rollout: log and audit what would be "
                                                            "refused, refuse and change nothing"),

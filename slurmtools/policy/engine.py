@@ -55,7 +55,8 @@ def _audit(event: str, request: JobRequest, decision: Decision, **details) -> No
     except ImportError:  # the audit log module is optional for the policy layer
         return
     try:
-        record(event, user=request.user_name, account=request.effective_account, qos=request.qos,
-               policy=decision.policy, message=decision.message, **details)
+        record(event, user=request.user_name,
+               details={"account": request.effective_account, "qos": request.qos, "policy": decision.policy,
+                        "message": decision.message, **details})
     except Exception:  # an audit failure must never change an admission decision
         pass

@@ -141,7 +141,9 @@ def test_differential_python_vs_job_submit_lua(lab, policy_lab):
           f"by sbatch before the controller")
     assert denied >= 100 and allowed >= 80 and slurm_own <= len(cases) // 10, (denied, allowed, slurm_own)
     # every refusal reached the audit log from inside slurmctld
-    events = [json.loads(x) for x in policy_lab["audit"].read_text().splitlines()]
+    from slurmtools import audit as audit_log
+
+    events = list(audit_log.read(policy_lab["audit"], strict=True))
     refused = [e for e in events if e["event"] == "admission_refused"]
     assert len(refused) >= denied and all(e["user"] == USER for e in refused)
 

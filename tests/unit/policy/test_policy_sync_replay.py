@@ -120,3 +120,18 @@ def test_check_cli_explains_and_exits_nonzero_on_refusal():
     res = CliRunner().invoke(app, ["admin", "policy", "check", "--no-usage", "--", "-A", "vision", "-q", "production",
                                    "--gres=gpu:h100:8"])
     assert res.exit_code == 0 and res.output.strip() == "allowed with changes partition=gpu (routing)"
+
+
+def test_preflight_writes_refusals_to_the_decision_log(site, tmp_path, monkeypatch):
+    from slurmtools import audit
+    from slurmtools.policy import JobRequest, preflight
+
+    log = tmp_path / "decisions.jsonl"
+    monkeypatch.setenv("SLURMTOOLS_AUDIT_LOG", str(log))
+    d = preflight(JobRequest.from_sbatch(["-A", "vision", "--gres=gpu:8"], user="alice"), site, None)
+    assert d.action == "deny"
+    (rec,) = list(audit.read(log, strict=True))
+    assert (rec["event"], rec["user"], rec["details"]["policy"], rec["details"]["source"]) == \
+        ("admission_refused", "alice", "gpu_type", "cli")
+    assert preflight(JobRequest.from_sbatch(["-A", "vision", "-q", "production", "--gres=gpu:h100:1"]), site, None).allowed
+    assert len(list(audit.read(log))) == 1
