@@ -384,10 +384,36 @@ class Checkpointer:
         and never run again. Exit code 0 unless given.
         """
         cause = self.cause
+        if cause is not None and self.rank == 0:
+            self._report(cause)
         if self.requeue_enabled and cause is not None and cause.kind in ("time_limit", "preempted"):
             self.requeue()
         sys.stdout.flush()
         sys.exit(0 if code is None else code)
+
+
+    def _report(self, cause: StopCause) -> None:
+        """Leave the cause in the job's scratch folder: the epilog (root) puts it in the decision log.
+
+        Why: after `scontrol requeue` Slurm no longer shows PreemptTime, so only the job knows it was preempted;
+        the epilog logs it as reported by the job, next to the requeue that Slurm itself confirms.
+        """
+        if not self.job_id:
+            return
+        d = job_scratch_path(self.job_id)
+        try:
+            d.mkdir(mode=0o700, exist_ok=True)
+            body = json.dumps({"kind": cause.kind, "signal": cause.signal, "received_at": round(cause.received_at, 3),
+                               "evidence": cause.evidence[:500]}).encode()
+            atomic_write(d / "stop.json", lambda f: f.write(body), mode=0o600)
+        except OSError as e:
+            self.log(f"stop report not written to {d}: {e.strerror or e}")
+
+
+def job_scratch_path(job_id: str | int) -> Path:
+    """The per-job scratch folder the epilog cleans up (site pattern in SLURMTOOLS_SCRATCH_PATTERN)."""
+    pattern = os.environ.get("SLURMTOOLS_SCRATCH_PATTERN") or "/tmp/slurmtools-job-{job_id}"
+    return Path(pattern.replace("{job_id}", str(job_id)))
 
 
 def requeue_marker_path(job_id: str | int) -> Path:

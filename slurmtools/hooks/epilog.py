@@ -82,7 +82,7 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
         except (safefs.UnsafePath, OSError) as e:
             log(f"record not written: {e}")
         if fields and job.is_first_node:
-            _audit(job, fields, run_no, log)
+            _audit(job, fields, run_no, _stop_report(job, log), log)
     _clean_scratch(job, log)
     return rec
 
@@ -114,11 +114,13 @@ def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None]:
         os.close(rfd)
 
 
-def _audit(job: JobEnv, fields: dict[str, str], run_no: int, log: HookLog) -> None:
+def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None, log: HookLog) -> None:
     """Preemption and requeue as Slurm's own record tells them, once per job run (first node only).
 
     Requeued: Slurm's Restarts counter is above the run's own count (measured: at epilog time a requeued job
-    shows JobState=COMPLETING with Restarts already incremented). Preempted: PreemptTime is set.
+    shows JobState=COMPLETING with Restarts already incremented). Preempted: PreemptTime is set, or the
+    checkpoint library reported it (after `scontrol requeue` Slurm resets PreemptTime) AND Slurm confirms the
+    requeue; such events say `"reported_by": "job"`.
     """
     from slurmtools import audit
 
@@ -128,14 +130,67 @@ def _audit(job: JobEnv, fields: dict[str, str], run_no: int, log: HookLog) -> No
     restarts = fields.get("Restarts", "0")
     details = {"qos": fields.get("QOS"), "state": state, "restarts": restarts, "reason": fields.get("Reason"),
                "run": run_no, "node": job.node, "exit_code": job.exit_code}
+    requeued = state in _REQUEUE_STATES or (restarts.isdigit() and int(restarts) > run_no)
+    kind = report.get("kind") if report else None
     try:
         if preempt:
             audit.record("preempted", job=job.job_id, user=job.user, details={**details, "preempt_time": preempt},
                          path=path)
-        if state in _REQUEUE_STATES or (restarts.isdigit() and int(restarts) > run_no):
+        elif kind in ("preempted", "time_limit") and requeued:
+            audit.record(kind, job=job.job_id, user=job.user,
+                         details={**details, "reported_by": "job", "evidence": str(report.get("evidence"))[:500]},
+                         path=path)
+        if requeued:
             audit.record("requeued", job=job.job_id, user=job.user, details=details, path=path)
     except Exception as e:
         log(f"decision log not written: {e}")
+
+
+def _stop_report(job: JobEnv, log: HookLog) -> dict | None:
+    """The checkpoint library's `stop.json` from the job's scratch folder, read without trusting the folder:
+    no symlinks, a regular file owned by the job's user, at most 4 KiB, JSON object or nothing."""
+    path = _scratch_path(job)
+    if path is None or job.uid is None:
+        return None
+    parent, name = os.path.split(path)
+    try:
+        pfd = safefs.open_secure_dir(parent, sticky_ok=True)
+    except (safefs.UnsafePath, OSError):
+        return None
+    try:
+        try:
+            dfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+        except OSError:
+            return None
+        try:
+            if os.fstat(dfd).st_uid != job.uid:
+                return None
+            try:
+                if os.stat("stop.json", dir_fd=dfd, follow_symlinks=False).st_uid != job.uid:
+                    return None
+            except OSError:
+                return None
+            raw = safefs.read_small_at(dfd, "stop.json", 4096)
+        finally:
+            os.close(dfd)
+    finally:
+        os.close(pfd)
+    try:
+        doc = json.loads(raw) if raw else None
+    except ValueError:
+        log("stop report unreadable; ignored")
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _scratch_path(job: JobEnv) -> str | None:
+    pattern = os.environ.get("SLURMTOOLS_SCRATCH_PATTERN", DEFAULT_SCRATCH)
+    if not pattern or pattern == "none" or "{job_id}" not in pattern or job.job_id is None:
+        return None
+    path = pattern.replace("{job_id}", str(job.job_id))
+    if "{job_id}" in os.path.dirname(pattern):
+        return None
+    return path
 
 
 def _set(v: str | None) -> str | None:
@@ -194,14 +249,10 @@ def _handles(nv, wanted: tuple[int, ...]):
 
 def _clean_scratch(job: JobEnv, log: HookLog) -> None:
     """Remove the job's scratch folder (pattern from SLURMTOOLS_SCRATCH_PATTERN, `{job_id}` filled in)."""
-    pattern = os.environ.get("SLURMTOOLS_SCRATCH_PATTERN", DEFAULT_SCRATCH)
-    if not pattern or pattern == "none" or "{job_id}" not in pattern:
+    path = _scratch_path(job)
+    if path is None:
         return
-    path = pattern.replace("{job_id}", str(job.job_id))
     parent, name = os.path.split(path)
-    if "{job_id}" in parent:
-        log(f"scratch pattern {pattern!r} must put {{job_id}} in the last component; skipped")
-        return
     try:
         what = safefs.remove_user_tree(parent, name, job.uid)
         if what != "absent":

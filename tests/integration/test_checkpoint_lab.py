@@ -130,7 +130,11 @@ def test_preempted_scavenger_saves_within_grace_requeues_and_resumes(lab):
     assert "batch restart=1" in out and "batch rc=0" in out
     # the epilog saw the requeue and wrote it to the decision log and one record per run
     events = decisions(lab, job)
-    assert "requeued" in [e["event"] for e in events], events
+    kinds = [e["event"] for e in events]
+    assert kinds.count("requeued") == 1 and kinds.count("preempted") == 1, events
+    pre = next(e for e in events if e["event"] == "preempted")
+    assert pre["details"]["reported_by"] == "job" and "PreemptTime=" in pre["details"]["evidence"]
+    assert not Path(f"/tmp/slurmtools-job-{job}").exists()  # the epilog cleaned the job's scratch
     spool = lab.dir / "spool" / "slurmtools" / "jobs"
     recs = [json.loads((spool / f"{job}.{run}.gpu13.json").read_text()) for run in (0, 1)]
     assert [r["qos"] for r in recs] == ["scavenger", "scavenger"] and recs[0]["user"] == USER
@@ -151,6 +155,8 @@ def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab)
     lab.wait_state(job, "COMPLETED", 120)
     check_resumed_run(d, steps, "time_limit")
     assert "batch restart=1" in (d / f"out-{job}.txt").read_text()
+    kinds = [e["event"] for e in decisions(lab, job)]
+    assert kinds.count("time_limit") == 1 and kinds.count("requeued") == 1, kinds
 
 
 def decisions(lab, job: int, timeout: float = 30) -> list[dict]:

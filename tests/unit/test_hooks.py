@@ -234,3 +234,25 @@ def test_64_concurrent_epilogs_100_rounds_one_killed_mid_write(tmp_path):
     assert seen == set(range(1, 6401)) - victims
     temps = [p for p in jobs.iterdir() if p.name.endswith(".tmp")]
     assert len(temps) == 100 and all(p.name.startswith(".") for p in temps)
+
+
+def test_epilog_logs_job_reported_preemption_only_from_the_users_own_file(tmp_path):
+    """stop.json in the job's scratch: used when owned by the job's user, ignored when planted by another."""
+    from slurmtools.hooks import epilog as ep
+
+    env = base_env(tmp_path)
+    scratch = tmp_path / "scratch-77"
+    scratch.mkdir()
+    (scratch / "stop.json").write_text('{"kind": "preempted", "evidence": "PreemptTime=x"}')
+    job = JobEnv.from_environ(env)
+    os.environ.update(env)
+    try:
+        os.chown(scratch, 1001, 1001)
+        assert ep._stop_report(job, QuietLog("t")) is None  # file still root's, not the job user's
+        os.chown(scratch / "stop.json", 1001, 1001)
+        assert ep._stop_report(job, QuietLog("t"))["kind"] == "preempted"
+        os.chown(scratch, 1002, 1002)
+        assert ep._stop_report(job, QuietLog("t")) is None
+    finally:
+        for k in env:
+            os.environ.pop(k, None)
