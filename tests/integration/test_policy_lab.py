@@ -232,3 +232,38 @@ def test_sync_qos_converges_on_the_real_database(lab, tmp_path):
     # put the lab back as the example site has it
     apply(plan_qos_sync(site, read_qos(run)), run)
     assert plan_qos_sync(site, read_qos(run)) == []
+
+
+def test_usage_refresh_and_replay_from_real_accounting(lab, tmp_path):
+    """A real GPU job shows up in refresh-usage's table and in a replay of a stricter candidate site."""
+    import subprocess
+
+    sp = lab.jobs_dir / "policy-usage.sh"
+    sp.write_text("#!/bin/bash\nsleep 3\n")
+    os.chmod(sp, 0o644)
+    p = lab.sh(f"sbatch --parsable -o /dev/null -A vision -q production --gres=gpu:h100:8 -t 10 {sp}", user=USER)
+    jid = int(p.stdout.strip().split(";")[0])
+    lab.wait_state(jid, {"COMPLETED"}, timeout=120)
+    lab.wait_accounting(jid)
+    env = dict(lab.env, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = tmp_path / "usage.lua"
+    r = subprocess.run([sys.executable, "-m", "slurmtools", "admin", "policy", "refresh-usage", "-o", str(out)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert f'month = "{datetime.now().strftime("%Y-%m")}"' in text and '["vision"] = ' in text
+    vision = float(text.split('["vision"] = ')[1].split(",")[0])
+    assert vision >= 8 * 3 / 3600.0  # at least this job's 8 GPUs x 3 s
+
+    src = Path(load_site(None).source)
+    site_text = src.read_text().replace("max_gpus_per_job = 64", "max_gpus_per_job = 4", 1)
+    site_text = site_text.replace('fabric = "../../topology/example/fabric.toml"',
+                                  f'fabric = "{(src.parent / "../../topology/example/fabric.toml").resolve()}"')
+    cand = tmp_path / "strict.toml"
+    cand.write_text(site_text)
+    r = subprocess.run([sys.executable, "-m", "slurmtools", "admin", "policy", "replay", "--site", str(cand),
+                        "--since", "1d", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    mine = [c for c in rep["changed"] if c["job_id"] == str(jid)]
+    assert mine and mine[0]["message"] == "tier production allows at most 4 GPUs per job; this job asks for 8"
