@@ -238,6 +238,25 @@ def primary_leaf(t: Topology, host: str) -> str | None:
     return ls[0] if ls else None
 
 
+def primary_leaves(t: Topology) -> dict[str, str]:
+    """`primary_leaf` of every cabled host in one pass (what topology.conf and node features need)."""
+    fv = fabric_view(t)
+    lv = switch_levels(t)
+    out = {}
+    for n in fv:
+        if not n.startswith("host:"):
+            continue
+        best: tuple | None = None
+        for s, d in fv.adj[n].items():
+            if s.startswith("switch:") and lv.get(s[7:]) == 0:
+                key = (-d["gbytes"], _natural(s[7:]))
+                if best is None or key < best[0]:
+                    best = (key, s[7:])
+        if best is not None:
+            out[n[5:]] = best[1]
+    return out
+
+
 def uplinks(t: Topology, host: str) -> list[list[str]]:
     """The host's switch path by level: [[leaves], [spines above them], [cores above those], ...]."""
     lv = switch_levels(t)

@@ -50,8 +50,9 @@ def tree_switches(t: Topology) -> list[tuple[str, int, list[str], list[str]]]:
     levels = q.switch_levels(t)
     fv = q.fabric_view(t)
     hosts_of: dict[str, list[str]] = {}
+    primary = q.primary_leaves(t)
     for h in t.host_names():
-        leaf = q.primary_leaf(t, h)
+        leaf = primary.get(h)
         if leaf is None:
             raise ConfigError(_where(t), f"host {h}",
                               "not cabled to any switch; topology/tree needs every node under a leaf")
@@ -162,9 +163,10 @@ def node_features(t: Topology) -> dict[str, tuple[str, ...]]:
     One-host NVLink domains are left out: a feature naming one host selects nothing a hostname would not."""
     multi = {d.name for d in q.nvlink_domains(t) if d.multi_node}
     out = {}
+    primary = q.primary_leaves(t)
     for h in t.hosts():
         tags: list[str] = list(h.features)
-        leaf = q.primary_leaf(t, h.name)
+        leaf = primary.get(h.name)
         if leaf:
             tags.append(leaf)
         if h.rack:
