@@ -210,6 +210,9 @@ def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
             fail("--format svg/png needs matplotlib (pip install matplotlib)")
         from slurmtools.topology.render_picture import render_fabric_picture, render_node_picture
 
+        hosts = t.host_names()
+        if host is None and not t.switches() and len(hosts) == 1:
+            host = hosts[0]  # a single-host capture: its inside is the only picture there is
         try:
             if host:
                 _host(t, host)

@@ -22,6 +22,7 @@ def _figure(width: float, height: float):
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"  # real <text> in SVGs: searchable, and far smaller
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(max(width, 4), max(height, 3)))

@@ -170,6 +170,15 @@ def test_cli_pictures(tmp_path):
     assert cli("topo", "export", str(EXAMPLE), "-f", "svg", "-o", str(svg)).exit_code == 0
     text = svg.read_text()
     assert text.lstrip().startswith("<?xml") and "leaf4" in text and "spine1" in text
+    # a single host with no switches (one node's capture): its inside is drawn without --host
+    one = Topology("one")
+    c = one.add_cpu("n1", 0, 0, cpus=range(4))
+    one.add_gpu("n1", 0, parent=c)
+    src = tmp_path / "one.json"
+    src.write_text(one.to_json())
+    svg1 = tmp_path / "one.svg"
+    assert cli("topo", "export", str(src), "-f", "svg", "-o", str(svg1)).exit_code == 0
+    assert "GPU0" in svg1.read_text() and "NUMA 0" in svg1.read_text()
 
 
 def test_cli_diff_and_lint_exit_non_zero_on_findings(tmp_path, declared):
