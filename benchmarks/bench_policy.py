@@ -50,6 +50,32 @@ def block(env: dict, work: Path, n: int, args: list[str]) -> float:
     return n / dt
 
 
+LUA_LOOP = """
+slurm = { SUCCESS = 0, ERROR = -1, log_user = function() end, log_info = function() end, log_error = function() end }
+assert(loadfile(arg[1]))()
+local jd = { account = "vision", qos = "standard", tres_per_node = "gres:gpu:h100:8", min_nodes = 1,
+  num_tasks = 4294967294, cpus_per_task = 8, time_limit = 60, ntasks_per_node = 65534,
+  script = "#!/bin/bash\\n#SBATCH --signal=B:USR1@300\\nsleep 1\\n" }
+local n = tonumber(arg[2])
+local t0 = os.clock()
+for i = 1, n do jd.partition = nil; assert(slurm_job_submit(jd, {}, 1000) == 0) end
+io.write(string.format("%.3f", (os.clock() - t0) / n * 1e6))
+"""
+
+
+def lua_cost_us(text: str, work: Path) -> float | None:
+    """CPU time of one evaluation of the generated script under lua5.1, or None without an interpreter."""
+    import shutil
+
+    lua = shutil.which("lua5.1")
+    if lua is None:
+        return None
+    (work / "bench.lua").write_text(text)
+    (work / "loop.lua").write_text(LUA_LOOP)
+    p = subprocess.run([lua, str(work / "loop.lua"), str(work / "bench.lua"), "20000"], capture_output=True, text=True)
+    return float(p.stdout) if p.returncode == 0 else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=200, help="submissions per block")
@@ -88,12 +114,16 @@ def main() -> None:
         if saved is not None:
             install(path, saved)
     none, gen = statistics.median(rates["none"]), statistics.median(rates["generated"])
+    per_call = lua_cost_us(lua, work)
     print(f"sbatch submissions/s, {a.jobs} per block, {a.rounds} rounds (median):")
     print(f"  pass-through job_submit.lua : {none:8.1f}   rounds {', '.join(f'{x:.1f}' for x in rates['none'])}")
     print(f"  generated job_submit.lua    : {gen:8.1f}   rounds {', '.join(f'{x:.1f}' for x in rates['generated'])}")
     paired = [g / n for g, n in zip(rates["generated"], rates["none"])]
     print(f"  ratio generated/pass-through: {gen / none:.3f} of medians; per round "
           f"{', '.join(f'{x:.2f}' for x in paired)} (median {statistics.median(paired):.3f})   (goal >= 0.9)")
+    if per_call is not None:
+        print(f"  the evaluator alone (lua5.1, outside Slurm): {per_call:.1f} us per job = "
+              f"{per_call / (1e6 / none) * 100:.2f}% of one pass-through submission")
 
 
 if __name__ == "__main__":
