@@ -463,6 +463,8 @@ class Topology:
         t = cls(str(data.get("name", "cluster")))
         for i, d in enumerate(data.get("vertices", [])):
             v = _decode(VERTEX_TYPES, d, source, f"vertices[{i}]")
+            if v.vid in t.g:
+                raise ParseError(source, None, f"vertices[{i}]: duplicate vertex {v.vid!r}")
             t.g.add_node(v.vid, v=v)
         for i, d in enumerate(data.get("edges", [])):
             where = f"edges[{i}]"

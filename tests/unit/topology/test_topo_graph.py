@@ -194,6 +194,8 @@ def test_json_round_trip_is_lossless(example):
     ('{"format": "slurmtools.topology/1", "vertices": [{"kind": "host", "name": "h", "colour": 1}]}', "colour"),
     ('{"format": "slurmtools.topology/1", "vertices": [], "edges": [{"a": "host:h", "b": "x", "kind": "pcie"}]}',
      "edges\\[0\\].a: unknown vertex"),
+    ('{"format": "slurmtools.topology/1", "vertices": [{"kind": "host", "name": "h"}, {"kind": "host", "name": "h"}]}',
+     "vertices\\[1\\]: duplicate vertex 'host:h'"),
 ])
 def test_bad_json_fails_naming_the_item(doc, msg):
     with pytest.raises(ParseError, match=msg):
