@@ -39,6 +39,10 @@ def preflight(request: JobRequest, site: "Site", backend: "Backend | None" = Non
               now: datetime | None = None) -> Decision:
     """Run the site's policies on a request before it is submitted. With a backend, budgets are checked against
     this month's accounting; without one they are skipped. Refusals are written to the audit log."""
+    if backend is not None and not request.account and not request.default_account and request.user_name:
+        acct = default_account(backend, request.user_name)
+        if acct:
+            request = request.with_changes({"default_account": acct})
     usage, month = (None, "")
     if backend is not None and any(a.monthly_gpu_hours is not None for a in site.accounts.values()):
         usage, month = current_usage(site, backend, now)
@@ -47,6 +51,19 @@ def preflight(request: JobRequest, site: "Site", backend: "Backend | None" = Non
     if decision.action == "deny":
         _audit("admission_refused", request, decision, source="cli")
     return decision
+
+
+def default_account(backend: "Backend", user: str) -> str | None:
+    """The user's default account from sacctmgr (what job_submit.lua sees as job_desc.default_account)."""
+    run = getattr(backend, "run", None)
+    if run is None:
+        return None
+    try:
+        out = run(["sacctmgr", "-n", "-P", "show", "user", user, "format=DefaultAccount"])
+    except Exception:  # no accounting reachable: account checks then use only what the job names
+        return None
+    lines = [x.strip() for x in out.splitlines() if x.strip()]
+    return lines[0] if lines else None
 
 
 def _audit(event: str, request: JobRequest, decision: Decision, **details) -> None:

@@ -267,3 +267,15 @@ def test_usage_refresh_and_replay_from_real_accounting(lab, tmp_path):
     rep = json.loads(r.stdout)
     mine = [c for c in rep["changed"] if c["job_id"] == str(jid)]
     assert mine and mine[0]["message"] == "tier production allows at most 4 GPUs per job; this job asks for 8"
+
+
+def test_preflight_with_the_real_backend(lab, tmp_path, monkeypatch):
+    """The CLI path: default account from sacctmgr, usage from sacct, same message as the Lua gives."""
+    from slurmtools.policy import preflight
+
+    monkeypatch.setenv("SLURMTOOLS_AUDIT_LOG", str(tmp_path / "decisions.jsonl"))
+    site = load_site(None)
+    d = preflight(JobRequest.from_sbatch(["-q", "production", "--gres=gpu:h100:1"], user="carol"), site, lab.backend())
+    assert d.message == "account students may not use tier production (its tiers: standard, scavenger)"
+    d = preflight(JobRequest.from_sbatch(["-q", "production", "--gres=gpu:h100:1"], user=USER), site, lab.backend())
+    assert d.action == "modify" and d.changes == {"partition": "gpu"}  # labuser's default account is vision
