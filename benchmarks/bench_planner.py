@@ -149,7 +149,90 @@ def quality(quick: bool) -> None:
           f"max {max(bw_ratio):.3f}, min {min(bw_ratio):.3f}")
 
 
+def _sh(cmd: str, user: str | None = "labuser", inp: str | None = None) -> str:
+    import os
+    import subprocess
+
+    argv = ["bash", "-c", cmd]
+    if user:
+        argv = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={os.environ['SLURM_CONF']}"] + argv
+    p = subprocess.run(argv, capture_output=True, text=True, input=inp, timeout=120, cwd="/tmp")
+    if p.returncode:
+        raise RuntimeError(f"{cmd}: {p.stderr.strip()}")
+    return p.stdout.strip()
+
+
+def _running_nodes(job: int) -> list[str]:
+    from slurmtools.hostlist import expand
+
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        out = _sh(f"squeue -h -j {job} -o '%T %N'", user=None).split()
+        if out and out[0] == "RUNNING":
+            return expand(out[1])
+        time.sleep(0.3)
+    raise RuntimeError(f"job {job} did not start")
+
+
+def _clear() -> None:
+    _sh("scancel -u labuser; scancel -u root", user=None)
+    end = time.monotonic() + 90
+    while time.monotonic() < end and _sh("squeue -h -o %i", user=None):
+        time.sleep(0.3)
+    while time.monotonic() < end and any(x != "idle" for x in _sh("sinfo -h -N -o %T", user=None).split()):
+        time.sleep(0.3)
+
+
+def lab(trials: int = 8) -> None:
+    """The planner's placement against Slurm's own choice (no --switches) for the same shape, in a running lab."""
+    from slurmtools.planner.live import gather
+    from slurmtools.planner.templates import find_template, render
+
+    site = load_site(example_site())
+    rng = random.Random(3)
+    shape_opts = "--gpus-per-node=h100:8 --cpus-per-gpu=14 --mem-per-gpu=250000M -A vision --qos=production -t 5"
+    rows = []
+    for trial in range(trials):
+        _clear()
+        held = rng.sample([f"gpu{i:02d}" for i in range(1, 17)], rng.randint(3, 7))
+        for h in held:  # held by root (QoS normal): keeps labuser's per-user GPU limit free for the two jobs
+            _sh(f"sbatch -o /dev/null -w {h} -N1 --gpus-per-node=h100:8 -A root --qos=normal -t 5 --wrap 'sleep 300'",
+                user=None)
+        k = rng.randint(2, min(6, 16 - len(held)))
+        time.sleep(1.0)
+        st = gather(site)
+        v = st.view
+        slurm_job = int(_sh(f"sbatch --parsable -o /dev/null -N{k} {shape_opts} --wrap 'sleep 300'"))
+        slurm_nodes = _running_nodes(slurm_job)
+        _sh(f"scancel {slurm_job}", user=None)
+        while _sh(f"squeue -h -j {slurm_job} -o %i", user=None):
+            time.sleep(0.3)
+        time.sleep(1.0)
+        st = gather(site)
+        info = find_template("mpi", site.source)
+        req = JobRequest(command=("sleep", "300"), nodes=k, tier="production", account="vision", user="labuser",
+                         time_limit=300, name="bench", output_dir="/dev")
+        plan = plan_job(req, site, st.view, info.shape, st.releases)
+        script = render(plan, info, site.source).replace("#SBATCH --output=/dev/%x-%j.out", "#SBATCH --output=/dev/null")
+        pj = int(_sh("sbatch --parsable", inp=script))
+        plan_nodes = _running_nodes(pj)
+        el_s, el_p = estimate(v, slurm_nodes, 8), estimate(v, plan_nodes, 8)
+        rows.append((len(held), k, el_s.leaves, el_p.leaves, el_s.gbytes, el_p.gbytes))
+        print(f"  trial {trial}: {len(held)} hosts busy, {k}-host job: Slurm alone {el_s.leaves} leaves "
+              f"({el_s.gbytes:g} GB/s est.), planner {el_p.leaves} leaves ({el_p.gbytes:g} GB/s est.)")
+    _clear()
+    ls = sum(r[2] for r in rows)
+    lp = sum(r[3] for r in rows)
+    fewer = sum(r[3] < r[2] for r in rows)
+    more = sum(r[3] > r[2] for r in rows)
+    print(f"[lab] Slurm-alone / planner leaves (summed over {len(rows)} trials): {ls / lp:.3f}; planner fewer in "
+          f"{fewer}, more in {more}; mean est. bandwidth planner/Slurm-alone "
+          f"{statistics.mean(r[5] / r[4] for r in rows):.3f}")
+
+
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
     latency(quick)
     quality(quick)
+    if "--lab" in sys.argv:
+        lab()
