@@ -17,7 +17,13 @@ def register(app: typer.Typer) -> None:
 
 def cluster_state(backend, site) -> dict:
     """Plain data for `cluster show`: counts agree with sinfo's node states and GRES."""
-    nodes = backend.nodes()
+    from concurrent.futures import ThreadPoolExecutor
+
+    # four independent Slurm queries: run them side by side (each is a short-lived client process)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        f_nodes, f_parts, f_qos, f_ver = (pool.submit(backend.nodes), pool.submit(backend.partitions),
+                                          pool.submit(backend.qos), pool.submit(backend.version))
+        nodes, partitions, qos_list, version = f_nodes.result(), f_parts.result(), f_qos.result(), f_ver.result()
     by_type: dict[str, dict[str, int]] = {}
     states: dict[str, int] = {}
     for n in nodes:
@@ -31,9 +37,9 @@ def cluster_state(backend, site) -> dict:
                 row["free"] += total - used
             else:
                 row["unavailable"] += total - used
-    qos = {q.name: q for q in backend.qos()}
+    qos = {q.name: q for q in qos_list}
     return {
-        "slurm_version": "{}.{:02d}.{}".format(*backend.version()),
+        "slurm_version": "{}.{:02d}.{}".format(*version),
         "nodes": [{"name": n.name, "state": n.state, "flags": list(n.flags), "cpus": n.cpus, "cpus_alloc": n.cpus_alloc,
                    "memory_mb": n.memory_mb, "gpus": n.gpus_by_type, "gpus_used": n.gpus_used_by_type,
                    "gpus_free": n.gpus_free, "features": list(n.features), "partitions": list(n.partitions),
@@ -41,7 +47,7 @@ def cluster_state(backend, site) -> dict:
         "node_states": states,
         "gpus": by_type,
         "partitions": [{"name": p.name, "nodes": len(p.nodes), "default": p.default, "state": p.state,
-                        "max_time_s": p.max_time_s} for p in backend.partitions()],
+                        "max_time_s": p.max_time_s} for p in partitions],
         "tiers": [{"name": t.name, "priority": t.priority, "preempted_by": list(t.preempted_by),
                    "grace_time_s": t.grace_time, "in_slurm": t.name in qos,
                    "slurm_grace_time_s": qos[t.name].grace_time_s if t.name in qos else None}
