@@ -46,6 +46,8 @@ def edge_cases() -> list[tuple[list[str], str]]:
     out.append((["-A", "vision", "--gres=gpu:h100:1", "--cpus-per-gpu=14"], SIG))
     out.append((["-A", "vision", "--gres=gpu:h100:1", "--cpus-per-gpu=15"], SIG))
     out.append((["-A", "vision", "-N", "2", "--ntasks-per-node=8", "--gres=gpu:h100:1", "-c", "2"], SIG))
+    for mpg in ("250000", "250001", "244G", "245G"):
+        out.append((["-A", "vision", "--gres=gpu:h100:2", f"--mem-per-gpu={mpg}"], SIG))
     out.append((["-A", "vision", "-c", "4"], SIG))  # no GPUs
     return out
 
