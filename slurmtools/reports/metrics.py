@@ -48,9 +48,25 @@ def _secs(a) -> np.ndarray:
     return a.astype("datetime64[s]").astype(np.int64)
 
 
+def _recat(col: pd.Series, fn) -> pd.Categorical:
+    """A categorical with `fn` applied to its categories only (cheap on millions of rows)."""
+    c = col.astype("category").cat
+    new = np.array([fn(str(x)) for x in c.categories], dtype=object)
+    codes = c.codes.to_numpy()
+    if len(new) == 0:
+        return pd.Categorical([""] * len(codes)) if len(codes) else pd.Categorical([])
+    uniq, inv = np.unique(new.astype(str), return_inverse=True)
+    return pd.Categorical.from_codes(np.where(codes >= 0, inv[np.maximum(codes, 0)], -1), uniq)
+
+
 def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.DataFrame:
-    """Runs that held GPUs, with start_s/end_s as epoch seconds, gpu_type resolved and tier named."""
-    j = jobs[(jobs["gpus"] > 0) & jobs["start"].notna()]
+    """Runs that held GPUs, with start_s/end_s as epoch seconds, gpu_type resolved and tier named.
+
+    `row` points back into `jobs` for the text columns (names, ids), fetched only for the rows a table shows."""
+    keep = ((jobs["gpus"] > 0) & jobs["start"].notna()).to_numpy()
+    # only the typed columns travel; text (names, ids) stays in `jobs` until a table needs a row of it
+    j = jobs[["job_id_raw", "user", "account", "partition", "qos", "state", "cluster", "gpus", "gpu_type", "start",
+              "end", "submit", "eligible", "gpu_util_slurm"]][keep]
     u = np.int64(pd.Timestamp(until).value // 10**9)
     start = _secs(j["start"].to_numpy())
     end_raw = j["end"].to_numpy()
@@ -62,24 +78,29 @@ def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.D
     if lost.any():
         notes.append(f"{int(lost.sum())} finished run(s) have no End time in sacct; counted as 0 s")
     end = np.where(lost, start, end)
-    gtype = j["gpu_type"].astype(str).to_numpy()
-    if (gtype == "untyped").any() and site is not None:
+    gtype = j["gpu_type"].astype("category").reset_index(drop=True)
+    if site is not None and "untyped" in set(gtype.cat.categories):
         single = {p.name: p.gpu_types[0] for p in site.partitions.values() if len(p.gpu_types) == 1}
-        part = j["partition"].astype(str).to_numpy()
-        mapped = pd.Series(part).map(single).to_numpy()
-        gtype = np.where((gtype == "untyped") & pd.notna(mapped), mapped, gtype)
+        mask = (gtype == "untyped").to_numpy()
+        mapped = [single.get(str(x), "untyped") for x in j["partition"].to_numpy()[mask]]
+        missing = sorted(set(mapped) - set(gtype.cat.categories))
+        if missing:
+            gtype = gtype.cat.add_categories(missing)
+        gtype[mask] = mapped
+    cluster = site.cluster_name if site else "(none)"
     out = pd.DataFrame({
-        "job_id": j["job_id"].to_numpy(), "job_id_raw": j["job_id_raw"].to_numpy(), "name": j["name"].to_numpy(),
+        "row": np.flatnonzero(keep), "job_id_raw": j["job_id_raw"].to_numpy(),
         "user": j["user"].to_numpy(), "account": j["account"].to_numpy(), "partition": j["partition"].to_numpy(),
-        "tier": j["qos"].astype(str).replace("", "(none)").to_numpy(), "state": j["state"].to_numpy(),
-        "cluster": j["cluster"].astype(str).replace("", site.cluster_name if site else "(none)").to_numpy(),
-        "gpus": j["gpus"].to_numpy(), "gpu_type": gtype, "start_s": start, "end_s": end,
+        "tier": _recat(j["qos"], lambda x: x or "(none)"), "state": j["state"].to_numpy(),
+        "cluster": _recat(j["cluster"], lambda x: x or cluster),
+        "gpus": j["gpus"].to_numpy(), "gpu_type": gtype.array,
+        "start_s": start, "end_s": end,
         "submit_s": _secs(j["submit"].to_numpy()), "eligible_s": _secs(j["eligible"].to_numpy()),
-        "gpu_util_slurm": j["gpu_util_slurm"].to_numpy(), "nodelist": j["nodelist"].to_numpy(),
+        "gpu_util_slurm": j["gpu_util_slurm"].to_numpy(),
     })
-    for c in ("user", "account", "partition", "tier", "state", "cluster", "gpu_type"):
+    for c in ("user", "account", "partition", "state", "gpu_type"):
         out[c] = out[c].astype("category")
-    # requeue: every run of a job but its last was restarted
+    # requeue: every run of a job but its last was restarted (rows come ordered by job, then start)
     last = ~out["job_id_raw"].duplicated(keep="last").to_numpy()
     out["requeued"] = ~last
     out["run"] = out.groupby("job_id_raw", sort=False).cumcount().to_numpy(dtype=np.int32)
@@ -93,23 +114,55 @@ def overlap_hours(r: pd.DataFrame, lo: int, hi: int) -> np.ndarray:
     return np.clip(e - s, 0, None) * r["gpus"].to_numpy() / 3600.0
 
 
-def bucket_matrix(r: pd.DataFrame, edges: np.ndarray, key: str) -> pd.DataFrame:
-    """GPU-hours per bucket (rows, labelled by their start) and category of `key` (columns)."""
-    cat = r[key].astype("category")
-    codes = cat.cat.codes.to_numpy()
-    k = len(cat.cat.categories)
-    st, en, g = r["start_s"].to_numpy(), r["end_s"].to_numpy(), r["gpus"].to_numpy()
-    # only runs that touch a bucket are looked at for it: sort by start once
+def _buckets(st, en, g, codes, k, edges) -> np.ndarray:
+    """GPU-hours per bucket x code. Runs sorted by start; each bucket looks only at runs that can touch it."""
     order = np.argsort(st, kind="stable")
     st, en, g, codes = st[order], en[order], g[order], codes[order]
+    longest = int((en - st).max()) if len(st) else 0
     out = np.zeros((len(edges) - 1, k))
     for i in range(len(edges) - 1):
         lo, hi = edges[i], edges[i + 1]
-        n = np.searchsorted(st, hi, side="left")
-        ov = np.clip(np.minimum(en[:n], hi) - np.maximum(st[:n], lo), 0, None) * g[:n]
-        out[i] = np.bincount(codes[:n], weights=ov, minlength=k)[:k] / 3600.0
-    idx = pd.to_datetime(edges[:-1], unit="s")
-    return pd.DataFrame(out, index=idx, columns=[str(c) for c in cat.cat.categories])
+        a = np.searchsorted(st, lo - longest, side="left")
+        b = np.searchsorted(st, hi, side="left")
+        if b <= a:
+            continue
+        ov = np.clip(np.minimum(en[a:b], hi) - np.maximum(st[a:b], lo), 0, None) * g[a:b]
+        out[i] = np.bincount(codes[a:b], weights=ov, minlength=k)[:k] / 3600.0
+    return out
+
+
+def bucket_matrix(r: pd.DataFrame, edges: np.ndarray, key: str) -> pd.DataFrame:
+    """GPU-hours per bucket (rows, labelled by their start) and category of `key` (columns)."""
+    cat = r[key].astype("category")
+    k = len(cat.cat.categories)
+    out = _buckets(r["start_s"].to_numpy(), r["end_s"].to_numpy(), r["gpus"].to_numpy(),
+                   cat.cat.codes.to_numpy(), k, edges)
+    return pd.DataFrame(out, index=pd.to_datetime(edges[:-1], unit="s"),
+                        columns=[str(c) for c in cat.cat.categories])
+
+
+USAGE_COLUMNS = {"day": "datetime64[s]", "tier": "str", "account": "str", "gpu_hours": "float64"}
+
+
+def daily_usage(r: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
+    """GPU-hours per day, tier and account inside [lo, hi) (lo at a midnight; the last day may be partial).
+
+    The small summary the day cache keeps for history: forecasts and month-to-date budgets need only this."""
+    if len(r) == 0 or hi <= lo:
+        return pd.DataFrame({k: pd.Series(dtype=v) for k, v in USAGE_COLUMNS.items()})
+    tier = r["tier"].astype("category")
+    acc = r["account"].astype("category")
+    na = len(acc.cat.categories)
+    codes = tier.cat.codes.to_numpy().astype(np.int64) * na + acc.cat.codes.to_numpy()
+    k = len(tier.cat.categories) * na
+    edges = np.arange(lo, hi, 86400)
+    edges = np.append(edges, hi)
+    m = _buckets(r["start_s"].to_numpy(), r["end_s"].to_numpy(), r["gpus"].to_numpy(), codes, k, edges)
+    d, c = np.nonzero(m)
+    return pd.DataFrame({"day": pd.to_datetime(edges[d], unit="s").astype("datetime64[s]"),
+                         "tier": np.asarray(tier.cat.categories.astype(str))[c // na],
+                         "account": np.asarray(acc.cat.categories.astype(str))[c % na],
+                         "gpu_hours": m[d, c]})
 
 
 def _bucket_seconds(span: int) -> int:
@@ -127,24 +180,28 @@ def _group(r: pd.DataFrame, key: str, prices: dict[str, float]) -> pd.DataFrame:
 
 def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capacity: pd.DataFrame | None = None,
             events: pd.DataFrame | None = None, epilog: pd.DataFrame | None = None, top: int = 10,
-            notes: list[str] | None = None) -> Report:
+            notes: list[str] | None = None, history: pd.DataFrame | None = None) -> Report:
+    """The report over [since, until). `jobs` must hold every run active in the window (more is fine);
+    `history` is `daily_usage` of earlier runs NOT in `jobs` (from the day cache), for forecast and budgets."""
     notes = list(notes or [])
     lo = int(pd.Timestamp(since).value // 10**9)
     hi = int(pd.Timestamp(until).value // 10**9)
     all_runs = prepare(jobs, site, until, notes)
     all_runs["win_gpu_hours"] = overlap_hours(all_runs, lo, hi)
     prices = {n: t.price_per_gpu_hour for n, t in (site.gpu_types.items() if site else [])}
-    unknown_types = sorted(set(all_runs["gpu_type"].astype(str)) - set(prices))
+    unknown_types = sorted(set(map(str, all_runs["gpu_type"].cat.categories)) - set(prices))
     runs = all_runs[(all_runs["win_gpu_hours"] > 0) | ((all_runs["start_s"] >= lo) & (all_runs["start_s"] < hi))]
-    runs = runs.copy()
+    runs = runs.reset_index(drop=True)
     runs["gpu_hours"] = runs["win_gpu_hours"]
-    runs["cost"] = runs["gpu_hours"] * runs["gpu_type"].astype(str).map(prices).fillna(0.0).to_numpy()
+    gcat = runs["gpu_type"].cat
+    price_of = np.array([prices.get(str(c), 0.0) for c in gcat.categories] + [0.0])
+    runs["cost"] = runs["gpu_hours"].to_numpy() * price_of[gcat.codes.to_numpy()]
     if unknown_types and len(runs):
         notes.append(f"GPU type(s) without a price in the site file, costed at 0: {', '.join(unknown_types)}")
 
     # --- efficiency: epilog utilisation, else Slurm's gres/gpuutil
     util = runs["gpu_util_slurm"].to_numpy(dtype=float).copy()
-    source = np.where(np.isnan(util), "", "slurm").astype(object)
+    source = np.where(np.isnan(util), 0, 1).astype(np.int8)
     if epilog is not None and len(epilog):
         # the epilog's restart_count is the run's index among sacct -D's runs of the job
         ep = epilog.dropna(subset=["gpu_util_pct"]).drop_duplicates(["job_id_raw", "run"], keep="last")
@@ -154,9 +211,9 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         got = m.reindex(key).to_numpy(dtype=float) if len(m) else np.full(len(runs), np.nan)
         have = ~np.isnan(got)
         util = np.where(have, got, util)
-        source = np.where(have, "epilog", source)
+        source = np.where(have, 2, source).astype(np.int8)
     runs["gpu_util_pct"] = util
-    runs["util_source"] = source
+    runs["util_source"] = pd.Categorical.from_codes(source, ["", "slurm", "epilog"])
     runs["idle_gpu_hours"] = runs["gpu_hours"] * (1 - np.clip(util, 0, 100) / 100.0)
 
     total_gh = float(runs["gpu_hours"].sum())
@@ -221,7 +278,7 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
 
     # --- preemption and requeue: runs that ended inside the window
     ended = runs[(runs["end_s"] > lo) & (runs["end_s"] <= hi)]
-    pre = ended["state"].astype(str).to_numpy() == "PREEMPTED"
+    pre = (ended["state"] == "PREEMPTED").to_numpy()
     rq = ended["requeued"].to_numpy()
     lostmask = pre | rq
     pt = pd.DataFrame({"tier": ended["tier"].to_numpy(), "preempted": pre, "requeued": rq,
@@ -234,9 +291,14 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     # --- waste
     known = runs[~np.isnan(runs["gpu_util_pct"].to_numpy())]
     wasters = known[known["gpu_util_pct"] < WASTE_UTIL_PCT].sort_values("idle_gpu_hours", ascending=False)
-    tables["top_waste_jobs"] = wasters.head(top * 5)[["job_id", "user", "account", "tier", "name", "gpus",
-                                                      "gpu_hours", "gpu_util_pct", "idle_gpu_hours",
-                                                      "util_source"]].reset_index(drop=True)
+    w5 = wasters.head(top * 5)
+    text = jobs.iloc[w5["row"].to_numpy()]
+    tables["top_waste_jobs"] = pd.DataFrame({
+        "job_id": text["job_id"].astype(str).to_numpy(), "user": w5["user"].astype(str).to_numpy(),
+        "account": w5["account"].astype(str).to_numpy(), "tier": w5["tier"].astype(str).to_numpy(),
+        "name": text["name"].astype(str).to_numpy(), "gpus": w5["gpus"].to_numpy(),
+        "gpu_hours": w5["gpu_hours"].to_numpy(), "gpu_util_pct": w5["gpu_util_pct"].to_numpy(),
+        "idle_gpu_hours": w5["idle_gpu_hours"].to_numpy(), "util_source": w5["util_source"].astype(str).to_numpy()})
     if len(known):
         gk = known.groupby("user", observed=True)
         eff = pd.DataFrame({"gpu_hours_measured": gk["gpu_hours"].sum(), "idle_gpu_hours": gk["idle_gpu_hours"].sum(),
@@ -247,25 +309,32 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         tables["waste_by_user"] = pd.DataFrame(columns=["gpu_hours_measured", "idle_gpu_hours",
                                                         "runs_below_threshold", "mean_gpu_util_pct"])
 
+    # --- daily usage: the history (cache) plus everything loaded; feeds budgets and the forecast
+    day0 = int(pd.Timestamp(pd.to_datetime(int(all_runs["start_s"].min()), unit="s")).floor("D").value // 10**9) \
+        if len(all_runs) else hi
+    day0 = min(max(day0, hi - 400 * 86400), lo - lo % 86400)
+    usage = daily_usage(all_runs, day0, hi)
+    if history is not None and len(history):
+        usage = pd.concat([history[history["day"] < pd.Timestamp(until)], usage], ignore_index=True)
+
     # --- budget burn: the calendar month that holds the window's last second
     last = pd.Timestamp(until) - pd.Timedelta(seconds=1)
     m0 = pd.Timestamp(year=last.year, month=last.month, day=1)
     m1 = m0 + pd.offsets.MonthBegin(1)
     mlo, mhi = int(m0.value // 10**9), int(pd.Timestamp(until).value // 10**9)
-    mtd = overlap_hours(all_runs, mlo, mhi)
     frac = (mhi - mlo) / ((m1 - m0).total_seconds())
     lowest = site.lowest_tier.name if site else None
-    b = pd.DataFrame({"account": all_runs["account"].astype(str).to_numpy(), "gh": mtd,
-                      "low": np.where(all_runs["tier"].astype(str).to_numpy() == lowest, mtd, 0.0)})
-    bg = b.groupby("account")[["gh", "low"]].sum()
+    mu = usage[usage["day"] >= m0]
+    bg = mu.groupby("account")["gpu_hours"].sum()
+    low = mu[mu["tier"] == lowest].groupby("account")["gpu_hours"].sum()
     rows = []
     accounts = dict(site.accounts) if site else {}
-    for name in sorted(set(accounts) | set(bg.index[bg["gh"] > 0])):
-        used = float(bg["gh"].get(name, 0.0))
+    for name in sorted(set(accounts) | set(bg.index[bg > 0])):
+        used = float(bg.get(name, 0.0))
         budget = accounts[name].monthly_gpu_hours if name in accounts else None
         proj = used / frac if frac > 0 else np.nan
         rows.append({"account": name, "monthly_budget_gpu_hours": budget, "month_to_date_gpu_hours": used,
-                     f"of_which_{lowest}_gpu_hours": float(bg["low"].get(name, 0.0)),
+                     f"of_which_{lowest}_gpu_hours": float(low.get(name, 0.0)),
                      "budget_used_pct": used / budget * 100 if budget else np.nan,
                      "projected_month_gpu_hours": proj,
                      "projected_pct": proj / budget * 100 if budget else np.nan,
@@ -273,10 +342,10 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
                                 else "on track to exceed" if proj > budget else "ok"),
                      "in_site_file": name in accounts})
     tables["budget"] = pd.DataFrame(rows).set_index("account") if rows else pd.DataFrame()
-    data_from = int(all_runs["start_s"].min()) if len(all_runs) else hi
-    if data_from > mlo + 86400 and len(all_runs):
-        notes.append(f"budget burn covers runs from {pd.to_datetime(data_from, unit='s')} only (the month began "
-                     f"{m0.date()}); pass a longer window or keep the cache to see the whole month")
+    first_data = usage["day"].min() if len(usage) else None
+    if first_data is not None and first_data > m0 + pd.Timedelta(days=1):
+        notes.append(f"budget burn covers usage from {first_data.date()} only (the month began {m0.date()}); "
+                     f"pass a longer --history or keep the cache to see the whole month")
 
     # --- utilization over time by tier
     span = hi - lo
@@ -299,24 +368,23 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         timeline["capacity_gpu_hours"] = capcol
     timeline.index.name = "bucket_start"
 
-    # --- forecast per tier from daily history (everything loaded up to `until`)
+    # --- forecast per tier from whole days of history up to `until`
     forecasts: list[Forecast] = []
-    if len(all_runs):
-        d0 = int(pd.Timestamp(pd.to_datetime(all_runs["start_s"].min(), unit="s")).floor("D").value // 10**9)
-        d0 = max(d0, hi - 400 * 86400)
-        dedges = np.arange(d0, hi + 1, 86400)
-        if len(dedges) >= 2:
-            daily = bucket_matrix(all_runs, dedges, "tier")
-            for tier in daily.columns:
-                for h in (7, 30):
-                    forecasts.append(forecast(daily[tier], h, tier))
-            tables["demand_daily_by_tier"] = daily
+    full_days = usage[usage["day"] + pd.Timedelta(days=1) <= pd.Timestamp(until)]
+    if len(full_days):
+        daily = full_days.pivot_table(index="day", columns="tier", values="gpu_hours", aggfunc="sum", fill_value=0.0)
+        daily = daily.reindex(pd.date_range(daily.index.min(), pd.Timestamp(until) - pd.Timedelta(days=1),
+                                            freq="D"), fill_value=0.0)
+        daily.index.name = "day"
+        for tier in daily.columns:
+            for h in (7, 30):
+                forecasts.append(forecast(daily[tier], h, str(tier)))
+        tables["demand_daily_by_tier"] = daily
     if forecasts:
         tables["forecast"] = pd.DataFrame([{"tier": f.series, "horizon_days": f.horizon_days, "method": f.method,
                                             "forecast_gpu_hours": f.total, "per_day": f.per_day,
                                             "backtest_wape_pct": f.wape_pct, "backtest_origins": f.origins}
                                            for f in forecasts])
-
     summary = {
         "since": str(pd.Timestamp(since)), "until": str(pd.Timestamp(until)),
         "runs": int(len(runs)), "jobs": int(runs["job_id_raw"].nunique()),
@@ -333,7 +401,7 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "idle_gpu_hours_allocated": float(known["idle_gpu_hours"].sum()),
         "median_wait_min": float(np.nanmedian(wait_min)) if np.isfinite(wait_min).any() else None,
         "p90_wait_min": float(np.nanpercentile(wait_min, 90)) if np.isfinite(wait_min).any() else None,
-        "failed_runs": int((runs["state"].astype(str) == "FAILED").sum()),
+        "failed_runs": int((runs["state"] == "FAILED").sum()),
     }
     return Report(since=since, until=until, site=site.name if site else "", cluster=site.cluster_name if site else "",
                   currency=site.currency if site else "", summary=summary, tables=tables, timeline=timeline,

@@ -120,12 +120,17 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     popts = pacsv.ParseOptions(delimiter="|", quote_char=False, escape_char=False, newlines_in_values=False,
                                invalid_row_handler=on_bad)
     copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
-                                 strings_can_be_null=False, timestamp_parsers=["%Y-%m-%dT%H:%M:%S"])
+                                 strings_can_be_null=False)  # arrow's own ISO-8601 parser: fast, strict
     try:
         table = pacsv.read_csv(opener(), read_options=ropts, parse_options=popts, convert_options=copts)
     except pa.ArrowInvalid as exc:
-        raise ParseError(name, None, _arrow_message(str(exc), names)) from None
+        raise ParseError(name, None, _arrow_message(str(exc), names, opener)) from None
     notes: list[str] = []
+    if bad_rows and any(n is None or n < 0 for n, _ in bad_rows):
+        # the threaded reader may not know row numbers: find the lines in the text (rare, so a rescan is fine)
+        whole = opener()
+        blob = whole.getvalue() if isinstance(whole, io.BytesIO) else Path(whole).read_bytes()
+        bad_rows = [(_line_of(blob, t), t) for _, t in bad_rows]
     if bad_rows:
         table, fixed_note = _repair(table, bad_rows, names, ropts, copts, name)
         notes.append(fixed_note)
@@ -134,16 +139,33 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     return Accounting(jobs=jobs, steps=nsteps, source=name, notes=notes)
 
 
-def _arrow_message(msg: str, names: list[str]) -> str:
-    # "In CSV column #10: Row #5: CSV conversion error to timestamp[s]: invalid value 'x'"
+def _line_of(blob: bytes, text: str) -> int | None:
+    pos = blob.find(text.encode())
+    return None if pos < 0 else blob.count(b"\n", 0, pos) + 1
+
+
+def _arrow_message(msg: str, names: list[str], opener=None) -> str:
+    """Arrow's conversion error -> `line N: field F: ...`; the line is found by rescanning (errors only)."""
     import re
 
-    m = re.search(r"column #(\d+): Row #(\d+): (.*)", msg)
-    if m:
-        col = int(m.group(1))
-        field_name = names[col] if col < len(names) else f"#{col}"
-        return f"line {int(m.group(2)) + 1}: field {field_name}: {m.group(3)}"
-    return msg.splitlines()[0]
+    m = re.search(r"column #(\d+): (?:Row #(\d+): )?(.*)", msg)
+    if not m:
+        return msg.splitlines()[0]
+    col = int(m.group(1))
+    field_name = names[col] if col < len(names) else f"#{col}"
+    line = int(m.group(2)) + 1 if m.group(2) else None
+    bad = re.search(r"invalid value '(.*)'", m.group(3))
+    if line is None and bad is not None and opener is not None:
+        src = opener()
+        blob = src.getvalue() if isinstance(src, io.BytesIO) else Path(src).read_bytes()
+        want = bad.group(1)
+        for i, ln in enumerate(blob.decode(errors="replace").splitlines()[1:], start=2):
+            parts = ln.split("|")
+            if col < len(parts) and parts[col] == want:
+                line = i
+                break
+    where = f"line {line}: " if line else ""
+    return f"{where}field {field_name}: {m.group(3)}"
 
 
 def _repair(table: pa.Table, bad_rows, names, ropts, copts, source) -> tuple[pa.Table, str]:
@@ -178,10 +200,17 @@ def _col(table: pa.Table, name: str, default):
     return pa.array([default] * table.num_rows) if table.num_rows else pa.array([], type=pa.string())
 
 
+def _by_value(arr, fn):
+    """Apply `fn` (an arrow kernel over strings) once per distinct value: TRES and State strings repeat a lot."""
+    d = pc.dictionary_encode(arr).combine_chunks() if isinstance(arr, pa.ChunkedArray) else pc.dictionary_encode(arr)
+    return pc.take(fn(d.dictionary), d.indices)
+
+
 def _int_of(arr, pattern: str) -> np.ndarray:
-    got = pc.extract_regex(arr, pattern)
-    n = pc.cast(pc.if_else(pc.is_valid(got), pc.struct_field(got, [0]), "0"), pa.int64())
-    return n.to_numpy(zero_copy_only=False)
+    def f(values):
+        got = pc.extract_regex(values, pattern)
+        return pc.cast(pc.if_else(pc.is_valid(got), pc.struct_field(got, [0]), "0"), pa.int64())
+    return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
 def _to_jobs(table: pa.Table, notes: list[str]) -> tuple[pd.DataFrame, int]:
@@ -195,23 +224,38 @@ def _to_jobs(table: pa.Table, notes: list[str]) -> tuple[pd.DataFrame, int]:
     n = jobs.num_rows
 
     # job ids: the raw id is numeric for every allocation ("123", array tasks have their own raw id)
-    raw_txt = jobs["job_id_raw"] if "job_id_raw" in jobs.column_names else pc.extract_regex(
-        jobs["job_id"], r"^(?P<id>\d+)").field("id")
-    raw_num = pc.extract_regex(raw_txt, r"^(?P<id>\d+)")
-    raw = pc.cast(pc.if_else(pc.is_valid(raw_num), pc.struct_field(raw_num, [0]), "-1"), pa.int64())
+    if "job_id_raw" in jobs.column_names:
+        try:
+            raw = pc.cast(jobs["job_id_raw"], pa.int64())  # allocations' raw ids are plain numbers
+        except pa.ArrowInvalid:
+            raw_num = pc.extract_regex(jobs["job_id_raw"], r"^(?P<id>\d+)")
+            raw = pc.cast(pc.if_else(pc.is_valid(raw_num), pc.struct_field(raw_num, [0]), "-1"), pa.int64())
+    else:
+        # without JobIDRaw, "123_4" is not a number: plain ids keep their value, others get a negative code
+        ids = jobs["job_id"].to_numpy(zero_copy_only=False).astype(str)
+        plain = np.char.isdigit(ids)
+        codes, _ = pd.factorize(ids)
+        raw = pa.array(np.where(plain, np.where(plain, ids, "0").astype(np.int64), -(codes + 1)))
+        notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
 
     alloc = _col(jobs, "alloc_tres", "")
     req = _col(jobs, "req_tres", "")
     gpus = _int_of(alloc, r"gres/gpu=(?P<n>\d+)")
     req_gpus = _int_of(req, r"gres/gpu=(?P<n>\d+)")
-    typed = pc.extract_regex(alloc, r"gres/gpu:(?P<t>[^=,]+)=(?P<n>\d+)")
-    gpu_type = pc.if_else(pc.is_valid(typed), pc.struct_field(typed, [0]),
-                          pc.if_else(pc.greater(pa.array(gpus), 0), "untyped", ""))
+    def first_type(values):
+        t = pc.extract_regex(values, r"gres/gpu:(?P<t>[^=,]+)=(?P<n>\d+)")
+        return pc.if_else(pc.is_valid(t), pc.struct_field(t, [0]), "")
+
+    typed = _by_value(alloc, first_type)
+    gpu_type = pc.if_else(pc.not_equal(typed, ""), typed, pc.if_else(pc.greater(pa.array(gpus), 0), "untyped", ""))
     if "alloc_tres" not in jobs.column_names:
         notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
 
-    state = pc.extract_regex(jobs["state"], r"^(?P<s>[A-Z_]+)")
-    state = pc.if_else(pc.is_valid(state), pc.struct_field(state, [0]), "UNKNOWN")
+    def first_word(values):
+        w = pc.extract_regex(values, r"^(?P<s>[A-Z_]+)")
+        return pc.if_else(pc.is_valid(w), pc.struct_field(w, [0]), "UNKNOWN")
+
+    state = _by_value(jobs["state"], first_word)
 
     def ts(name):
         c = _col(jobs, name, None)
@@ -245,7 +289,8 @@ def _to_jobs(table: pa.Table, notes: list[str]) -> tuple[pd.DataFrame, int]:
     frame["nnodes"] = frame["nnodes"].astype("int32")
     frame["gpu_util_slurm"] = _step_gpu_util(steps, frame["job_id_raw"])
 
-    multi = pc.greater(pc.count_substring(alloc, "gres/gpu:"), 1).to_numpy(zero_copy_only=False)
+    multi = _by_value(alloc, lambda v: pc.greater(pc.count_substring(v, "gres/gpu:"), 1)).to_numpy(
+        zero_copy_only=False)
     if multi.any():
         frame = _split_multi_type(frame, np.asarray(alloc.to_pylist(), dtype=object), multi)
 
@@ -259,14 +304,15 @@ def _step_gpu_util(steps: pa.Table, job_raw: pd.Series) -> np.ndarray:
     out = np.full(len(job_raw), np.nan, dtype=np.float32)
     if steps.num_rows == 0 or "tres_usage_ave" not in steps.column_names:
         return out
-    util = pc.extract_regex(steps["tres_usage_ave"], r"gres/gpuutil=(?P<u>[\d.]+)")
-    have = pc.is_valid(util)
+    have = pc.match_substring(steps["tres_usage_ave"], "gres/gpuutil=")
     if not pc.any(have).as_py():
         return out
     s = steps.filter(have)
-    u = pc.cast(pc.struct_field(util.filter(have), [0]), pa.float64()).to_numpy()
+    util = pc.extract_regex(s["tres_usage_ave"], r"gres/gpuutil=(?P<u>[\d.]+)")
+    u = pc.cast(pc.struct_field(util, [0]), pa.float64()).to_numpy(zero_copy_only=False)
     raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
-    ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy()
+    ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
+        zero_copy_only=False)
     best = pd.Series(u).groupby(ids).max()
     got = best.reindex(job_raw.to_numpy()).to_numpy()
     return got.astype(np.float32)
