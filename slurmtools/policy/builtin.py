@@ -316,7 +316,8 @@ def script_signal(script: str) -> str | None:
 
 class CheckpointSignal(Policy):
     """Preemptible tiers need a checkpoint signal in the script (`#SBATCH --signal=B:USR1@300`): without it the
-    batch shell hears of preemption only KillWait seconds before SIGKILL."""
+    batch shell hears of preemption only KillWait seconds before SIGKILL. Interactive jobs (srun/salloc: no
+    script) are exempt."""
 
     name = "checkpoint_signal"
     lua = True
@@ -331,8 +332,8 @@ class CheckpointSignal(Policy):
 
     def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
         t = self.params["tiers"].get(r.qos or "")
-        if t is None:
-            return Decision.allow()
+        if t is None or r.script == "":
+            return Decision.allow()  # no batch script: an interactive srun/salloc, which has nothing to checkpoint
         if script_signal(r.script) == t["signal"]:
             return Decision.allow()
         return Decision.deny(fmt("checkpoint_signal", qos=r.qos, signal=t["signal"], lead=str(t["lead"])))

@@ -279,3 +279,14 @@ def test_preflight_with_the_real_backend(lab, tmp_path, monkeypatch):
     assert d.message == "account students may not use tier production (its tiers: standard, scavenger)"
     d = preflight(JobRequest.from_sbatch(["-q", "production", "--gres=gpu:h100:1"], user=USER), site, lab.backend())
     assert d.action == "modify" and d.changes == {"partition": "gpu"}  # labuser's default account is vision
+
+
+def test_srun_meets_the_same_rules(lab, policy_lab):
+    """Interactive jobs go through job_submit.lua too: same message after `srun: error:`; no script, so no
+    checkpoint signal is asked for."""
+    p = lab.sh("srun -A vision --gres=gpu:8 -t 1 true", user=USER, check=False)
+    assert p.returncode != 0
+    assert p.stderr.splitlines()[0] == ("srun: error: partition gpu needs a GPU type: ask for e.g. --gres=gpu:h100:N "
+                                        "instead of an untyped GPU count (GPU types here: h100)")
+    p = lab.sh("srun -A vision -q standard --gres=gpu:h100:1 -t 1 hostname", user=USER, check=False, timeout=120)
+    assert p.returncode == 0, p.stderr

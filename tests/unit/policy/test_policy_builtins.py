@@ -127,6 +127,8 @@ def test_checkpoint_signal_on_preemptible_tiers(policies, ctx, line, ok):
 def test_signal_after_first_command_does_not_count(policies, ctx):
     d = decide(policies, ctx, ["-A", "vision", "--gres=gpu:h100:1"], script="#!/bin/bash\necho\n#SBATCH --signal=USR1\n")
     assert d.policy == "checkpoint_signal"
+    # interactive jobs (no script: srun/salloc) have nothing to checkpoint
+    assert decide(policies, ctx, ["-A", "vision", "--gres=gpu:h100:1"], script="").allowed
     # production is not preemptible: no signal needed
     assert decide(policies, ctx, ["-A", "vision", "-q", "production", "--gres=gpu:h100:1"], script="").allowed
 
