@@ -172,7 +172,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     typer.echo(preflight_msg)
     typer.echo(f"submitted job {job_id}: {p.nodes} x {p.gpus_per_node} {p.gpu_type} GPUs, tier {p.tier}, "
                f"{'--switches=' + str(p.switches) + '@' + str(p.switch_wait) + 's' if p.switches else 'no switch limit'}")
-    typer.echo(f"output: {out_path}")
+    typer.echo(f"output: {out_path}" + (" (%a: the array task id)" if "%a" in out_path else ""))
 
 
 def _preflight(script: str, req, site, backend) -> str:

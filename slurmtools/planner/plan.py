@@ -10,11 +10,10 @@ import functools
 import getpass
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from slurmtools.durations import human, slurm_time
-from slurmtools.errors import ConfigError
 from slurmtools.hostlist import compress, expand
 from slurmtools.planner.packing import HostNeed, eligible_by_leaf, first_fit, leaves_of, min_leaves, pack, pack_empty
 from slurmtools.planner.quality import Estimate, estimate
@@ -166,6 +165,11 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     tasks = gpn if tmpl.tasks == "per-gpu" else 1
     need = HostNeed(gpn, cpus_per_gpu * gpn, mem_per_gpu * gpn, nt.name)
     spread_ok = r.comm == "independent"
+    domain, why_domain = None, ""
+    if r.comm == "tensor-parallel" and nodes > 1 and view.domain_of:
+        domain, why_domain = _pick_domain(view, need, nodes)
+        if domain:
+            view = _restrict(view, frozenset(h for h, d in view.domain_of.items() if d == domain), gpu_type)
 
     hosts_empty = pack_empty(view, need, nodes)
     if hosts_empty is None:
@@ -260,6 +264,8 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     add("gres-flags", "enforce-binding", "CPUs must come from the sockets local to the allocated GPUs")
     if tasks > 1:
         add("gpu-bind", "closest", "each rank sees the GPU(s) closest to its CPUs")
+    if domain:
+        add("constraint", domain, why_domain)
     if switches:
         add("switches", f"{switches}@{slurm_time(wait or 0)}", why_switch)
     out_dir = _safe("--output-dir", r.output_dir.rstrip("/")) + "/" if r.output_dir else ""
@@ -444,6 +450,30 @@ def _safe(option: str, value: str) -> str:
     return value
 
 
+def _pick_domain(view: ClusterView, need: HostNeed, nodes: int) -> tuple[str | None, str]:
+    """For tensor-parallel jobs on multi-node NVLink domains: the domain that holds the job now with the least
+    room to spare (best fit), else the largest domain that could hold it once free; None when none is big enough."""
+    free: dict[str, int] = {}
+    size: dict[str, int] = {}
+    elig = {h for hs in eligible_by_leaf(view, need).values() for h in hs}
+    for h, d in view.domain_of.items():
+        if h not in view.hosts or view.hosts[h].node_type != need.node_type:
+            continue
+        size[d] = size.get(d, 0) + 1
+        free[d] = free.get(d, 0) + (h in elig)
+    now = sorted((free[d], d) for d in free if free[d] >= nodes)
+    if now:
+        d = now[0][1]
+        return d, (f"tensor-parallel traffic stays on NVLink: multi-node NVLink domain {d} has {free[d]} free hosts "
+                   f"for the job's {nodes} (the domain with the least room to spare that fits now)")
+    later = sorted((-size[d], d) for d in size if size[d] >= nodes)
+    if later:
+        d = later[0][1]
+        return d, (f"tensor-parallel traffic stays on NVLink: no NVLink domain has {nodes} free hosts now; domain "
+                   f"{d} ({size[d]} hosts) will hold the job once hosts free up")
+    return None, ""
+
+
 def _count_fit(view: ClusterView, need: HostNeed) -> int:
     return sum(len(v) for v in eligible_by_leaf(view, need).values())
 
@@ -502,5 +532,4 @@ def placement_text(plan: Plan) -> str:
     return compress(plan.hosts) if plan.hosts else "-"
 
 
-__all__ = ["Directive", "Plan", "Quality", "Release", "TemplateShape", "plan_job", "releases_from_jobs",
-           "ConfigError"]
+__all__ = ["Directive", "Plan", "Quality", "Release", "TemplateShape", "plan_job", "releases_from_jobs"]

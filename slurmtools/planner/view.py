@@ -43,6 +43,8 @@ class ClusterView:
     source: str = ""
     #: node type -> GPU index -> nearest HCAs, from the topology graph's query; empty: the fabric file's rule
     nearest: Mapping[str, Mapping[int, tuple[str, ...]]] = field(default_factory=dict)
+    #: host -> the multi-node NVLink domain it belongs to (NVL72-style cliques); hosts of one-host domains are absent
+    domain_of: Mapping[str, str] = field(default_factory=dict)
     #: memo of derived tables that depend only on the layout (never on free GPUs); fresh on every copy
     memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -139,9 +141,10 @@ def from_fabric(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_
         if not uplink[leaf.name]:  # not declared: assume a non-blocking leaf
             nt = fabric.node_types[leaf.node_type]
             uplink[leaf.name] = len(leaf.hosts) * max(len(nt.nics), 1) * link
+    domains = {h: d for d, hs in getattr(fabric, "nvlink_domains", {}).items() if len(hs) > 1 for h in hs}
     return ClusterView(hosts=hosts, leaves=leaves, leaf_spines={k: tuple(v) for k, v in spines.items()},
                        node_types=dict(fabric.node_types), link_gbytes=link, leaf_uplink_gbytes=uplink,
-                       live=live is not None, source=str(fabric.source))
+                       live=live is not None, source=str(fabric.source), domain_of=domains)
 
 
 def _free(n: NodeInfo, nt: NodeType) -> tuple[int, int, int]:
@@ -200,9 +203,11 @@ def from_topology(t, node_types: Mapping[str, NodeType], nodes: Iterable[NodeInf
         spines[leaf] = tuple(sorted((u for u, _ in ups), key=_nat))
         uplink[leaf] = sum(g for _, g in ups) or float("inf")
     link = host_links[0] if host_links else 0.0
+    domains = {h: d.name for d in q.nvlink_domains(t) if d.multi_node for h in d.hosts}
     return ClusterView(hosts=hosts, leaves={k: tuple(v) for k, v in leaves.items() if v}, leaf_spines=spines,
                        node_types=dict(node_types), link_gbytes=link, leaf_uplink_gbytes=uplink,
-                       live=live is not None, source=f"topology graph {t.name}", nearest=nearest)
+                       live=live is not None, source=f"topology graph {t.name}", nearest=nearest,
+                       domain_of=domains)
 
 
 def _nat(s: str) -> tuple:

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,6 @@ from slurmtools.site import load_site
 
 pytestmark = pytest.mark.lab
 HERE = Path(__file__).resolve().parent / "planner_lab"
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

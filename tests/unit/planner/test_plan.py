@@ -171,3 +171,16 @@ def test_busy_helper_synthetic_view_oversubscribed_uplinks_lower_quality():
     assert two.gbytes < one.gbytes and two.hops == 4
     v2 = busy(v, ["h00001"])
     assert v2.hosts["h00001"].gpus_free == 0
+
+
+def test_tensor_parallel_stays_inside_one_multi_node_nvlink_domain(site, fabric):
+    # two 8-host NVLink domains across the leaves; nvl-a has 3 busy hosts, so a 4-host TP job fits in both but
+    # best fit takes nvl-a (least room to spare) and pins it with --constraint
+    fab = replace(fabric, nvlink_domains={"nvl-a": tuple(fabric.hosts[:8]), "nvl-b": tuple(fabric.hosts[8:])})
+    view = from_fabric(fab, _nodes(fab, {"gpu01", "gpu02", "gpu05"}))
+    p = plan_job(req(gpus=32, comm="tensor-parallel", tier="standard"), site, view, TORCHRUN)
+    o = opts(p)
+    assert o["constraint"] == "nvl-a" and "NVLink" in p.directive("constraint").why
+    assert set(p.hosts) <= set(fabric.hosts[:8]) and not {"gpu01", "gpu02", "gpu05"} & set(p.hosts)
+    # allreduce jobs are not pinned to a domain
+    assert "constraint" not in opts(plan_job(req(gpus=32, tier="standard"), site, view, TORCHRUN))
