@@ -3,23 +3,32 @@
 Why defensive: a hook that raises on an odd variable drains a healthy node (a failing prolog drains the node and
 requeues the job held), so every field is parsed to a value or None, never an exception.
 Facts (Slurm 22.05): hooks run as root with NO PATH, and without SLURM_JOB_QOS / SLURM_JOB_NAME.
+Start-up time: no re, json, dataclasses, subprocess or shutil here (each costs milliseconds at every job start);
+commands run through os.posix_spawn.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
 
 from slurmtools.hooks import safefs
 
 SCONTROL_DIRS = ("/usr/bin", "/usr/local/bin", "/opt/slurm/bin", "/usr/sbin")
 DEFAULT_SPOOL = "/var/spool/slurmtools"
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_USER = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.@-]{0,63}$")
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_NODE_CHARS = _ALNUM | frozenset("._-")
+_USER_CHARS = _ALNUM | frozenset("._@-")
+_REASON_CHARS = _ALNUM | frozenset(" _.:,;=()/#+-")
+
+
+def _node_ok(s: str) -> bool:
+    return 0 < len(s) <= 64 and s[0] in _ALNUM and all(c in _NODE_CHARS for c in s)
+
+
+def _user_ok(s: str) -> bool:
+    return 0 < len(s) <= 64 and s[0] != "-" and all(c in _USER_CHARS for c in s)
 
 
 def _int(s: str | None) -> int | None:
@@ -27,9 +36,9 @@ def _int(s: str | None) -> int | None:
     return int(s) if s.isdigit() and len(s) < 19 else None
 
 
-def _word(s: str | None, pattern: re.Pattern = _USER) -> str | None:
+def _word(s: str | None, ok=_user_ok) -> str | None:
     s = (s or "").strip()
-    return s if pattern.match(s) else None
+    return s if ok(s) else None
 
 
 def parse_gpu_indices(s: str | None) -> tuple[int, ...] | None:
@@ -48,31 +57,34 @@ def parse_gpu_indices(s: str | None) -> tuple[int, ...] | None:
 
 def first_host(hostlist: str | None) -> str | None:
     """First host of a Slurm hostlist ('gpu[03-05,09],cpu1' -> 'gpu03') without a hostlist library."""
-    s = (hostlist or "").strip()
-    m = re.match(r"^([A-Za-z0-9._-]*)(?:\[(\d+)[^\]]*\])?", s)
-    if not m or not m.group(0):
-        return None
-    prefix, num = m.group(1), m.group(2)
-    name = prefix + (num or "")
-    return name if _NODE.match(name) else None
+    head = (hostlist or "").strip().split(",", 1)[0]  # "gpu[03-05" of "gpu[03-05,09],cpu1"
+    if "[" in head:
+        prefix, rest = head.split("[", 1)
+        num = ""
+        for c in rest:
+            if not c.isdigit():
+                break
+            num += c
+        if not num:
+            return None
+        name = prefix + num
+    else:
+        name = head
+    return name if _node_ok(name) else None
 
 
-@dataclass(frozen=True)
 class JobEnv:
-    """The job as slurmd's hook environment describes it; unparseable fields are None."""
+    """The job as slurmd's hook environment describes it; unparseable fields are None.
 
-    job_id: int | None
-    user: str | None
-    uid: int | None
-    account: str | None
-    partition: str | None
-    node: str | None
-    nodelist: str | None
-    gpus: tuple[int, ...] | None
-    restart_count: int
-    exit_code: str | None
-    derived_exit: str | None
-    context: str | None
+    A plain class, not a dataclass: importing dataclasses costs more than this whole module.
+    """
+
+    __slots__ = ("job_id", "user", "uid", "account", "partition", "node", "nodelist", "gpus", "restart_count",
+                 "exit_code", "derived_exit", "context")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
 
     @classmethod
     def from_environ(cls, env: os._Environ | dict | None = None) -> "JobEnv":
@@ -84,7 +96,7 @@ class JobEnv:
             uid=_int(g("SLURM_JOB_UID")),
             account=_word(g("SLURM_JOB_ACCOUNT")),
             partition=_word(g("SLURM_JOB_PARTITION")),
-            node=_word(g("SLURMD_NODENAME"), _NODE),
+            node=_word(g("SLURMD_NODENAME"), _node_ok),
             nodelist=(g("SLURM_NODELIST") or g("SLURM_JOB_NODELIST") or "")[:4096] or None,
             gpus=parse_gpu_indices(g("SLURM_JOB_GPUS") if g("SLURM_JOB_GPUS") is not None
                                    else g("CUDA_VISIBLE_DEVICES")),
@@ -141,27 +153,60 @@ def find_scontrol() -> str | None:
     return None
 
 
-def scontrol(args: list[str], timeout: float = 10.0) -> subprocess.CompletedProcess | None:
+def run_capture(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str] | None:
+    """Run a command, stdin from /dev/null, stdout+stderr captured, killed after `timeout` s; None if it cannot run."""
+    import select
+
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_DUP2, w, 1), (os.POSIX_SPAWN_DUP2, w, 2)]
+    try:
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    os.close(w)
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, 9)
+                break
+            ready, _, _ = select.select([r], [], [], left)
+            if ready:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    break
+                out += chunk
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
+
+
+def scontrol(args: list[str], timeout: float = 10.0) -> tuple[int, str] | None:
     exe = find_scontrol()
     if exe is None:
         return None
     env = {"PATH": "/usr/bin:/bin"}
     if os.environ.get("SLURM_CONF"):
         env["SLURM_CONF"] = os.environ["SLURM_CONF"]
-    try:
-        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, env=env,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
+    return run_capture([exe, *args], env, timeout)
 
 
 def job_fields(job_id: int) -> dict[str, str] | None:
     """`scontrol show job -o` as a dict (QOS, JobState, Restarts, StartTime, PreemptTime, ...), or None."""
     r = scontrol(["show", "job", "-o", str(job_id)])
-    if r is None or r.returncode != 0:
+    if r is None or r[0] != 0:
         return None
     fields: dict[str, str] = {}
-    for tok in r.stdout.split():
+    for tok in r[1].split():
         k, sep, v = tok.partition("=")
         if sep and k not in fields:
             fields[k] = v
@@ -170,8 +215,31 @@ def job_fields(job_id: int) -> dict[str, str] | None:
 
 def drain(node: str, reason: str) -> tuple[bool, str]:
     """`scontrol update nodename=NODE state=drain reason=...`; returns (done, Slurm's words)."""
-    reason = re.sub(r"[^A-Za-z0-9 _.:,;=()/#+-]", "_", reason)[:200]
+    reason = "".join(c if c in _REASON_CHARS else "_" for c in reason)[:200]
     r = scontrol(["update", f"nodename={node}", "state=drain", f"reason={reason}"])
     if r is None:
         return False, "no scontrol found"
-    return r.returncode == 0, (r.stderr or r.stdout).strip()
+    return r[0] == 0, r[1].strip()
+
+
+def dumps(obj) -> str:
+    """JSON for the hooks' records (dict/list/str/int/float/bool/None) without importing json (and re)."""
+    from _json import encode_basestring_ascii as q
+
+    if obj is None:
+        return "null"
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if isinstance(obj, (int, float)):
+        if obj != obj or obj in (float("inf"), float("-inf")):
+            return "null"
+        return repr(obj)
+    if isinstance(obj, str):
+        return q(obj)
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{q(str(k))}: {dumps(v)}" for k, v in sorted(obj.items())) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ", ".join(dumps(v) for v in obj) + "]"
+    return q(str(obj))

@@ -10,12 +10,11 @@ and the prolog's start mark.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import HookLog, JobEnv, job_fields, spool_dir
+from slurmtools.hooks.common import HookLog, JobEnv, dumps, job_fields, spool_dir
 
 JOBS = "jobs"
 RUNNING = "running"
@@ -76,7 +75,7 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
             try:
                 node = job.node or "unknown-node"
                 safefs.write_atomic_at(jfd, f"{job.job_id}.{run_no}.{node}.json",
-                                       json.dumps(rec, sort_keys=True).encode() + b"\n")
+                                       dumps(rec).encode() + b"\n")
             finally:
                 os.close(jfd)
         except (safefs.UnsafePath, OSError) as e:
@@ -105,9 +104,9 @@ def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None]:
         except OSError:
             pass
         try:
-            d = json.loads(raw)
-            return float(d["start"]), int(d.get("restart_count", 0))
-        except (ValueError, KeyError, TypeError):
+            start, restarts = raw.decode().split()
+            return float(start), int(restarts)
+        except (ValueError, UnicodeDecodeError):
             log("start mark unreadable; start left empty")
             return None, None
     finally:
@@ -175,6 +174,8 @@ def _stop_report(job: JobEnv, log: HookLog) -> dict | None:
             os.close(dfd)
     finally:
         os.close(pfd)
+    import json  # only when a stop report exists (a preempted or warned run)
+
     try:
         doc = json.loads(raw) if raw else None
     except ValueError:
@@ -199,8 +200,8 @@ def _set(v: str | None) -> str | None:
 
 def _gpu_accounting(job: JobEnv, start: float | None, log: HookLog) -> list[dict] | None:
     """Per-GPU utilization and peak memory of the job's processes from NVML accounting mode, when available."""
-    if not job.gpus or os.environ.get("SLURMTOOLS_LAB_ETC"):
-        return None
+    if not job.gpus or os.environ.get("SLURMTOOLS_LAB_ETC") or not os.path.exists("/dev/nvidiactl"):
+        return None  # no NVIDIA driver here: do not pay for importing pynvml
     try:
         import pynvml
         pynvml.nvmlInit()

@@ -9,9 +9,7 @@ or others (see `safefs.open_secure_dir`), so no job user can make a node look si
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
 
 from slurmtools.hooks import safefs
 
@@ -22,17 +20,24 @@ class NvmlUnavailable(Exception):
     """No NVML here (library or driver missing): not a GPU fault, the check is skipped."""
 
 
-@dataclass(frozen=True)
 class GpuStatus:
-    index: int
-    uuid: str = ""
-    minor: int | None = None
-    ecc_uncorrected: int | None = None  # volatile (since driver load)
-    retired_pages_pending: bool = False
-    retired_pages_dbe: int | None = None
-    remap_pending: bool = False
-    remap_failure: bool = False
-    lost: bool = False
+    """One GPU's health facts (a plain class: dataclasses would cost the prolog start-up time)."""
+
+    __slots__ = ("index", "uuid", "minor", "ecc_uncorrected", "retired_pages_pending", "retired_pages_dbe",
+                 "remap_pending", "remap_failure", "lost")
+
+    def __init__(self, index: int, uuid: str = "", minor: int | None = None, ecc_uncorrected: int | None = None,
+                 retired_pages_pending: bool = False, retired_pages_dbe: int | None = None,
+                 remap_pending: bool = False, remap_failure: bool = False, lost: bool = False):
+        self.index = index
+        self.uuid = uuid
+        self.minor = minor
+        self.ecc_uncorrected = ecc_uncorrected  # volatile (since driver load)
+        self.retired_pages_pending = retired_pages_pending
+        self.retired_pages_dbe = retired_pages_dbe
+        self.remap_pending = remap_pending
+        self.remap_failure = remap_failure
+        self.lost = lost
 
     @property
     def slurm_index(self) -> int:
@@ -67,6 +72,8 @@ def problems(statuses: list[GpuStatus], expected: tuple[int, ...] | None) -> lis
 
 
 def from_nvml() -> list[GpuStatus]:
+    if not os.path.exists("/dev/nvidiactl"):  # no NVIDIA driver here: skip pynvml's costly import
+        raise NvmlUnavailable("no NVIDIA driver (/dev/nvidiactl absent)")
     try:
         import pynvml
     except Exception as e:
@@ -136,6 +143,8 @@ def from_fake(etc: str, node: str | None) -> list[GpuStatus] | None:
         import stat as _st
         if not _st.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
             return None
+        import json
+
         doc = json.loads(os.read(fd, 1 << 20))
     finally:
         os.close(fd)

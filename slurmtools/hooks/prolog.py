@@ -7,7 +7,6 @@ environment, an unsafe spool folder) is logged and the prolog succeeds: a false 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -62,7 +61,7 @@ def _note_start(job: JobEnv, log: HookLog) -> None:
         return
     rfd = safefs.open_secure_dir(os.path.join(spool_dir(), RUNNING), create=True)
     try:
-        body = json.dumps({"start": round(time.time(), 3), "restart_count": job.restart_count}).encode()
+        body = f"{time.time():.3f} {job.restart_count}\n".encode()  # "start restart_count"
         safefs.write_atomic_at(rfd, f"{job.job_id}.{job.node}", body)
     finally:
         os.close(rfd)

@@ -9,7 +9,6 @@ spool folder must be owned by root (our euid) and not writable by group or other
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -126,6 +125,8 @@ def remove_user_tree(parent: str, name: str, owner_uid: int | None) -> str:
         if not stat.S_ISDIR(st.st_mode):
             os.unlink(name, dir_fd=pfd)  # a symlink or file in its place: remove the entry, never its target
             return "removed non-directory entry"
+        import shutil  # only here: importing it costs every job start a few milliseconds
+
         if not shutil.rmtree.avoids_symlink_attacks:
             return "left alone: this platform cannot delete safely"
         shutil.rmtree(name, dir_fd=pfd)
