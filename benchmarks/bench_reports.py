@@ -6,7 +6,7 @@
 2. A nightly incremental run: a month of finished days in the day cache plus one new day of 30,000 jobs, against
    re-reading the whole month's dump. Goal: <= 2 s.
 
-Each measurement runs in its own process so peak memory (ru_maxrss) is its own. Prints ratios; asserts nothing.
+Each measurement runs in its own process so peak memory (VmHWM) is its own. Prints ratios; asserts nothing.
     python benchmarks/bench_reports.py            # 200,000 jobs (about a minute on 2 cores)
     python benchmarks/bench_reports.py --full     # 1,000,000 jobs
 """
@@ -43,13 +43,14 @@ elif what == "report":
     cache = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else None
     load_since = datetime.fromisoformat(sys.argv[7]) if len(sys.argv) > 7 else since
     site = load_site(None)
-    jobs, notes, t = ingest.load_jobs(load_since, until, sacct_file=path, cache_dir=cache,
-                                      now=datetime(2030, 1, 1))
+    jobs, history, notes, t = ingest.load_jobs(since, until, history_since=load_since, sacct_file=path,
+                                               cache_dir=cache, now=datetime(2030, 1, 1))
     cap, events, cn = ingest.load_capacity(site, since, until)
-    r = metrics.compute(jobs, site, since, until, capacity=cap, notes=notes)
+    r = metrics.compute(jobs, site, since, until, capacity=cap, notes=notes, history=history)
     outputs.write(r, Path(out), outputs.FORMATS)
     n = len(jobs)
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM: this process's own peak (ru_maxrss would carry the parent's peak across exec)
+rss = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
 print(json.dumps({"s": time.perf_counter() - t0, "rss_mb": rss, "rows": n}))
 """
 

@@ -122,8 +122,8 @@ def report(
         backend = get_backend()
     month_start = pd.Timestamp(u - timedelta(seconds=1)).replace(day=1, hour=0, minute=0, second=0).to_pydatetime()
     load_since = min(s - timedelta(days=history_days), month_start)
-    jobs, notes, _ = ingest.load_jobs(load_since, u, sacct_file=sacct_file, backend=backend, cache_dir=cache_dir,
-                                      progress=progress)
+    jobs, history, notes, _ = ingest.load_jobs(s, u, history_since=load_since, sacct_file=sacct_file,
+                                               backend=backend, cache_dir=cache_dir, progress=progress)
     cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
                                                events_source=events_file or "sacctmgr show event")
     ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
@@ -132,7 +132,7 @@ def report(
         enotes = [f"no epilog GPU records at {ep_path}; GPU efficiency from Slurm's gres/gpuutil only"]
     progress("computing metrics")
     rep = metrics.compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
-                          notes=notes + cnotes + enotes)
+                          notes=notes + cnotes + enotes, history=history)
     progress("writing " + ", ".join(formats))
     try:
         written = outputs.write(rep, Path(out), formats, top=top)

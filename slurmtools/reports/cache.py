@@ -1,8 +1,11 @@
-"""The incremental cache: one Parquet file per finished day holding the job runs that ended that day.
+"""The incremental cache: per finished day, a Parquet file of the job runs that ended that day, and a small one
+of their GPU-hours per day, tier and account (`metrics.daily_usage`).
 
 Why per end-day: a run that ended on day D can never change again, so once every run that ended on D has been
 seen (the data covered all of D, and D is over) the day is final and a nightly report reads it back instead of
 asking sacct or re-parsing a dump. Runs still going or pending are never cached; they always come fresh.
+History (forecast, month-to-date budgets) reads only the small usage files, so a nightly report over one new day
+does not reload a month of runs.
 Files are written to a temporary name and renamed, so a crash leaves no half-written day.
 """
 
@@ -27,6 +30,9 @@ class DayCache:
     def path(self, day: date) -> Path:
         return self.root / f"v{VERSION}" / f"{day:%Y-%m-%d}.parquet"
 
+    def usage_path(self, day: date) -> Path:
+        return self.root / f"v{VERSION}" / "usage" / f"{day:%Y-%m-%d}.parquet"
+
     def days(self) -> list[date]:
         d = self.root / f"v{VERSION}"
         if not d.is_dir():
@@ -34,13 +40,15 @@ class DayCache:
         out = []
         for p in d.glob("*.parquet"):
             try:
-                out.append(datetime.strptime(p.stem, "%Y-%m-%d").date())
+                day = datetime.strptime(p.stem, "%Y-%m-%d").date()
+                if self.usage_path(day).exists():
+                    out.append(day)
             except ValueError:
                 continue
         return sorted(out)
 
     def has(self, day: date) -> bool:
-        return self.path(day).exists()
+        return self.path(day).exists() and self.usage_path(day).exists()
 
     def load(self, first: date, last: date) -> pd.DataFrame:
         """Runs that ended on the cached days in [first, last]."""
@@ -49,9 +57,23 @@ class DayCache:
             return empty_jobs()
         return _typed(pd.concat(parts, ignore_index=True))
 
+    def load_usage(self, first: date, last: date) -> pd.DataFrame:
+        """Usage of the runs that ended on the cached days in [first, last]."""
+        from slurmtools.reports.metrics import USAGE_COLUMNS
+
+        parts = [pd.read_parquet(self.usage_path(d)) for d in self.days() if first <= d <= last
+                 and self.usage_path(d).exists()]
+        if not parts:
+            return pd.DataFrame({k: pd.Series(dtype=v) for k, v in USAGE_COLUMNS.items()})
+        u = pd.concat(parts, ignore_index=True)
+        return u.groupby(["day", "tier", "account"], as_index=False)["gpu_hours"].sum().astype(USAGE_COLUMNS)
+
     def store(self, jobs: pd.DataFrame, first: date, last: date) -> list[date]:
         """Write the days in [first, last] from `jobs` (which must cover them entirely); return the days written."""
+        from slurmtools.reports.metrics import daily_usage, prepare
+
         self.path(first).parent.mkdir(parents=True, exist_ok=True)
+        self.usage_path(first).parent.mkdir(parents=True, exist_ok=True)
         end = jobs["end"]
         done = end.notna()
         day = end.dt.floor("D")
@@ -63,7 +85,15 @@ class DayCache:
             p = self.path(d)
             tmp = p.with_suffix(f".tmp{os.getpid()}")
             part.reset_index(drop=True).to_parquet(tmp, index=False)
-            os.replace(tmp, p)
+            runs = prepare(part, None, pd.Timestamp(d) + pd.Timedelta(days=1), [])
+            lo = int(pd.Timestamp(pd.to_datetime(int(runs["start_s"].min()), unit="s")).floor("D").value
+                     // 10**9) if len(runs) else 0
+            hi = int((pd.Timestamp(d) + pd.Timedelta(days=1)).value // 10**9)
+            up = self.usage_path(d)
+            utmp = up.with_suffix(f".tmp{os.getpid()}")
+            daily_usage(runs, lo, hi).to_parquet(utmp, index=False)
+            os.replace(utmp, up)
+            os.replace(tmp, p)  # the runs file last: a day counts as cached once both exist
             written.append(d)
             d += timedelta(days=1)
         return written

@@ -46,44 +46,52 @@ def _day(ts) -> date:
     return pd.Timestamp(ts).date()
 
 
-def load_jobs(since: datetime, until: datetime, *, sacct_file: str | Path | None = None, backend=None,
-              cache_dir: str | Path | None = None, now: datetime | None = None,
-              progress: Progress | None = None) -> tuple[pd.DataFrame, list[str], dict]:
-    """Job runs active in [since, until): cached finished days plus fresh data, fresh winning."""
+def load_jobs(since: datetime, until: datetime, *, history_since: datetime | None = None,
+              sacct_file: str | Path | None = None, backend=None, cache_dir: str | Path | None = None,
+              now: datetime | None = None, progress: Progress | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
+    """(runs, history, notes, timings): every run active in [since, until) and whatever else the sources held;
+    `history` is the cached daily usage of runs that ended in [history_since, since) and are not among the runs.
+
+    With a cache, only the days not cached yet are fetched (a --sacct-file is trusted to cover the window asked
+    for), and the finished days of what was fetched are stored."""
     progress = progress or Progress(False)
     notes: list[str] = []
     timings: dict[str, float] = {}
     now = now or datetime.now()
+    hist_from = min(pd.Timestamp(history_since or since), pd.Timestamp(since))
     c = cache_mod.DayCache(cache_dir) if cache_dir else None
-    first_day = _day(since)
-    # a run active in the window may have ended later: the cache is read up to its newest day
+    since_day, hist_day = _day(since), _day(hist_from)
     cached = pd.DataFrame()
-    fetch_from = pd.Timestamp(since)
+    history = None
+    fetch_from = hist_from
     if c is not None:
         have = set(c.days())
-        d = first_day
+        d = hist_day
         while d in have and pd.Timestamp(d) < pd.Timestamp(until):
             d += timedelta(days=1)
-        if d > first_day:
-            t = time.perf_counter()
-            cached = c.load(first_day, max(have))
-            timings["cache_read_s"] = time.perf_counter() - t
-            progress(f"cache: {len(cached):,} runs from {len(have & set(_range(first_day, d)))} day(s)")
+        if d > hist_day:
             fetch_from = pd.Timestamp(d)
+            t = time.perf_counter()
+            if d > since_day:
+                cached = c.load(since_day, d - timedelta(days=1))
+            history = c.load_usage(hist_day, min(since_day, d) - timedelta(days=1))
+            timings["cache_read_s"] = time.perf_counter() - t
+            progress(f"cache: {len(cached):,} runs and {len(history):,} usage rows from "
+                     f"{len(_range(hist_day, d))} day(s)")
     t = time.perf_counter()
-    if sacct_file is not None:
+    if fetch_from >= pd.Timestamp(until):
+        acc = Accounting(jobs=cache_mod.empty_jobs())
+    elif sacct_file is not None:
         progress(f"reading {sacct_file}")
         acc = read_sacct(sacct_file)
     elif backend is not None:
-        if fetch_from >= pd.Timestamp(until):
-            acc = Accounting(jobs=cache_mod.empty_jobs())
-        else:
-            dump = getattr(backend, "accounting_dump", None)
-            if dump is None:
-                raise SlurmError("sacct", "this backend cannot dump accounting text; use --sacct-file PATH")
-            progress(f"sacct {fetch_from} .. {pd.Timestamp(until)}")
-            acc = read_sacct(dump(fetch_from.to_pydatetime(), pd.Timestamp(until).to_pydatetime(),
-                                  list(SACCT_FIELDS)), text=True, source="sacct")
+        dump = getattr(backend, "accounting_dump", None)
+        if dump is None:
+            raise SlurmError("sacct", "this backend cannot dump accounting text; use --sacct-file PATH")
+        progress(f"sacct {fetch_from} .. {pd.Timestamp(until)}")
+        acc = read_sacct(dump(fetch_from.to_pydatetime(), pd.Timestamp(until).to_pydatetime(),
+                              list(SACCT_FIELDS)), text=True, source="sacct")
     else:
         raise SlurmError("sacct", "no accounting source: give --sacct-file PATH or run where sacct works")
     timings["parse_s"] = time.perf_counter() - t
@@ -91,12 +99,13 @@ def load_jobs(since: datetime, until: datetime, *, sacct_file: str | Path | None
     progress(f"parsed {len(acc.jobs):,} job runs and {acc.steps:,} steps")
     fresh = acc.jobs
     if c is not None and len(fresh):
-        # the fresh data covers [fetch_from, until) (a --sacct-file is trusted to cover the window asked for):
-        # store the whole days of it that are over
-        ff = pd.Timestamp(fetch_from)
-        src_first = _day(ff) if ff == ff.normalize() else _day(ff) + timedelta(days=1)
-        u = pd.Timestamp(until)
-        last_final = min(_day(u) - timedelta(days=1), _day(now) - timedelta(days=1))
+        if len(cached) or history is not None:
+            # runs that ended before the fetched window are in the cache already (as runs or as usage)
+            ended_before = fresh["end"].notna() & (fresh["end"] < fetch_from)
+            fresh = fresh[~ended_before.to_numpy()].reset_index(drop=True)
+        # the fetched data covers [fetch_from, until): store its whole days that are over
+        src_first = _day(fetch_from) if fetch_from == fetch_from.normalize() else _day(fetch_from) + timedelta(days=1)
+        last_final = min(_day(until) - timedelta(days=1), _day(now) - timedelta(days=1))
         if src_first <= last_final:
             t = time.perf_counter()
             written = c.store(fresh, src_first, last_final)
@@ -105,7 +114,7 @@ def load_jobs(since: datetime, until: datetime, *, sacct_file: str | Path | None
     t = time.perf_counter()
     jobs = cache_mod.merge(cached, fresh) if len(cached) else fresh
     timings["merge_s"] = time.perf_counter() - t
-    return jobs, notes, timings
+    return jobs, history, notes, timings
 
 
 def _range(a: date, b: date) -> list[date]:

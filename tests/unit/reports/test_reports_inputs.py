@@ -104,21 +104,35 @@ def test_day_cache_roundtrip_and_incremental_equals_full(tmp_path):
     assert a == b
 
 
-def test_load_jobs_with_cache_reads_only_the_new_day(tmp_path):
+def test_nightly_from_cache_equals_a_full_reread(tmp_path):
     from slurmtools.reports.ingest import load_jobs
 
+    site = load_site(None)
+    new = hm._row("COMPLETED", "new", "111", "111", "bob", "nlp", "standard", "2026-11-03T01:00:00",
+                  "2026-11-03T01:00:00", "2026-11-03T01:00:00", "2026-11-03T02:00:00", 2, 1, "gpu11")
     full = tmp_path / "full.txt"
-    full.write_text(hm.TEXT)
+    full.write_text(hm.TEXT + new + "\n")
+    first = tmp_path / "first.txt"
+    first.write_text(hm.TEXT)
+    day3 = tmp_path / "day3.txt"  # what sacct -S 2026-11-03 returns the next night: 107 still runs, 108 waits
+    day3.write_text(hm.HEADER + "\n" + "\n".join(r for r in hm.ROWS if r.split("|")[2] in ("107", "108")) + "\n" +
+                    new + "\n")
     cdir = tmp_path / "cache"
     now = datetime(2026, 11, 5)
-    j1, _, _ = load_jobs(datetime(2026, 11, 1), datetime(2026, 11, 3), sacct_file=full, cache_dir=cdir, now=now)
+    d1, d3, d4 = datetime(2026, 11, 1), datetime(2026, 11, 3), datetime(2026, 11, 4)
+    load_jobs(datetime(2026, 11, 2), d3, history_since=d1, sacct_file=first, cache_dir=cdir, now=now)
     assert cache_mod.DayCache(cdir).days() == [date(2026, 11, 1), date(2026, 11, 2)]
-    # next night: a dump of 11-03 only (job 107 still running, one new job)
-    day3 = tmp_path / "day3.txt"
-    day3.write_text(hm.HEADER + "\n" + "\n".join(r for r in hm.ROWS if r.split("|")[2] in ("107", "108")) + "\n" +
-                    hm._row("COMPLETED", "new", "111", "111", "bob", "nlp", "standard", "2026-11-03T01:00:00",
-                            "2026-11-03T01:00:00", "2026-11-03T01:00:00", "2026-11-03T02:00:00", 2, 1, "gpu11") + "\n")
-    j2, _, t = load_jobs(datetime(2026, 11, 1), datetime(2026, 11, 4), sacct_file=day3, cache_dir=cdir, now=now)
-    assert "cache_read_s" in t
-    assert set(j2["job_id_raw"]) == set(j1["job_id_raw"]) | {111}
+    jobs, history, _, t = load_jobs(d3, d4, history_since=d1, sacct_file=day3, cache_dir=cdir, now=now)
+    assert "cache_read_s" in t and len(history) > 0
+    assert sorted(set(jobs["job_id_raw"])) == [107, 108, 111]  # only the new day's runs were loaded as runs
     assert cache_mod.DayCache(cdir).days()[-1] == date(2026, 11, 3)
+    inc = metrics.compute(jobs, site, d3, d4, history=history)
+    ref_jobs, ref_hist, _, _ = load_jobs(d3, d4, history_since=d1, sacct_file=full)
+    assert ref_hist is None
+    ref = metrics.compute(ref_jobs, site, d3, d4)
+    assert inc.summary == ref.summary
+    assert inc.summary["gpu_hours"] == pytest.approx(8 * 24 + 2)  # 107 all day, 111 one hour on 2 GPUs
+    pd.testing.assert_frame_equal(inc.tables["budget"], ref.tables["budget"])
+    pd.testing.assert_frame_equal(inc.tables["demand_daily_by_tier"], ref.tables["demand_daily_by_tier"],
+                                  check_freq=False)
+    assert inc.tables["budget"].loc["nlp", "month_to_date_gpu_hours"] == pytest.approx(212 + 2)
