@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     restart = os.environ.get("SLURM_RESTART_COUNT", "0")
+    a.log = a.log.replace("{rank}", os.environ.get("SLURM_PROCID", "0"))  # one log per rank under srun
     pause = a.restart_step_seconds if restart != "0" and a.restart_step_seconds is not None else a.step_seconds
 
     def log(line: str) -> None:
@@ -61,9 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         log(f"step {step}")
         if ckpt.should_stop():
             t0 = time.time()
-            ckpt.save(state, step=state["step"])
+            written = ckpt.save(state, step=state["step"])
             cause = ckpt.cause
-            log(f"saved step={state['step']} cause={cause.kind} signal={cause.signal} "
+            log(f"saved step={state['step']} cause={cause.kind} signal={cause.signal} rank={ckpt.rank} "
+                f"path={written.name if written else 'none'} "
                 f"save_s={time.time() - t0:.3f} since_signal_s={time.time() - cause.received_at:.3f}")
             ckpt.exit()
         if a.every and state["step"] % a.every == 0:

@@ -59,7 +59,8 @@ class CheckpointError(SlurmtoolsError):
 class StopCause:
     """Why the job is asked to stop, as Slurm's own state tells it."""
 
-    #: "preempted", "time_limit", "cancelled" (a SIGTERM with neither) or "unknown" (no Slurm to ask)
+    #: "preempted", "time_limit", "cancelled" (neither, or the job is already ending) or "unknown" (no Slurm
+    #: to ask, or a rank other than 0, which leaves asking to rank 0)
     kind: str
     signal: str
     received_at: float
@@ -196,6 +197,8 @@ def classify(sig: str, fields: dict[str, str] | None, warning_signal: str, lead:
     state = fields.get("JobState", "")
     if (preempt and preempt not in ("None", "Unknown", "0")) or state == "PREEMPTED":
         return StopCause("preempted", sig, received_at, f"PreemptTime={preempt} JobState={state}")
+    if state and state not in ("RUNNING", "SUSPENDED"):  # already ending: requeued or cancelled meanwhile
+        return StopCause("cancelled", sig, received_at, f"JobState={state} (job already ending) PreemptTime={preempt}")
     limit = parse_slurm_duration(fields.get("TimeLimit", ""))
     run = parse_slurm_duration(fields.get("RunTime", ""))
     left = None if limit is None or run is None else limit - run
@@ -281,6 +284,9 @@ class Checkpointer:
             return None
         if self._cause is None:
             sig, at = self._got
+            if self.rank != 0:  # a thousand ranks must not all query slurmctld; rank 0 decides and requeues
+                self._cause = StopCause("unknown", sig, at, f"rank {self.rank} leaves asking Slurm to rank 0")
+                return self._cause
             fields = slurm_job_fields(self.job_id) if self.job_id else None
             self._cause = classify(sig, fields, self.warning_signal, self.signal_lead, at)
             self.log(f"got SIG{sig}: {self._cause.kind} ({self._cause.evidence})")

@@ -34,37 +34,41 @@ def workdir(lab, name: str) -> Path:
 
 
 def submit_trainer(lab, d: Path, *, qos: str, node: str, limit: str, lead: int, steps: int, step_s: float,
-                   restart_step_s: float, exclusive: bool) -> int:
+                   restart_step_s: float, exclusive: bool, srun_nodes: int = 0) -> int:
     script = d / "train.sbatch"
+    launcher = f"srun -N{srun_nodes} --ntasks-per-node=1 " if srun_nodes else ""
+    log = "log-{rank}" if srun_nodes else "log"
     script.write_text(f"""#!/bin/bash
 #SBATCH --signal=B:USR1@{lead}
 #SBATCH --requeue
 source {WIRING}
 echo "batch restart=${{SLURM_RESTART_COUNT:-0}} node=$SLURMD_NODENAME"
-slurmtools_run /usr/bin/python3 {TRAINER} {d}/ck {d}/log --steps {steps} --step-seconds {step_s} \\
+slurmtools_run {launcher}/usr/bin/python3 {TRAINER} {d}/ck {d}/{log} --steps {steps} --step-seconds {step_s} \\
     --restart-step-seconds {restart_step_s}
 echo "batch rc=$?"
 """)
     script.chmod(0o755)
     excl = "--exclusive --gres=gpu:h100:8" if exclusive else "--gres=gpu:h100:1"
+    if srun_nodes:
+        excl += f" -N{srun_nodes} --ntasks-per-node=1"
     out = lab.sh(f"sbatch --parsable -J ckpt-{qos} -p gpu --qos={qos} -A nlp -w {node} {excl} -t {limit} "
                  f"-o {d}/out-%j.txt {script}", user=USER).stdout.strip()
     return int(out.split(";")[0])
 
 
-def log_lines(d: Path) -> list[str]:
-    p = d / "log"
+def log_lines(d: Path, name: str = "log") -> list[str]:
+    p = d / name
     return p.read_text().splitlines() if p.exists() else []
 
 
-def wait_log(d: Path, pred, timeout: float, what: str) -> list[str]:
+def wait_log(d: Path, pred, timeout: float, what: str, name: str = "log") -> list[str]:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        lines = log_lines(d)
+        lines = log_lines(d, name)
         if pred(lines):
             return lines
         time.sleep(0.3)
-    raise AssertionError(f"trainer log never showed {what} within {timeout}s: {log_lines(d)[-5:]}")
+    raise AssertionError(f"trainer log never showed {what} within {timeout}s: {log_lines(d, name)[-5:]}")
 
 
 def field(line: str, key: str) -> str:
@@ -84,10 +88,10 @@ def grace_seconds(lab, qos: str) -> int:
     return h * 3600 + m * 60 + s
 
 
-def check_resumed_run(d: Path, steps: int, cause: str) -> tuple[list[str], int]:
+def check_resumed_run(d: Path, steps: int, cause: str, name: str = "log") -> tuple[list[str], int]:
     """Common end-state checks: one save with `cause`, a rerun with SLURM_RESTART_COUNT=1 from that step, the
     uninterrupted result, and at most one step done twice."""
-    lines = log_lines(d)
+    lines = log_lines(d, name)
     saved = [ln for ln in lines if " saved " in ln]
     assert len(saved) == 1, lines[-10:]
     assert field(saved[0], "cause") == cause and field(saved[0], "signal") == "USR1"
@@ -138,6 +142,35 @@ def test_preempted_scavenger_saves_within_grace_requeues_and_resumes(lab):
     spool = lab.dir / "spool" / "slurmtools" / "jobs"
     recs = [json.loads((spool / f"{job}.{run}.gpu13.json").read_text()) for run in (0, 1)]
     assert [r["qos"] for r in recs] == ["scavenger", "scavenger"] and recs[0]["user"] == USER
+
+
+def test_two_node_job_preempted_on_one_node_only_rank_zero_writes(lab):
+    """srun with one task per node: the signal reaches both ranks; rank 0 alone writes and requeues."""
+    d = workdir(lab, "twonode")
+    steps = 300
+    job = submit_trainer(lab, d, qos="scavenger", node="gpu[11-12]", limit="10", lead=60, steps=steps, step_s=0.2,
+                         restart_step_s=0.02, exclusive=True, srun_nodes=2)
+    for r in ("0", "1"):
+        wait_log(d, lambda ls: sum(" step " in ln for ln in ls) >= 15, 90, "15 steps", name=f"log-{r}")
+    prod = int(lab.sh("sbatch --parsable -J prod -p gpu --qos=production -A nlp -w gpu12 --exclusive "
+                      f"--gres=gpu:h100:8 -t 5 -o /dev/null --wrap 'sleep 2'", user=USER).stdout.strip())
+    l0 = wait_log(d, lambda ls: any(" saved " in ln for ln in ls), 90, "rank 0 save", name="log-0")
+    saved0 = next(ln for ln in l0 if " saved " in ln)
+    assert field(saved0, "cause") == "preempted" and field(saved0, "path").startswith("ckpt-")
+    lab.wait_state(job, "PENDING", 60)
+    l0, l1 = log_lines(d, "log-0"), log_lines(d, "log-1")
+    # srun forwarded the warning to rank 1, which leaves asking Slurm (and requeueing) to rank 0
+    assert any(" saved " in ln and "cause=unknown signal=USR1 rank=1" in ln for ln in l1), l1[-3:]
+    saved1 = [ln for ln in l1 if " saved " in ln]
+    assert all(field(ln, "path") == "none" and field(ln, "rank") == "1" for ln in saved1), saved1
+    assert sum("msg requeued_job_" in ln for ln in l0 + l1) == 1  # one requeue, by rank 0
+    assert job_record(lab, job)["Restarts"] == "1"
+    lab.sh(f"scontrol update JobId={job} StartTime=now")
+    lab.wait_state(prod, "COMPLETED", 120)
+    lab.wait_state(job, "COMPLETED", 120)
+    check_resumed_run(d, steps, "preempted", name="log-0")
+    done1 = [ln for ln in log_lines(d, "log-1") if " done " in ln]
+    assert len(done1) == 1 and int(field(done1[0], "result")) == checkpoint_trainer.expected(steps)
 
 
 def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab):

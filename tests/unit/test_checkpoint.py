@@ -253,6 +253,12 @@ def test_classify_term_and_unknown():
     assert classify("USR1", fields(TimeLimit="UNLIMITED"), "USR1", 300, 0.0).kind == "cancelled"
 
 
+def test_classify_job_already_ending():
+    # another rank (or the user) requeued the job first: Slurm shows COMPLETING, PreemptTime gone, RunTime reset
+    c = classify("USR1", fields(JobState="COMPLETING", RunTime="00:00:00"), "USR1", None, 0.0)
+    assert c.kind == "cancelled" and "already ending" in c.evidence
+
+
 def test_parse_helpers():
     assert C.parse_slurm_duration("1-02:03:04") == 93784
     assert C.parse_slurm_duration("05:00") == 300
