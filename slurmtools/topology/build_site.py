@@ -71,6 +71,8 @@ def build_site(fabric: Fabric) -> Topology:
     link = ib_link(fabric.link)
     for leaf in fabric.leaves.values():
         t.add_switch(leaf.name, level=0, rack=fabric.rack_of_leaf(leaf.name))
+    for r in fabric.rail_leaves.values():
+        t.add_switch(r.name, level=0, rack=fabric.rack_of_leaf(r.leaf))
     for sp in fabric.spines.values():
         t.add_switch(sp.name, level=1)
     domain_of = fabric.nvlink_domain_of_host()
@@ -81,7 +83,7 @@ def build_site(fabric: Fabric) -> Topology:
             t.link(hid, f"cluster:{fabric.name}", Member())
             if nt.nics:
                 for n in nt.nics:
-                    t.link(f"nic:{h}:{n}", f"switch:{leaf.name}", ib_link(fabric.link))
+                    t.link(f"nic:{h}:{n}", f"switch:{fabric.nic_leaf(leaf.name, n)}", ib_link(fabric.link))
             else:
                 t.link(hid, f"switch:{leaf.name}", link)
     for sp in fabric.spines.values():

@@ -84,6 +84,15 @@ class Leaf:
 
 
 @dataclass(frozen=True)
+class RailLeaf:
+    """Rail-optimised cabling: NICs `nics` of every host under `leaf` go to this switch instead of to `leaf`.
+    The hosts stay under `leaf` for scheduling; a spine may list a rail leaf like any leaf."""
+    name: str
+    leaf: str
+    nics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Spine:
     name: str
     leaves: tuple[str, ...]
@@ -100,6 +109,14 @@ class Fabric:
     spines: dict[str, Spine]
     racks: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rack -> hosts ([[racks]])
     nvlink_domains: dict[str, tuple[str, ...]] = field(default_factory=dict)  # multi-node NVLink domain -> hosts
+    rail_leaves: dict[str, RailLeaf] = field(default_factory=dict)  # [[rail_leaves]]
+
+    def nic_leaf(self, leaf: str, nic: str) -> str:
+        """The switch NIC `nic` of a host under `leaf` is cabled to (the leaf itself unless a rail leaf took it)."""
+        for r in self.rail_leaves.values():
+            if r.leaf == leaf and nic in r.nics:
+                return r.name
+        return leaf
 
     def rack_of_host(self, host: str) -> str | None:
         for r, hosts in self.racks.items():
@@ -180,12 +197,32 @@ def load_fabric(path: str | Path) -> Fabric:
             raise t.error("name", f"duplicate leaf name {lname!r}")
         leaves[lname] = Leaf(lname, hosts, nt, t.str("rack", None))
         t.check_unknown()
+    rails: dict[str, RailLeaf] = {}
+    taken: dict[tuple[str, str], str] = {}  # (leaf, nic) -> rail leaf that took it
+    for t in root.table_list("rail_leaves", []):
+        rname = t.str("name")
+        of = t.str("leaf")
+        if of not in leaves:
+            raise t.error("leaf", f"unknown leaf {of!r}")
+        if rname in leaves or rname in rails:
+            raise t.error("name", f"duplicate leaf name {rname!r}")
+        nics = t.str_list("nics")
+        known_nics = node_types[leaves[of].node_type].nics
+        for n in nics:
+            if n not in known_nics:
+                raise t.error("nics", f"{n!r} is not a NIC of node type {leaves[of].node_type} "
+                                      f"(NICs: {', '.join(known_nics) or 'none'})")
+            if (of, n) in taken:
+                raise t.error("nics", f"{n} of {of}'s hosts is already cabled to {taken[(of, n)]}")
+            taken[(of, n)] = rname
+        rails[rname] = RailLeaf(rname, of, nics)
+        t.check_unknown()
     spines: dict[str, Spine] = {}
     for t in root.table_list("spines", []):
         sname = t.str("name")
         ls = t.str_list("leaves")
         for x in ls:
-            if x not in leaves:
+            if x not in leaves and x not in rails:
                 raise t.error("leaves", f"unknown leaf {x!r}")
         spines[sname] = Spine(sname, ls, t.int("uplinks_per_leaf", None, minimum=1))
         t.check_unknown()
@@ -193,7 +230,7 @@ def load_fabric(path: str | Path) -> Fabric:
     domains = _host_groups(root, "nvlink_domains", seen)
     root.check_unknown()
     return Fabric(name=name, source=p, link=link, node_types=node_types, leaves=leaves, spines=spines,
-                  racks=racks, nvlink_domains=domains)
+                  racks=racks, nvlink_domains=domains, rail_leaves=rails)
 
 
 def _host_groups(root: Table, key: str, known: dict[str, str]) -> dict[str, tuple[str, ...]]:

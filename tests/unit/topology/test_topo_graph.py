@@ -235,3 +235,38 @@ def test_json_is_plain_data(example):
     kinds = {v["kind"] for v in d["vertices"]}
     assert kinds == {"cluster", "switch", "host", "cpu", "pcie_switch", "gpu", "nic", "nvswitch", "nvlink_domain"}
     assert {e["kind"] for e in d["edges"]} == {"member", "pcie", "smp", "nvlink", "ib"}
+
+
+def test_rail_leaves_in_the_fabric_file(tmp_path: Path):
+    rails = """
+[[rail_leaves]]
+name = "leaf1-r1"
+leaf = "leaf1"
+nics = ["mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"]
+"""
+    base = EXAMPLE.read_text().replace('leaves = ["leaf1", "leaf2", "leaf3", "leaf4"]',
+                                       'leaves = ["leaf1", "leaf1-r1", "leaf2", "leaf3", "leaf4"]')
+    p = tmp_path / "fabric.toml"
+    p.write_text(base + rails)
+    f = load_fabric(p)
+    assert f.nic_leaf("leaf1", "mlx5_5") == "leaf1-r1" and f.nic_leaf("leaf1", "mlx5_0") == "leaf1"
+    assert f.hosts == [f"gpu{i:02d}" for i in range(1, 17)]  # hosts stay under their leaf, once
+    t = build_site(f)
+    assert q.leaves_of(t, "gpu02") == ["leaf1", "leaf1-r1"]
+    assert q.leaves_of(t, "gpu05") == ["leaf2"]
+    assert q.hosts_under(t, "leaf1-r1") == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    p12 = q.path_between(t, "gpu01", "gpu02")
+    assert (p12.hops, p12.gbytes) == (2, 200.0)  # 4 of the 8 NICs on either leaf
+    lv = {x.level: x for x in q.oversubscription(t)}
+    assert lv[0].switches == 5 and lv[0].worst == 2.0
+    for bad, msg in (('nics = ["mlx5_9"]', "'mlx5_9' is not a NIC of node type dgx-h100"),
+                     ('leaf = "leaf9"', "rail_leaves\\[0\\].leaf: unknown leaf 'leaf9'"),
+                     ('name = "leaf2"', "duplicate leaf name 'leaf2'")):
+        key = bad.split(" = ")[0]
+        text = "\n".join(bad if ln.startswith(key + " = ") else ln for ln in rails.splitlines())
+        p.write_text(base + text)
+        with pytest.raises(ConfigError, match=msg):
+            load_fabric(p)
+    p.write_text(base + rails + rails.replace('"leaf1-r1"', '"leaf1-r2"'))
+    with pytest.raises(ConfigError, match="mlx5_4 of leaf1's hosts is already cabled to leaf1-r1"):
+        load_fabric(p)
