@@ -104,9 +104,14 @@ def main() -> None:
     # nightly: a month of days cached; tonight's dump holds one new day of 30,000 jobs
     per_day = 30_000
     month = dump(work / f"nightly-month-{per_day}.txt", per_day * days, START, days, seed=2)
-    cache = work / "cache"
-    if not cache.exists():
-        child("report", str(month), START.isoformat(), until.isoformat(), str(work / "out-seed"), str(cache))
+    seed = work / "cache-seed"
+    if not seed.exists():
+        child("report", str(month), START.isoformat(), until.isoformat(), str(work / "out-seed"), str(seed))
+    import shutil
+
+    cache = work / "cache-night"
+    shutil.rmtree(cache, ignore_errors=True)
+    shutil.copytree(seed, cache)  # tonight's run starts from the month's cache, not from a previous benchmark
     new_day = dump(work / f"nightly-day-{per_day}.txt", per_day, until, 1, seed=3, first_id=10_000_000)
     night = child("report", str(new_day), until.isoformat(), (until + timedelta(days=1)).isoformat(),
                   str(work / "out-night"), str(cache), START.isoformat())

@@ -70,19 +70,23 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
         d = hist_day
         while d in have and pd.Timestamp(d) < pd.Timestamp(until):
             d += timedelta(days=1)
+        if have and max(have) >= since_day:
+            # runs that ended on or after the window's first day: every one of them may overlap the window
+            t = time.perf_counter()
+            cached = c.load(since_day, max(have))
+            timings["cache_read_s"] = time.perf_counter() - t
         if d > hist_day:
             fetch_from = pd.Timestamp(d)
             t = time.perf_counter()
-            if d > since_day:
-                cached = c.load(since_day, d - timedelta(days=1))
             history = c.load_usage(hist_day, min(since_day, d) - timedelta(days=1))
-            timings["cache_read_s"] = time.perf_counter() - t
+            timings["cache_read_s"] = timings.get("cache_read_s", 0.0) + time.perf_counter() - t
             progress(f"cache: {len(cached):,} runs and {len(history):,} usage rows from "
                      f"{len(_range(hist_day, d))} day(s)")
-    t = time.perf_counter()
     if fetch_from >= pd.Timestamp(until):
-        acc = Accounting(jobs=cache_mod.empty_jobs())
-    elif sacct_file is not None:
+        # every day is cached, but runs still going at `until` are never cached: ask for the last second
+        fetch_from = pd.Timestamp(until) - pd.Timedelta(seconds=1)
+    t = time.perf_counter()
+    if sacct_file is not None:
         progress(f"reading {sacct_file}")
         acc = read_sacct(sacct_file)
     elif backend is not None:

@@ -121,8 +121,26 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
                                invalid_row_handler=on_bad)
     copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
                                  strings_can_be_null=False)  # arrow's own ISO-8601 parser: fast, strict
+    parts: list[pa.Table] = []
+    step_ids: list[np.ndarray] = []
+    step_utils: list[np.ndarray] = []
+    nsteps = 0
+    renamed = [FIELDS[c.strip().lower()][0] for c in include]
+
+    def take(t: pa.Table) -> None:
+        nonlocal nsteps
+        jobs_t, ids, utils, n = _reduce(t.rename_columns([FIELDS[c.strip().lower()][0] for c in t.column_names]))
+        parts.append(jobs_t)
+        step_ids.append(ids)
+        step_utils.append(utils)
+        nsteps += n
+
     try:
-        table = pacsv.read_csv(opener(), read_options=ropts, parse_options=popts, convert_options=copts)
+        # streamed in blocks: step rows and TRES text are reduced away block by block, so peak memory follows
+        # the jobs, not the file
+        reader = pacsv.open_csv(opener(), read_options=ropts, parse_options=popts, convert_options=copts)
+        for batch in reader:
+            take(pa.Table.from_batches([batch]))
     except pa.ArrowInvalid as exc:
         raise ParseError(name, None, _arrow_message(str(exc), names, opener)) from None
     notes: list[str] = []
@@ -132,10 +150,18 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         blob = whole.getvalue() if isinstance(whole, io.BytesIO) else Path(whole).read_bytes()
         bad_rows = [(_line_of(blob, t), t) for _, t in bad_rows]
     if bad_rows:
-        table, fixed_note = _repair(table, bad_rows, names, ropts, copts, name)
+        extra, fixed_note = _repair(bad_rows, names, include, copts, name)
+        take(extra)
         notes.append(fixed_note)
-    table = table.rename_columns([FIELDS[c.strip().lower()][0] for c in table.column_names])
-    jobs, nsteps = _to_jobs(table, notes)
+    low_inc = set(renamed)
+    if "alloc_tres" not in low_inc:
+        notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
+    if "job_id_raw" not in low_inc:
+        notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
+    schema_src = parts[0].schema if parts else None
+    table = pa.concat_tables(parts) if parts else None
+    jobs = _finish(table, schema_src, np.concatenate(step_ids) if step_ids else np.array([], np.int64),
+                   np.concatenate(step_utils) if step_utils else np.array([], np.float64), "job_id_raw" in low_inc)
     return Accounting(jobs=jobs, steps=nsteps, source=name, notes=notes)
 
 
@@ -168,7 +194,7 @@ def _arrow_message(msg: str, names: list[str], opener=None) -> str:
     return f"{where}field {field_name}: {m.group(3)}"
 
 
-def _repair(table: pa.Table, bad_rows, names, ropts, copts, source) -> tuple[pa.Table, str]:
+def _repair(bad_rows, names, include, copts, source) -> tuple[pa.Table, str]:
     """Rows with too many fields: a free-text field (JobName) held `|`. Rejoin it; refuse anything else."""
     low = [n.strip().lower() for n in names]
     if "jobname" not in low:
@@ -190,7 +216,7 @@ def _repair(table: pa.Table, bad_rows, names, ropts, copts, source) -> tuple[pa.
                                      parse_options=po, convert_options=copts)
     except pa.ArrowInvalid as exc:
         raise ParseError(source, bad_rows[0][0], _arrow_message(str(exc), names)) from None
-    return (pa.concat_tables([table, extra_table.select(table.column_names)]),
+    return (extra_table.select(include),
             f"{len(bad_rows)} line(s) had a '|' inside JobName and were rejoined (first: line {bad_rows[0][0]})")
 
 
@@ -213,17 +239,16 @@ def _int_of(arr, pattern: str) -> np.ndarray:
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
-def _to_jobs(table: pa.Table, notes: list[str]) -> tuple[pd.DataFrame, int]:
-    job_id = table["job_id"] if "job_id" in table.column_names else table["job_id_raw"]
-    raw_col = table["job_id_raw"] if "job_id_raw" in table.column_names else job_id
+def _reduce(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray, int]:
+    """One block: allocation rows with TRES reduced to GPU counts and type; steps reduced to (job, gpuutil)."""
+    raw_col = table["job_id_raw"] if "job_id_raw" in table.column_names else table["job_id"]
     is_step = pc.match_substring(raw_col, ".")
     steps = table.filter(is_step)
     jobs = table.filter(pc.invert(is_step))
+    ids, utils = _step_gpu_util(steps)
+    n = jobs.num_rows
     if "job_id" not in jobs.column_names:
         jobs = jobs.append_column("job_id", jobs["job_id_raw"])
-    n = jobs.num_rows
-
-    # job ids: the raw id is numeric for every allocation ("123", array tasks have their own raw id)
     if "job_id_raw" in jobs.column_names:
         try:
             raw = pc.cast(jobs["job_id_raw"], pa.int64())  # allocations' raw ids are plain numbers
@@ -231,91 +256,88 @@ def _to_jobs(table: pa.Table, notes: list[str]) -> tuple[pd.DataFrame, int]:
             raw_num = pc.extract_regex(jobs["job_id_raw"], r"^(?P<id>\d+)")
             raw = pc.cast(pc.if_else(pc.is_valid(raw_num), pc.struct_field(raw_num, [0]), "-1"), pa.int64())
     else:
-        # without JobIDRaw, "123_4" is not a number: plain ids keep their value, others get a negative code
-        ids = jobs["job_id"].to_numpy(zero_copy_only=False).astype(str)
-        plain = np.char.isdigit(ids)
-        codes, _ = pd.factorize(ids)
-        raw = pa.array(np.where(plain, np.where(plain, ids, "0").astype(np.int64), -(codes + 1)))
-        notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
+        raw = pa.array(np.zeros(n, dtype=np.int64))  # decided in _finish, over all blocks at once
 
     alloc = _col(jobs, "alloc_tres", "")
-    req = _col(jobs, "req_tres", "")
     gpus = _int_of(alloc, r"gres/gpu=(?P<n>\d+)")
-    req_gpus = _int_of(req, r"gres/gpu=(?P<n>\d+)")
+    req_gpus = _int_of(_col(jobs, "req_tres", ""), r"gres/gpu=(?P<n>\d+)")
+
     def first_type(values):
         t = pc.extract_regex(values, r"gres/gpu:(?P<t>[^=,]+)=(?P<n>\d+)")
         return pc.if_else(pc.is_valid(t), pc.struct_field(t, [0]), "")
 
     typed = _by_value(alloc, first_type)
     gpu_type = pc.if_else(pc.not_equal(typed, ""), typed, pc.if_else(pc.greater(pa.array(gpus), 0), "untyped", ""))
-    if "alloc_tres" not in jobs.column_names:
-        notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
+    multi = _by_value(alloc, lambda v: pc.greater(pc.count_substring(v, "gres/gpu:"), 1))
 
     def first_word(values):
         w = pc.extract_regex(values, r"^(?P<s>[A-Z_]+)")
         return pc.if_else(pc.is_valid(w), pc.struct_field(w, [0]), "UNKNOWN")
-
-    state = _by_value(jobs["state"], first_word)
 
     def ts(name):
         c = _col(jobs, name, None)
         return c if c.type == pa.timestamp("s") else pa.array([None] * n, type=pa.timestamp("s"))
 
     out = {
-        "job_id": jobs["job_id"],
-        "job_id_raw": raw,
-        "name": _col(jobs, "name", ""),
-        "user": _col(jobs, "user", ""),
-        "account": _col(jobs, "account", ""),
-        "partition": _col(jobs, "partition", ""),
-        "qos": _col(jobs, "qos", ""),
-        "state": state,
-        "exit_code": _col(jobs, "exit_code", ""),
-        "submit": ts("submit"),
-        "eligible": ts("eligible"),
-        "start": ts("start"),
-        "end": ts("end"),
+        "job_id": jobs["job_id"], "job_id_raw": raw, "name": _col(jobs, "name", ""),
+        "user": _col(jobs, "user", ""), "account": _col(jobs, "account", ""),
+        "partition": _col(jobs, "partition", ""), "qos": _col(jobs, "qos", ""),
+        "state": _by_value(jobs["state"], first_word), "exit_code": _col(jobs, "exit_code", ""),
+        "submit": ts("submit"), "eligible": ts("eligible"), "start": ts("start"), "end": ts("end"),
         "nodelist": _col(jobs, "nodelist", ""),
-        "nnodes": pc.fill_null(_col(jobs, "nnodes", 0), 0) if "nnodes" in jobs.column_names
+        "nnodes": pc.cast(pc.fill_null(jobs["nnodes"], 0), pa.int32()) if "nnodes" in jobs.column_names
         else pa.array(np.zeros(n, dtype=np.int32)),
-        "gpus": pa.array(gpus.astype(np.int32)),
-        "gpu_type": gpu_type,
-        "req_gpus": pa.array(req_gpus.astype(np.int32)),
-        "cluster": _col(jobs, "cluster", ""),
+        "gpus": pa.array(gpus.astype(np.int32)), "gpu_type": gpu_type,
+        "req_gpus": pa.array(req_gpus.astype(np.int32)), "cluster": _col(jobs, "cluster", ""),
+        "alloc_multi": pc.if_else(multi, alloc, ""),
     }
-    for k in _LOW_CARD:
-        out[k] = pc.dictionary_encode(out[k])
-    frame = pa.table(out).to_pandas()
-    frame["nnodes"] = frame["nnodes"].astype("int32")
-    frame["gpu_util_slurm"] = _step_gpu_util(steps, frame["job_id_raw"])
+    return pa.table({k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in out.items()}), \
+        ids, utils, steps.num_rows
 
-    multi = _by_value(alloc, lambda v: pc.greater(pc.count_substring(v, "gres/gpu:"), 1)).to_numpy(
-        zero_copy_only=False)
+
+def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np.ndarray,
+            have_raw: bool) -> pd.DataFrame:
+    if table is None or table.num_rows == 0:
+        return empty_jobs()
+    if not have_raw:
+        # without JobIDRaw, "123_4" is not a number: plain ids keep their value, others get a negative code
+        ids = table["job_id"].to_numpy().astype(str)
+        plain = np.char.isdigit(ids)
+        codes, _ = pd.factorize(ids)
+        raw = pa.array(np.where(plain, np.where(plain, ids, "0").astype(np.int64), -(codes + 1)))
+        table = table.set_column(table.column_names.index("job_id_raw"), "job_id_raw", raw)
+    alloc_multi = table["alloc_multi"]
+    multi = pc.not_equal(alloc_multi, "").to_numpy(zero_copy_only=False)
+    table = table.drop_columns(["alloc_multi"])
+    cols = {}
+    for k in table.column_names:
+        cols[k] = pc.dictionary_encode(table[k]) if k in _LOW_CARD else table[k]
+    frame = pa.table(cols).to_pandas()
+    frame["gpu_util_slurm"] = np.float32(np.nan)
+    if len(step_ids):
+        best = pd.Series(step_utils).groupby(step_ids).max()
+        frame["gpu_util_slurm"] = best.reindex(frame["job_id_raw"].to_numpy()).to_numpy().astype(np.float32)
     if multi.any():
-        frame = _split_multi_type(frame, np.asarray(alloc.to_pylist(), dtype=object), multi)
-
+        frame = _split_multi_type(frame, np.asarray(alloc_multi.to_pylist(), dtype=object), multi)
     order = np.lexsort((frame["start"].to_numpy(), frame["job_id_raw"].to_numpy()))
-    frame = frame.iloc[order].reset_index(drop=True)
-    return frame, steps.num_rows
+    return frame.iloc[order].reset_index(drop=True)
 
 
-def _step_gpu_util(steps: pa.Table, job_raw: pd.Series) -> np.ndarray:
-    """Slurm's own `gres/gpuutil` (TRESUsageInAve of steps), the highest step's value per job; NaN if absent."""
-    out = np.full(len(job_raw), np.nan, dtype=np.float32)
+def _step_gpu_util(steps: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Slurm's own `gres/gpuutil` from the steps' TRESUsageInAve: (job raw ids, values); empty if absent."""
+    none = (np.array([], np.int64), np.array([], np.float64))
     if steps.num_rows == 0 or "tres_usage_ave" not in steps.column_names:
-        return out
+        return none
     have = pc.match_substring(steps["tres_usage_ave"], "gres/gpuutil=")
     if not pc.any(have).as_py():
-        return out
+        return none
     s = steps.filter(have)
     util = pc.extract_regex(s["tres_usage_ave"], r"gres/gpuutil=(?P<u>[\d.]+)")
     u = pc.cast(pc.struct_field(util, [0]), pa.float64()).to_numpy(zero_copy_only=False)
     raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
     ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
         zero_copy_only=False)
-    best = pd.Series(u).groupby(ids).max()
-    got = best.reindex(job_raw.to_numpy()).to_numpy()
-    return got.astype(np.float32)
+    return ids, u
 
 
 def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray) -> pd.DataFrame:

@@ -136,3 +136,7 @@ def test_nightly_from_cache_equals_a_full_reread(tmp_path):
     pd.testing.assert_frame_equal(inc.tables["demand_daily_by_tier"], ref.tables["demand_daily_by_tier"],
                                   check_freq=False)
     assert inc.tables["budget"].loc["nlp", "month_to_date_gpu_hours"] == pytest.approx(212 + 2)
+    # a past window whose days are all cached: the run still going (107) is never cached, so it comes fresh
+    again, _, _, _ = load_jobs(datetime(2026, 11, 2), d3, history_since=d1, sacct_file=day3, cache_dir=cdir, now=now)
+    past = metrics.compute(again, site, datetime(2026, 11, 2), d3)
+    assert past.summary["gpu_hours"] == pytest.approx(203.5)
