@@ -69,4 +69,4 @@ def run_lua(script_text: str, descs: list[dict], tmp: Path) -> list[dict]:
                        capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise AssertionError(f"lua failed: {p.stderr}")
-    return [json.loads(line) for line in p.stdout.splitlines()]
+    return [json.loads(line) for line in p.stdout.split("\n") if line]  # not splitlines: U+2028 is data here
