@@ -9,6 +9,7 @@ configuration would have refused it.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -73,16 +74,17 @@ def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
     pols = [p for p in all_pols if p.name not in NEEDS_SCRIPT]
     skipped = tuple(p.name for p in all_pols if p.name in NEEDS_SCRIPT)
     lowest = site.lowest_tier.name
-    charged: list[tuple[object, str, str, float]] = []  # (end, month, account, gpu-hours) of admitted jobs
+    pending: list[tuple[float, str, str, float]] = []  # heap of (end, month, account, GPU-hours) of admitted jobs
+    spent: dict[tuple[str, str], float] = {}  # (month, account) -> GPU-hours of admitted jobs ended so far
     buckets: dict[tuple[str, str], Bucket] = {}
     changed = []
     for r in allocs:
         when = r.submit or r.start
         month = when.strftime("%Y-%m") if when else ""
-        usage: dict[str, float] = {}
-        for end, m, acct, gh in charged:
-            if m == month and when is not None and end is not None and end <= when:
-                usage[acct] = usage.get(acct, 0.0) + gh
+        while pending and when is not None and pending[0][0] <= when.timestamp():
+            _, m, acct, gh_done = heapq.heappop(pending)
+            spent[(m, acct)] = spent.get((m, acct), 0.0) + gh_done
+        usage = {acct: v for (m, acct), v in spent.items() if m == month}
         ctx = PolicyContext(site=site, fabric=fabric, usage=usage, month=month)
         req = request_from_record(r)
         d = evaluate(req, pols, ctx)
@@ -103,6 +105,5 @@ def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
             changed.append((r.job_id, r.account, tier, d))
         final_qos = new_qos or r.qos
         if final_qos != lowest and r.end is not None:
-            end_month = r.end.strftime("%Y-%m")
-            charged.append((r.end, end_month, r.account, gh))
+            heapq.heappush(pending, (r.end.timestamp(), r.end.strftime("%Y-%m"), r.account, gh))
     return ReplayReport(jobs=len(allocs), skipped_policies=skipped, buckets=buckets, changed=changed)
