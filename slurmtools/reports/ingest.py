@@ -109,6 +109,10 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
             fresh = fresh[~ended_before.to_numpy()].reset_index(drop=True)
         # the fetched data covers [fetch_from, until): store its whole days that are over
         src_first = _day(fetch_from) if fetch_from == fetch_from.normalize() else _day(fetch_from) + timedelta(days=1)
+        if sacct_file is not None:
+            # a saved dump may start later than the window asked for: never mark days before its data as final
+            ends = fresh["end"].dropna()
+            src_first = max(src_first, _day(ends.min()) if len(ends) else _day(until))
         last_final = min(_day(until) - timedelta(days=1), _day(now) - timedelta(days=1))
         if src_first <= last_final:
             t = time.perf_counter()

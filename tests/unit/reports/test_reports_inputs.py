@@ -110,10 +110,13 @@ def test_nightly_from_cache_equals_a_full_reread(tmp_path):
     site = load_site(None)
     new = hm._row("COMPLETED", "new", "111", "111", "bob", "nlp", "standard", "2026-11-03T01:00:00",
                   "2026-11-03T01:00:00", "2026-11-03T01:00:00", "2026-11-03T02:00:00", 2, 1, "gpu11")
+    # a run that ended on 11-01 marks where the first dump's data begins (a dump is cached only from there)
+    early = hm._row("COMPLETED", "early", "99", "99", "alice", "vision", "production", "2026-11-01T10:00:00",
+                    "2026-11-01T10:00:00", "2026-11-01T10:00:00", "2026-11-01T11:00:00", 1, 1, "gpu12")
     full = tmp_path / "full.txt"
-    full.write_text(hm.TEXT + new + "\n")
+    full.write_text(hm.TEXT + early + "\n" + new + "\n")
     first = tmp_path / "first.txt"
-    first.write_text(hm.TEXT)
+    first.write_text(hm.TEXT + early + "\n")
     day3 = tmp_path / "day3.txt"  # what sacct -S 2026-11-03 returns the next night: 107 still runs, 108 waits
     day3.write_text(hm.HEADER + "\n" + "\n".join(r for r in hm.ROWS if r.split("|")[2] in ("107", "108")) + "\n" +
                     new + "\n")
@@ -140,3 +143,13 @@ def test_nightly_from_cache_equals_a_full_reread(tmp_path):
     again, _, _, _ = load_jobs(datetime(2026, 11, 2), d3, history_since=d1, sacct_file=day3, cache_dir=cdir, now=now)
     past = metrics.compute(again, site, datetime(2026, 11, 2), d3)
     assert past.summary["gpu_hours"] == pytest.approx(203.5)
+
+
+def test_a_dump_is_cached_only_from_where_its_data_begins(tmp_path):
+    from slurmtools.reports.ingest import load_jobs
+
+    f = tmp_path / "d.txt"
+    f.write_text(hm.TEXT)  # nothing in it ended before 11-02
+    load_jobs(datetime(2026, 11, 2), datetime(2026, 11, 3), history_since=datetime(2026, 10, 1), sacct_file=f,
+              cache_dir=tmp_path / "c", now=datetime(2026, 11, 5))
+    assert cache_mod.DayCache(tmp_path / "c").days() == [date(2026, 11, 2)]
