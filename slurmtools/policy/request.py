@@ -44,6 +44,8 @@ class JobRequest:
     tres_per_job: str | None = None  # "gres:gpu:h100:8" (--gpus)
     tres_per_node: str | None = None  # (--gres, --gpus-per-node)
     tres_per_task: str | None = None  # (--gpus-per-task)
+    tres_per_socket: str | None = None  # (--gpus-per-socket, needs --sockets-per-node)
+    sockets_per_node: int | None = None
     cpus_per_tres: str | None = None  # "gres:gpu:14" (--cpus-per-gpu)
     mem_per_tres: str | None = None  # "gres:gpu:250000" (--mem-per-gpu, MB)
     name: str | None = None
@@ -70,10 +72,13 @@ class JobRequest:
         return self.nodes
 
     def gpus_by_type(self) -> dict[str, int]:
-        """GPUs by type ("untyped" for `gpu:N`); of --gpus, per node x nodes, per task x tasks the largest."""
+        """GPUs by type ("untyped" for `gpu:N`); of --gpus, per node x nodes, per task x tasks, per socket x sockets
+        x nodes the largest."""
         best: dict[str, int] = {}
         best_total = 0
-        for text, mult in ((self.tres_per_job, 1), (self.tres_per_node, self.nodes), (self.tres_per_task, self.tasks)):
+        sockets = self.sockets_per_node if self.sockets_per_node else 1
+        for text, mult in ((self.tres_per_job, 1), (self.tres_per_node, self.nodes), (self.tres_per_task, self.tasks),
+                           (self.tres_per_socket, sockets * self.nodes)):
             counts = {k: v * mult for k, v in gpu_counts(text).items()}
             total = sum(counts.values())
             if total > best_total:
@@ -141,8 +146,10 @@ def _client_checks(req: "JobRequest") -> None:
     if job and req.min_nodes and sum(job.values()) < req.min_nodes:
         raise RequestError("option --gpus: fewer GPUs than nodes (-N); sbatch refuses this "
                            "(Failed to validate job spec, --gpus < -N)")
+    if req.tres_per_socket and not req.sockets_per_node:
+        raise RequestError("option --gpus-per-socket: needs --sockets-per-node; sbatch refuses it without")
     kinds = set()
-    for text in (req.tres_per_job, req.tres_per_node, req.tres_per_task):
+    for text in (req.tres_per_job, req.tres_per_node, req.tres_per_task, req.tres_per_socket):
         kinds |= {"untyped" if t == "untyped" else "typed" for t in gpu_counts(text)}
     if len(kinds) > 1:
         raise RequestError("option --gres/--gpus*: GPUs asked for both with and without a type; sbatch refuses "
@@ -186,6 +193,7 @@ _VALUE_OPTS = {
     "--ntasks": "ntasks", "--ntasks-per-node": "ntasks_per_node", "-c": "cpus_per_task",
     "--cpus-per-task": "cpus_per_task", "--mem": "mem", "--mem-per-cpu": "mem_per_cpu", "--gres": "gres",
     "-G": "gpus", "--gpus": "gpus", "--gpus-per-node": "gpus_per_node", "--gpus-per-task": "gpus_per_task",
+    "--gpus-per-socket": "gpus_per_socket", "--sockets-per-node": "sockets_per_node",
     "--cpus-per-gpu": "cpus_per_gpu", "--mem-per-gpu": "mem_per_gpu", "--comment": "comment", "-J": "name",
     "--job-name": "name", "--signal": "signal", "--wrap": "wrap",
     # accepted and ignored, but they take a value
@@ -311,6 +319,10 @@ def _set(values: dict, key: str, opt: str, val: str, where: str) -> None:
         values["tres_per_node"] = _gpu_spec(opt, val, where)
     elif key == "gpus_per_task":
         values["tres_per_task"] = _gpu_spec(opt, val, where)
+    elif key == "gpus_per_socket":
+        values["tres_per_socket"] = _gpu_spec(opt, val, where)
+    elif key == "sockets_per_node":
+        values["sockets_per_node"] = _int(opt, val, where)
     elif key == "cpus_per_gpu":
         values["cpus_per_tres"] = "gres:gpu:%d" % _int(opt, val, where)
     elif key == "mem_per_gpu":

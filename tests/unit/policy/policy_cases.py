@@ -46,6 +46,11 @@ def edge_cases() -> list[tuple[list[str], str]]:
     out.append((["-A", "vision", "--gres=gpu:h100:1", "--cpus-per-gpu=14"], SIG))
     out.append((["-A", "vision", "--gres=gpu:h100:1", "--cpus-per-gpu=15"], SIG))
     out.append((["-A", "vision", "-N", "2", "--ntasks-per-node=8", "--gres=gpu:h100:1", "-c", "2"], SIG))
+    for per_socket, sockets, nodes in ((4, 2, 4), (4, 2, 5), (2, 2, 8), (3, 1, 1), (1, 2, 1)):
+        out.append((["-A", "vision", "-q", "standard", f"--gpus-per-socket=h100:{per_socket}",
+                      f"--sockets-per-node={sockets}", "-N", str(nodes)], SIG))
+    out.append((["-A", "vision", "--gpus-per-socket=4", "--sockets-per-node=2"], SIG))  # untyped
+    out.append((["-A", "vision", "--gpus-per-socket=h100:4"], SIG))  # sbatch refuses: no --sockets-per-node
     for mpg in ("250000", "250001", "244G", "245G"):
         out.append((["-A", "vision", "--gres=gpu:h100:2", f"--mem-per-gpu={mpg}"], SIG))
     out.append((["-A", "vision", "-c", "4"], SIG))  # no GPUs

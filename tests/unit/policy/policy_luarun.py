@@ -18,7 +18,7 @@ LUA = shutil.which("lua5.1")
 
 # job_desc fields as 22.05 exposes them: unset numbers are NO_VAL sentinels
 _SENTINEL = {"min_nodes": 4294967294, "num_tasks": 4294967294, "time_limit": 4294967294,
-             "ntasks_per_node": 65534, "cpus_per_task": 65534,
+             "ntasks_per_node": 65534, "cpus_per_task": 65534, "sockets_per_node": 65534,
              "min_mem_per_node": 18446744073709551614, "min_mem_per_cpu": 18446744073709551614}
 
 DRIVER = r"""
@@ -50,7 +50,7 @@ def job_desc(req: JobRequest, raw: dict | None = None) -> dict:
     """What job_submit.lua would see for `req`: sentinels for unset numbers, nil for unset strings."""
     d = {}
     for k in ("user_name", "account", "default_account", "qos", "partition", "tres_per_job", "tres_per_node",
-              "tres_per_task", "cpus_per_tres", "mem_per_tres", "script", "comment", "name"):
+              "tres_per_task", "tres_per_socket", "cpus_per_tres", "mem_per_tres", "script", "comment", "name"):
         v = getattr(req, k)
         if v is not None:
             d[k] = v

@@ -19,6 +19,7 @@ requests = st.builds(
     JobRequest, user_name=texts, account=texts, default_account=texts, qos=texts, partition=texts,
     time_limit=ints, min_nodes=ints, num_tasks=ints, ntasks_per_node=ints, cpus_per_task=ints,
     min_mem_per_node=ints, min_mem_per_cpu=ints, tres_per_job=gres, tres_per_node=gres, tres_per_task=gres,
+    tres_per_socket=gres, sockets_per_node=ints,
     cpus_per_tres=gres, mem_per_tres=gres, script=scripts)
 
 

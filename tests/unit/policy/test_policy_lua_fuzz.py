@@ -36,7 +36,8 @@ requests = st.builds(
     time_limit=ints, min_nodes=ints, num_tasks=ints, ntasks_per_node=ints, cpus_per_task=ints,
     min_mem_per_node=st.one_of(st.none(), st.integers(min_value=0, max_value=10**9)),
     min_mem_per_cpu=st.one_of(st.none(), st.integers(min_value=0, max_value=10**6)),
-    tres_per_job=gres, tres_per_node=gres, tres_per_task=gres, cpus_per_tres=gres, mem_per_tres=gres,
+    tres_per_job=gres, tres_per_node=gres, tres_per_task=gres, tres_per_socket=gres, sockets_per_node=ints,
+    cpus_per_tres=gres, mem_per_tres=gres,
     script=scripts)
 
 

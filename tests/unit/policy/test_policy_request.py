@@ -33,7 +33,13 @@ def test_gpu_sources_take_the_largest():
     assert r.gpus_by_type() == {"h100": 12}
 
 
+def test_gpus_per_socket_count():
+    r = JobRequest.from_sbatch(["--gpus-per-socket=h100:4", "--sockets-per-node=2", "-N", "5"])
+    assert r.gpus_by_type() == {"h100": 40}
+
+
 @pytest.mark.parametrize("args,needle", [
+    (["--gpus-per-socket=h100:4"], "needs --sockets-per-node"),
     (["--gpus=h100:4", "--gpus-per-task=1", "-n", "6"], "both with and without a type"),
     (["--gres=gpu:h100:8,gpu:2"], "both with and without a type"),
     (["--gpus=1", "-N", "3"], "fewer GPUs than nodes"),
