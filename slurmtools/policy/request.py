@@ -129,10 +129,14 @@ class JobRequest:
         # job_submit.lua in 22.05 cannot read a command-line --signal (warn_signal is not exposed), so only the
         # script's own #SBATCH --signal counts, on both sides
         values.pop("script_signal", None)
+        per_gpu = values.pop("ntasks_per_gpu", None)
         wrap = values.pop("wrap", None)
         if wrap is not None and not script:
             script = "#!/bin/sh\n" + wrap + "\n"
         req = cls(user_name=user, default_account=default_account, script=script, argv=script_argv, **values)
+        if per_gpu and not req.num_tasks:
+            # sbatch turns --ntasks-per-gpu into a task count before the controller sees the job
+            req = replace(req, num_tasks=per_gpu * req.gpus)
         _client_checks(req)
         return req
 
@@ -193,7 +197,7 @@ _VALUE_OPTS = {
     "--ntasks": "ntasks", "--ntasks-per-node": "ntasks_per_node", "-c": "cpus_per_task",
     "--cpus-per-task": "cpus_per_task", "--mem": "mem", "--mem-per-cpu": "mem_per_cpu", "--gres": "gres",
     "-G": "gpus", "--gpus": "gpus", "--gpus-per-node": "gpus_per_node", "--gpus-per-task": "gpus_per_task",
-    "--gpus-per-socket": "gpus_per_socket", "--sockets-per-node": "sockets_per_node",
+    "--gpus-per-socket": "gpus_per_socket", "--sockets-per-node": "sockets_per_node", "--ntasks-per-gpu": "ntasks_per_gpu",
     "--cpus-per-gpu": "cpus_per_gpu", "--mem-per-gpu": "mem_per_gpu", "--comment": "comment", "-J": "name",
     "--job-name": "name", "--signal": "signal", "--wrap": "wrap",
     # accepted and ignored, but they take a value
@@ -321,6 +325,8 @@ def _set(values: dict, key: str, opt: str, val: str, where: str) -> None:
         values["tres_per_task"] = _gpu_spec(opt, val, where)
     elif key == "gpus_per_socket":
         values["tres_per_socket"] = _gpu_spec(opt, val, where)
+    elif key == "ntasks_per_gpu":
+        values["ntasks_per_gpu"] = _int(opt, val, where)
     elif key == "sockets_per_node":
         values["sockets_per_node"] = _int(opt, val, where)
     elif key == "cpus_per_gpu":

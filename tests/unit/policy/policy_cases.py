@@ -51,6 +51,9 @@ def edge_cases() -> list[tuple[list[str], str]]:
                       f"--sockets-per-node={sockets}", "-N", str(nodes)], SIG))
     out.append((["-A", "vision", "--gpus-per-socket=4", "--sockets-per-node=2"], SIG))  # untyped
     out.append((["-A", "vision", "--gpus-per-socket=h100:4"], SIG))  # sbatch refuses: no --sockets-per-node
+    for tpg, gpu_opt in ((20, "--gpus=h100:2"), (14, "--gpus=h100:2"), (7, "--gpus-per-node=h100:2"),
+                         (8, "--gpus-per-node=h100:4")):
+        out.append((["-A", "vision", "-q", "production", gpu_opt, f"--ntasks-per-gpu={tpg}", "-c", "2"], SIG))
     for mpg in ("250000", "250001", "244G", "245G"):
         out.append((["-A", "vision", "--gres=gpu:h100:2", f"--mem-per-gpu={mpg}"], SIG))
     out.append((["-A", "vision", "-c", "4"], SIG))  # no GPUs

@@ -80,3 +80,9 @@ def test_bad_options_name_the_option(args, needle):
 def test_bad_sbatch_line_names_the_line():
     with pytest.raises(RequestError, match="#SBATCH line 2"):
         JobRequest.from_sbatch([], script="#!/bin/sh\n#SBATCH --comment='unclosed\n")
+
+
+def test_ntasks_per_gpu_becomes_a_task_count():
+    """Measured in the lab: sbatch sends --ntasks-per-gpu as num_tasks = per GPU x GPUs."""
+    r = JobRequest.from_sbatch(["--gpus=h100:2", "--ntasks-per-gpu=20", "-c", "2"])
+    assert (r.num_tasks, r.cpus) == (40, 80)
