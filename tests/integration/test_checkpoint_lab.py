@@ -82,6 +82,23 @@ def job_record(lab, job: int) -> dict[str, str]:
     return dict(tok.split("=", 1) for tok in out.split() if "=" in tok)
 
 
+def start_requeued_now(lab, job: int, nodes: str, run: int = 0) -> None:
+    """Skip the ~120 s requeue hold, but only once the node is done with the previous run.
+
+    Measured: StartTime=now right after the requeue can restart the job on the same node before slurmd has
+    forgotten the kill (`error: Job N already killed, do not launch batch job`), and the rerun then FAILS.
+    The epilog's record marks the end of the previous run on that node; a few seconds more are margin.
+    """
+    for node in nodes.split(","):
+        record = lab.dir / "spool" / "slurmtools" / "jobs" / f"{job}.{run}.{node}.json"
+        end = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < end:
+            time.sleep(0.5)
+        assert record.exists(), f"epilog of job {job} run {run} on {node} never finished"
+    time.sleep(5)
+    lab.sh(f"scontrol update JobId={job} StartTime=now")
+
+
 def grace_seconds(lab, qos: str) -> int:
     g = lab.sh(f"sacctmgr -n -P show qos {qos} format=gracetime").stdout.strip()
     h, m, s = (int(x) for x in g.split("-")[-1].split(":"))
@@ -126,7 +143,7 @@ def test_preempted_scavenger_saves_within_grace_requeues_and_resumes(lab):
     lab.wait_state(job, "PENDING", 60)
     rec = job_record(lab, job)
     assert rec["Restarts"] == "1", rec
-    lab.sh(f"scontrol update JobId={job} StartTime=now")
+    start_requeued_now(lab, job, "gpu13")
     lab.wait_state(prod, "COMPLETED", 120)
     lab.wait_state(job, "COMPLETED", 120)
     check_resumed_run(d, steps, "preempted")
@@ -165,7 +182,7 @@ def test_two_node_job_preempted_on_one_node_only_rank_zero_writes(lab):
     assert all(field(ln, "path") == "none" and field(ln, "rank") == "1" for ln in saved1), saved1
     assert sum("msg requeued_job_" in ln for ln in l0 + l1) == 1  # one requeue, by rank 0
     assert job_record(lab, job)["Restarts"] == "1"
-    lab.sh(f"scontrol update JobId={job} StartTime=now")
+    start_requeued_now(lab, job, "gpu11,gpu12")
     lab.wait_state(prod, "COMPLETED", 120)
     lab.wait_state(job, "COMPLETED", 120)
     check_resumed_run(d, steps, "preempted", name="log-0")
@@ -184,7 +201,7 @@ def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab)
     assert any("msg requeued_job_" in ln for ln in lines), lines[-5:]
     lab.wait_state(job, "PENDING", 60)
     assert job_record(lab, job)["Restarts"] == "1"
-    lab.sh(f"scontrol update JobId={job} StartTime=now")
+    start_requeued_now(lab, job, "gpu14")
     lab.wait_state(job, "COMPLETED", 120)
     check_resumed_run(d, steps, "time_limit")
     assert "batch restart=1" in (d / f"out-{job}.txt").read_text()
