@@ -46,7 +46,9 @@ elif what == "report":
     jobs, history, notes, t = ingest.load_jobs(since, until, history_since=load_since, sacct_file=path,
                                                cache_dir=cache, now=datetime(2030, 1, 1))
     cap, events, cn = ingest.load_capacity(site, since, until)
-    r = metrics.compute(jobs, site, since, until, capacity=cap, notes=notes, history=history)
+    from slurmtools.topology.sitefile import load_fabric
+    r = metrics.compute(jobs, site, since, until, capacity=cap, notes=notes, history=history,
+                        fabric=load_fabric(site.fabric_path))
     outputs.write(r, Path(out), outputs.FORMATS)
     n = len(jobs)
 # VmHWM: this process's own peak (ru_maxrss would carry the parent's peak across exec)

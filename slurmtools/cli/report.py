@@ -131,8 +131,13 @@ def report(
     if epilog_dir is None and enotes and "folder missing" in enotes[0]:
         enotes = [f"no epilog GPU records at {ep_path}; GPU efficiency from Slurm's gres/gpuutil only"]
     progress("computing metrics")
+    fabric = None
+    if site.fabric_path is not None:
+        from slurmtools.topology.sitefile import load_fabric
+
+        fabric = load_fabric(site.fabric_path)
     rep = metrics.compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
-                          notes=notes + cnotes + enotes, history=history)
+                          notes=notes + cnotes + enotes, history=history, fabric=fabric)
     progress("writing " + ", ".join(formats))
     try:
         written = outputs.write(rep, Path(out), formats, top=top)

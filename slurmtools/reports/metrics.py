@@ -180,7 +180,7 @@ def _group(r: pd.DataFrame, key: str, prices: dict[str, float]) -> pd.DataFrame:
 
 def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capacity: pd.DataFrame | None = None,
             events: pd.DataFrame | None = None, epilog: pd.DataFrame | None = None, top: int = 10,
-            notes: list[str] | None = None, history: pd.DataFrame | None = None) -> Report:
+            notes: list[str] | None = None, history: pd.DataFrame | None = None, fabric=None) -> Report:
     """The report over [since, until). `jobs` must hold every run active in the window (more is fine);
     `history` is `daily_usage` of earlier runs NOT in `jobs` (from the day cache), for forecast and budgets."""
     notes = list(notes or [])
@@ -385,6 +385,10 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
                                             "forecast_gpu_hours": f.total, "per_day": f.per_day,
                                             "backtest_wape_pct": f.wape_pct, "backtest_origins": f.origins}
                                            for f in forecasts])
+    # --- placement: leaf switches spanned against the fewest that could hold the job (needs the fabric file)
+    if fabric is not None and len(runs):
+        tables.update(placement(runs, jobs, fabric, capacity))
+
     summary = {
         "since": str(pd.Timestamp(since)), "until": str(pd.Timestamp(until)),
         "runs": int(len(runs)), "jobs": int(runs["job_id_raw"].nunique()),
@@ -406,3 +410,69 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     return Report(since=since, until=until, site=site.name if site else "", cluster=site.cluster_name if site else "",
                   currency=site.currency if site else "", summary=summary, tables=tables, timeline=timeline,
                   wait_hist=wait_hist, forecasts=forecasts, notes=notes)
+
+
+def _leaf_share(nodelist: str, leaf_of: dict[str, str]) -> dict[str, float]:
+    from slurmtools.hostlist import expand
+
+    try:
+        hosts = expand(nodelist) if ("[" in nodelist or "," in nodelist) else [nodelist]
+    except ValueError:
+        return {}
+    hosts = [h for h in hosts if h in leaf_of]
+    out: dict[str, float] = {}
+    for h in hosts:
+        out[leaf_of[h]] = out.get(leaf_of[h], 0.0) + 1.0 / len(hosts)
+    return out
+
+
+def placement(runs: pd.DataFrame, jobs: pd.DataFrame, fabric, capacity: pd.DataFrame | None) -> dict:
+    """Runs spanning more leaf switches than their node count needs, and allocated vs idle GPU-hours per leaf.
+
+    A run's GPU-hours are spread evenly over its hosts. Work is done once per distinct NodeList string."""
+    leaf_of = {h: leaf.name for leaf in fabric.leaves.values() for h in leaf.hosts}
+    biggest = max((len(leaf.hosts) for leaf in fabric.leaves.values()), default=1)
+    nl = jobs["nodelist"].iloc[runs["row"].to_numpy()].astype("category")
+    cats = list(nl.cat.categories)
+    shares = [_leaf_share(str(c), leaf_of) for c in cats]
+    codes = nl.cat.codes.to_numpy()
+    gh = runs["gpu_hours"].to_numpy()
+    per_leaf: dict[str, float] = {}
+    by_code = np.bincount(codes[codes >= 0], weights=gh[codes >= 0], minlength=len(cats))
+    for i, sh in enumerate(shares):
+        for leaf, f in sh.items():
+            per_leaf[leaf] = per_leaf.get(leaf, 0.0) + by_code[i] * f
+    nleaves = np.array([len(sh) for sh in shares] + [0])[codes]
+    nhosts = np.array([_hosts(str(c)) if sh else 0 for c, sh in zip(cats, shares)] + [0])[codes]
+    needed = np.maximum(1, -(-nhosts // biggest))
+    spread = (nleaves > needed) & (nhosts > 1)
+    multi = nhosts > 1
+    t = pd.DataFrame({"tier": runs["tier"].astype(str).to_numpy(), "multi": multi, "spread": spread,
+                      "gh": np.where(spread, gh, 0.0)})
+    g = t.groupby("tier")
+    out = {"placement_by_tier": pd.DataFrame({"multi_node_runs": g["multi"].sum(),
+                                              "runs_on_more_leaves_than_needed": g["spread"].sum(),
+                                              "their_gpu_hours": g["gh"].sum()})}
+    rows = []
+    cap_leaf = {}
+    if capacity is not None and len(capacity):
+        for node, avail in zip(capacity["node"], capacity["available_gpu_hours"]):
+            if node in leaf_of:
+                cap_leaf[leaf_of[node]] = cap_leaf.get(leaf_of[node], 0.0) + float(avail)
+    for leaf in fabric.leaves:
+        used = per_leaf.get(leaf, 0.0)
+        avail = cap_leaf.get(leaf, np.nan)
+        rows.append({"leaf": leaf, "gpu_hours": used, "available_gpu_hours": avail,
+                     "idle_gpu_hours": max(avail - used, 0.0) if avail == avail else np.nan,
+                     "utilization_pct": used / avail * 100 if avail else np.nan})
+    out["usage_by_leaf"] = pd.DataFrame(rows).set_index("leaf")
+    return out
+
+
+def _hosts(nodelist: str) -> int:
+    from slurmtools.hostlist import expand
+
+    try:
+        return len(expand(nodelist)) if ("[" in nodelist or "," in nodelist) else 1
+    except ValueError:
+        return 0

@@ -128,3 +128,26 @@ def test_empty_window_still_reports():
                         datetime(2025, 1, 2))
     assert r.summary["gpu_hours"] == 0 and r.summary["median_wait_min"] is None
     assert np.isfinite(len(r.timeline))
+
+
+def test_placement_counts_runs_spread_over_extra_leaves():
+    site = load_site(None)
+    fabric = load_fabric(site.fabric_path)
+    spread = hm._row("COMPLETED", "spread", "120", "120", "bob", "nlp", "standard", hm.D + "01:00:00",
+                     hm.D + "01:00:00", hm.D + "01:00:00", hm.D + "02:00:00", 16, 2, "gpu[04-05]")
+    acc = read_sacct(hm.TEXT + spread + "\n", text=True)
+    cap = capacity.capacity_table(capacity.nodes_from_site(site, fabric), None, SINCE, UNTIL)
+    r = metrics.compute(acc.jobs, site, SINCE, UNTIL, capacity=cap, fabric=fabric)
+    p = r.tables["placement_by_tier"]
+    # 106 (gpu[06-07]) sits in one leaf; 120 (gpu04 + gpu05) straddles two where one would hold its 2 nodes
+    assert p.loc["standard", "multi_node_runs"] == 2
+    assert p.loc["standard", "runs_on_more_leaves_than_needed"] == 1
+    assert p.loc["standard", "their_gpu_hours"] == pytest.approx(16)
+    leaf = r.tables["usage_by_leaf"]["gpu_hours"]
+    assert leaf.sum() == pytest.approx(203.5 + 16)
+    # leaf1 gpu01-04: 101 (48), 102's runs on gpu02/gpu03 (12 + 8), 103 (0.5), half of 120 (8)
+    assert leaf["leaf1"] == pytest.approx(48 + 12 + 8 + 0.5 + 8)
+    # leaf2 gpu05-08: 104 and 105 (4 + 2), 106 (96), 107 (32), the other half of 120 (8); leaf3: 110 on gpu10
+    assert leaf["leaf2"] == pytest.approx(4 + 2 + 96 + 32 + 8)
+    assert leaf["leaf3"] == pytest.approx(1) and leaf["leaf4"] == 0
+    assert r.tables["usage_by_leaf"].loc["leaf1", "available_gpu_hours"] == pytest.approx(4 * 8 * 24)
