@@ -62,8 +62,15 @@ def generate(n_jobs: int, start: datetime, days: float, *, seed: int = 0, nodes:
     node_i = rng.integers(0, max(1, nodes - 4), n)
     node_i = node_i % np.maximum(1, nodes - nn + 1) + 1
     names = np.array([node_fmt.format(i) for i in range(nodes + 2)])
-    nodelist = np.where(nn == 1, names[node_i], np.char.add(np.char.add(names[node_i], ","), names[
-        np.minimum(node_i + nn - 1, nodes)]))
+    from slurmtools.hostlist import compress
+
+    nodelist = names[node_i].astype(object)
+    combos = {}
+    for i in np.flatnonzero(nn > 1):
+        key = (int(node_i[i]), int(nn[i]))
+        if key not in combos:
+            combos[key] = compress([names[min(k, nodes)] for k in range(key[0], key[0] + key[1])])
+        nodelist[i] = combos[key]
     ids = first_id + np.arange(n)
     cpu = size * 12
     tres = [f"billing={c},cpu={c},gres/gpu:{gpu_type}={g},gres/gpu={g},mem={g * 100}G,node={k}"
