@@ -40,8 +40,14 @@ def open_secure_dir(path: str, create: bool = False, sticky_ok: bool = False) ->
             except FileNotFoundError:
                 if not (create and last):
                     raise UnsafePath(f"{path}: {name} does not exist") from None
-                os.mkdir(name, 0o755, dir_fd=fd)
-                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                try:
+                    os.mkdir(name, 0o755, dir_fd=fd)
+                except FileExistsError:  # another hook created it a moment ago (64 epilogs start together)
+                    pass
+                try:
+                    nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    raise UnsafePath(f"{path}: {name}: {e.strerror} (symlinks are refused)") from None
             except OSError as e:  # ELOOP/ENOTDIR: a symlink or a file where a directory belongs
                 raise UnsafePath(f"{path}: {name}: {e.strerror} (symlinks are refused)") from None
             os.close(fd)

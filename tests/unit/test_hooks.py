@@ -95,6 +95,21 @@ def test_spool_refusals(tmp_path):
     assert not (user / "x").exists()
 
 
+def test_open_secure_dir_create_tolerates_a_concurrent_creator(tmp_path, monkeypatch):
+    """Two hooks creating the same folder at once: the loser of the mkdir race must still get the folder."""
+    os.chmod(tmp_path, 0o755)
+    real_mkdir = os.mkdir
+
+    def racing_mkdir(name, mode=0o777, *, dir_fd=None):
+        real_mkdir(name, mode, dir_fd=dir_fd)  # the other hook wins ...
+        raise FileExistsError(17, "File exists")  # ... and ours then fails
+
+    monkeypatch.setattr(os, "mkdir", racing_mkdir)
+    fd = safefs.open_secure_dir(str(tmp_path / "jobs"), create=True)
+    os.close(fd)
+    assert (tmp_path / "jobs").is_dir()
+
+
 def test_epilog_refuses_symlinked_jobs_dir_and_writes_nothing_through_it(tmp_path):
     sp = spool(tmp_path)
     victim = tmp_path / "victim"
