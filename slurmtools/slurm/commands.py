@@ -26,9 +26,10 @@ _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Soc
                 "Invalid communication protocol", "Unable to establish controller machine")
 
 #: sacct fields the accounting query reads (22.05 names; `restarts` does not exist there)
-ACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
+#: JobName comes last: it is the one free-text field, and a "|" inside it can then be put back together
+ACCT_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "ExitCode",
                "Submit", "Eligible", "Start", "End", "ElapsedRaw", "TimelimitRaw", "NodeList", "AllocTRES",
-               "ReqTRES", "AllocCPUS", "Comment")
+               "ReqTRES", "AllocCPUS", "JobName")
 
 
 def _ts(value) -> datetime | None:
@@ -281,11 +282,17 @@ def parse_sacct(text: str) -> list[AcctRecord]:
     if not lines:
         return []
     header = lines[0].split("|")
+    # free text ("|" possible): JobName, else Comment, else the last column takes the surplus pieces
+    free = next((header.index(c) for c in ("JobName", "Comment", "SubmitLine") if c in header), len(header) - 1)
     out = []
     for ln in lines[1:]:
         if not ln.strip():
             continue
-        row = dict(zip(header, ln.split("|")))
+        parts = ln.split("|")
+        extra = len(parts) - len(header)
+        if extra > 0:
+            parts = parts[:free] + ["|".join(parts[free:free + extra + 1])] + parts[free + extra + 1:]
+        row = dict(zip(header, parts))
         jobid = row.get("JobID", "")
         base, _, step = jobid.partition(".")
         raw = row.get("JobIDRaw", base).split(".")[0]
@@ -304,6 +311,6 @@ def parse_sacct(text: str) -> list[AcctRecord]:
             end=_ts(row.get("End")), elapsed_s=_elapsed(row), timelimit_s=tl_s,
             nodelist=tuple(expand(row.get("NodeList", "")) if row.get("NodeList") not in ("None assigned", "") else ()),
             alloc_gpus=alloc.gpus, alloc_gpus_by_type=alloc.gpus_by_type, req_gpus=req.gpus,
-            alloc_cpus=int(row.get("AllocCPUS") or 0), alloc_tres=row.get("AllocTRES", ""),
+            alloc_cpus=_num(row.get("AllocCPUS")) or 0, alloc_tres=row.get("AllocTRES", ""),
             req_tres=row.get("ReqTRES", ""), extra={k: v for k, v in row.items() if k not in ACCT_FIELDS}))
     return out

@@ -90,3 +90,12 @@ def test_shared_sacct_dumps_all_parse():
     for f in files:
         recs = parse_sacct(f.read_text())
         assert recs and all(r.job_id for r in recs), f
+
+
+def test_sacct_job_name_with_pipes_stays_whole():
+    text = ("JobID|JobIDRaw|User|State|AllocCPUS|AllocTRES|JobName\n"
+            "7|7|alice|COMPLETED|4|cpu=4,gres/gpu=2|a|b||c\n"
+            "7.batch|7.batch||COMPLETED|4|cpu=4|batch\n")
+    recs = parse_sacct(text)
+    assert recs[0].name == "a|b||c" and recs[0].alloc_cpus == 4 and recs[0].alloc_gpus == 2
+    assert recs[1].step == "batch" and recs[1].name == "batch"
