@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -16,17 +15,7 @@ import pandas as pd
 
 from slurmtools.errors import SlurmError
 from slurmtools.reports import cache as cache_mod
-from slurmtools.reports.sacct import SACCT_FIELDS, Accounting, read_sacct
-
-
-@dataclass
-class Inputs:
-    jobs: pd.DataFrame
-    capacity: pd.DataFrame | None
-    events: pd.DataFrame | None
-    epilog: pd.DataFrame | None
-    notes: list[str] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)
+from slurmtools.reports.sacct import SACCT_FIELDS, read_sacct
 
 
 class Progress:

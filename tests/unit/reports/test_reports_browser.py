@@ -8,7 +8,6 @@ import re
 import shutil
 import struct
 import subprocess
-from pathlib import Path
 
 import pytest
 
