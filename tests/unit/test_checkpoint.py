@@ -275,3 +275,31 @@ def test_atomic_write_replaces_and_refuses_planted_temp_symlink(tmp_path):
     with pytest.raises(FileExistsError):
         C.atomic_write(tmp_path / "f", lambda f: f.write(b"x"))
     assert not (tmp_path / "victim").exists() and p.read_bytes() == b"abc"
+
+
+def test_torch_objects_dispatch_to_torch_save_without_importing_torch(tmp_path, monkeypatch):
+    """The torch path: an object whose type comes from the `torch` module goes through torch.save/torch.load.
+
+    torch is not installed here, so a stand-in module named `torch` (with save/load over pickle) checks the
+    dispatch; the library must use whatever `torch` the caller already imported and never import it itself.
+    """
+    import pickle
+    import types
+
+    fake = types.ModuleType("torch")
+    calls = []
+    fake.save = lambda obj, f: (calls.append("save"), pickle.dump(obj, f))
+    fake.load = lambda f, map_location=None, weights_only=None: (calls.append(("load", map_location)),
+                                                                  pickle.load(f))[1]
+    Tensor = type("Tensor", (), {"__module__": "torch", "__eq__": lambda a, b: True, "__hash__": None})
+    fake.Tensor = Tensor
+    monkeypatch.setitem(sys.modules, "torch", fake)  # pickle finds torch.Tensor through it
+    ck = Checkpointer(tmp_path, install=False)
+    p = ck.save({"weights": Tensor(), "step": 3}, step=3)
+    assert p.name == "ckpt-000000000003.pt" and calls == ["save"]
+    p2 = ck.save({"plain": 1}, step=4)  # plain state in the same run still goes to pickle
+    assert p2.name == "ckpt-000000000004.pkl"
+    assert ck.load() == {"plain": 1}
+    p2.unlink()
+    got = ck.load()
+    assert isinstance(got["weights"], Tensor) and got["step"] == 3 and calls[-1] == ("load", "cpu")
