@@ -26,7 +26,7 @@ _ALIASES = {
     "account": ("account",),
     "tier": ("tier", "qos"),
     "hosts": ("node", "hosts", "nodes", "nodelist"),
-    "run": ("restart_count", "run"),
+    "run": ("run", "restart_count"),  # `run` (the run index) when the epilog writes it; restart_count may be ahead
     "gpus": ("gpus", "gpu_count", "ngpus"),
     "start": ("start", "start_time"),
     "end": ("end", "end_time"),
@@ -98,7 +98,7 @@ def parse_record(d: dict) -> dict:
                 utils.append(float(u))
             m = g.get("max_memory_bytes")
             if isinstance(m, (int, float)) and not isinstance(m, bool):
-                mem = np.nanmax([mem, m / 2**20])
+                mem = float(np.fmax(mem, m / 2**20))
     elif acc is not None:
         raise ValueError("field gpu_accounting: expected a list of objects")
     flat = _get(d, "gpu_util_pct")
@@ -111,7 +111,7 @@ def parse_record(d: dict) -> dict:
     fm = _get(d, "gpu_mem_mb")
     if fm is not None:
         try:
-            mem = np.nanmax([mem, _mean(fm) if not isinstance(fm, (list, tuple)) else max(map(float, fm))])
+            mem = float(np.fmax(mem, _mean(fm) if not isinstance(fm, (list, tuple)) else max(map(float, fm))))
         except (TypeError, ValueError):
             raise ValueError("field gpu_mem_mb: expected a number or a list of numbers") from None
     out["utils"] = utils
@@ -147,7 +147,7 @@ def merge_records(recs: list[dict]) -> pd.DataFrame:
         m["utils"] += r["utils"]
         m["gpus"] += r["gpus"]
         m["nodes"] += 1
-        m["gpu_mem_mb"] = np.nanmax([m["gpu_mem_mb"], r["gpu_mem_mb"]])
+        m["gpu_mem_mb"] = float(np.fmax(m["gpu_mem_mb"], r["gpu_mem_mb"]))
         for key, pick in (("start", min), ("end", max)):
             vals = [v for v in (m[key], r[key]) if not pd.isna(v)]
             m[key] = pick(vals) if vals else pd.NaT

@@ -137,6 +137,14 @@ def test_report_numbers_from_real_jobs(lab, tmp_path):
     # no NVML in the lab: utilisation is unknown, never invented
     assert s["gpu_hours_with_utilization"] == 0
     assert not [n for n in doc["notes"] if "unreadable" in n or ".json:" in n], doc["notes"]
+    # the lab's real epilog wrote one record per run and node, and the report's reader agrees with its format
+    from slurmtools.reports.epilog import read_epilog_dir
+
+    ep = read_epilog_dir(lab.dir / "spool" / "slurmtools" / "jobs")
+    assert not [x for x in ep.problems if "rep-" in x or any(f"/{j}." in x for j in (a, b, f, low))], ep.problems
+    got = set(zip(ep.frame["job_id_raw"], ep.frame["run"]))
+    assert {(a, 0), (b, 0), (f, 0), (low, 0), (low, 1)} <= got, sorted(got)
+    assert ep.frame.set_index(["job_id_raw", "run"]).loc[(a, 0), "gpus"] == 2
     html = (rep / "report.html").read_text()
     assert HOSTILE not in html
     md = (rep / "summary.md").read_text()

@@ -18,11 +18,12 @@ from slurmtools.site import load_site
 from slurmtools.topology.sitefile import load_fabric
 
 
-def _hook_record(job, node, restart, gpus, utils, mem_bytes=None):
-    """The shape slurmtools/hooks/epilog.py writes."""
-    return {"job": job, "user": "alice", "uid": 1000, "account": "vision", "partition": "gpu", "qos": "standard",
+def _hook_record(job, node, run, gpus, utils, mem_bytes=None, restart_count=None):
+    """The shape slurmtools/hooks/epilog.py writes (restart_count may already count the requeue of this run)."""
+    return {"job": job, "run": run, "user": "alice", "uid": 1000, "account": "vision", "partition": "gpu", "qos": "standard",
             "node": node, "nodes": "gpu[01-02]", "gpus": gpus, "start": 1793577600.0, "end": 1793581200.5,
-            "exit_code": "0:0", "derived_exit_code": "0:0", "restart_count": restart, "job_state": "COMPLETING",
+            "exit_code": "0:0", "derived_exit_code": "0:0",
+            "restart_count": run if restart_count is None else restart_count, "job_state": "COMPLETING",
             "gpu_accounting": None if utils is None else [
                 {"gpu": g, "processes": 1, "gpu_util_pct": u, "mem_util_pct": 10, "max_memory_bytes": mem_bytes}
                 for g, u in zip(gpus, utils)]}
@@ -31,8 +32,9 @@ def _hook_record(job, node, restart, gpus, utils, mem_bytes=None):
 def test_epilog_records_of_two_nodes_merge_into_one_run(tmp_path):
     jobs = tmp_path / "jobs"
     jobs.mkdir()
-    (jobs / "7.0.gpu01.json").write_text(json.dumps(_hook_record(7, "gpu01", 0, [0, 1], [80, 60], 2 * 2**30)))
-    (jobs / "7.0.gpu02.json").write_text(json.dumps(_hook_record(7, "gpu02", 0, [0, 1], [40, 20], 3 * 2**30)))
+    # run 0 was preempted: its epilog already saw restart_count 1; `run` says which run it was
+    (jobs / "7.0.gpu01.json").write_text(json.dumps(_hook_record(7, "gpu01", 0, [0, 1], [80, 60], 2 * 2**30, 1)))
+    (jobs / "7.0.gpu02.json").write_text(json.dumps(_hook_record(7, "gpu02", 0, [0, 1], [40, 20], 3 * 2**30, 1)))
     (jobs / "7.1.gpu01.json").write_text(json.dumps(_hook_record(7, "gpu01", 1, [0], None)))
     (jobs / "8.0.gpu03.json").write_text(json.dumps({"job_id": "8", "gpu_util_pct": [10, 30], "gpus": 2,
                                                      "start": "2026-11-02T01:00:00"}))
