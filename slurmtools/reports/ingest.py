@@ -30,6 +30,18 @@ class Progress:
             sys.stderr.write(f"[{time.perf_counter() - self.t0:6.1f}s] {msg}\n")
             sys.stderr.flush()
 
+    def bar(self, done: int, total: int) -> None:
+        """A one-line bar redrawn in place while a dump is read; ends with a newline when complete."""
+        if not self.enabled or total <= 0:
+            return
+        frac = min(done / total, 1.0)
+        n = int(frac * 30)
+        sys.stderr.write(f"\r  [{'#' * n}{'.' * (30 - n)}] {frac * 100:5.1f}%  {done / 1e6:,.0f} of "
+                         f"{total / 1e6:,.0f} MB")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
 
 def _day(ts) -> date:
     return pd.Timestamp(ts).date()
@@ -77,14 +89,14 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
     t = time.perf_counter()
     if sacct_file is not None:
         progress(f"reading {sacct_file}")
-        acc = read_sacct(sacct_file)
+        acc = read_sacct(sacct_file, on_block=progress.bar)
     elif backend is not None:
         dump = getattr(backend, "accounting_dump", None)
         if dump is None:
             raise SlurmError("sacct", "this backend cannot dump accounting text; use --sacct-file PATH")
         progress(f"sacct {fetch_from} .. {pd.Timestamp(until)}")
         acc = read_sacct(dump(fetch_from.to_pydatetime(), pd.Timestamp(until).to_pydatetime(),
-                              list(SACCT_FIELDS)), text=True, source="sacct")
+                              list(SACCT_FIELDS)), text=True, source="sacct", on_block=progress.bar)
     else:
         raise SlurmError("sacct", "no accounting source: give --sacct-file PATH or run where sacct works")
     timings["parse_s"] = time.perf_counter() - t

@@ -86,13 +86,20 @@ def _header(first_line: str, source: str) -> list[str]:
     return names
 
 
-def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None) -> Accounting:
-    """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`."""
+BLOCK = 1 << 24
+
+
+def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None,
+               on_block=None) -> Accounting:
+    """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`.
+
+    `on_block(done_bytes, total_bytes)` is called after each block (about 16 MB), for a progress bar."""
     if isinstance(src, bytes) or text:
         data = src if isinstance(src, bytes) else str(src).encode()
         name = source or "sacct output"
         first = data[:data.find(b"\n") if b"\n" in data else len(data)].decode(errors="replace")
         opener = lambda: io.BytesIO(data)  # noqa: E731
+        total = len(data)
     else:
         p = Path(src)
         name = source or str(p)
@@ -102,6 +109,7 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         except OSError as exc:
             raise ParseError(name, None, f"cannot read: {exc.strerror or exc}") from None
         opener = lambda: str(p)  # noqa: E731
+        total = p.stat().st_size
     if not first.strip():
         raise ParseError(name, 1, "empty sacct dump (expected a header line such as JobID|State|Start|End|...)")
     names = _header(first, name)
@@ -116,7 +124,7 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         return "skip"
 
     ropts = pacsv.ReadOptions(column_names=names + ([""] if first.rstrip("\r\n").endswith("|") else []),
-                              skip_rows=1, block_size=1 << 24)
+                              skip_rows=1, block_size=BLOCK)
     popts = pacsv.ParseOptions(delimiter="|", quote_char=False, escape_char=False, newlines_in_values=False,
                                invalid_row_handler=on_bad)
     copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
@@ -139,8 +147,10 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         # streamed in blocks: step rows and TRES text are reduced away block by block, so peak memory follows
         # the jobs, not the file
         reader = pacsv.open_csv(opener(), read_options=ropts, parse_options=popts, convert_options=copts)
-        for batch in reader:
+        for i, batch in enumerate(reader, start=1):
             take(pa.Table.from_batches([batch]))
+            if on_block is not None:
+                on_block(min(i * BLOCK, total), total)
     except pa.ArrowInvalid as exc:
         raise ParseError(name, None, _arrow_message(str(exc), names, opener)) from None
     notes: list[str] = []

@@ -115,3 +115,23 @@ def test_too_few_fields_is_an_error_not_a_loss():
     text = "JobID|JobName|State|Start|End\n1|x|COMPLETED|2026-11-02T00:00:00\n"
     with pytest.raises(ParseError, match=r"^sacct output:2: expected 5 fields"):
         read_sacct(text, text=True)
+
+
+def test_progress_callback_reaches_the_whole_file(tmp_path):
+    from datetime import datetime
+
+    from slurmtools.reports import sacct as sacct_mod
+    from slurmtools.reports import synth
+
+    p = synth.write(tmp_path / "d.txt", 3000, datetime(2026, 11, 1), 2, nodes=16, node_fmt="gpu{:02d}")
+    seen = []
+    old = sacct_mod.BLOCK
+    sacct_mod.BLOCK = 1 << 16  # small blocks: several callbacks for a small file
+    try:
+        acc = read_sacct(p, on_block=lambda done, total: seen.append((done, total)))
+    finally:
+        sacct_mod.BLOCK = old
+    size = p.stat().st_size
+    assert len(seen) > 3 and seen[-1] == (size, size)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert len(acc.jobs) >= 3000
