@@ -387,12 +387,16 @@ class Checkpointer:
         """End the process after a save: requeue on the time-limit and preemption paths, then exit.
 
         Preemption also requeues itself: a job that ends during GraceTime would otherwise finish as COMPLETED
-        and never run again. Exit code 0 unless given.
+        and never run again. When Slurm cannot be asked (no scontrol, e.g. in a container), the warning signal
+        still requeues: both of its causes want it; a bare SIGTERM (possibly scancel) does not. Exit code 0
+        unless given.
         """
         cause = self.cause
         if cause is not None and self.rank == 0:
             self._report(cause)
-        if self.requeue_enabled and cause is not None and cause.kind in ("time_limit", "preempted"):
+        wanted = cause is not None and (cause.kind in ("time_limit", "preempted") or (
+            cause.kind == "unknown" and cause.signal == self.warning_signal and bool(self.job_id)))
+        if self.requeue_enabled and wanted:
             self.requeue()
         sys.stdout.flush()
         sys.exit(0 if code is None else code)

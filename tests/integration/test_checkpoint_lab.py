@@ -34,9 +34,12 @@ def workdir(lab, name: str) -> Path:
 
 
 def submit_trainer(lab, d: Path, *, qos: str, node: str, limit: str, lead: int, steps: int, step_s: float,
-                   restart_step_s: float, exclusive: bool, srun_nodes: int = 0) -> int:
+                   restart_step_s: float, exclusive: bool, srun_nodes: int = 0, step_without_scontrol: bool = False
+                   ) -> int:
     script = d / "train.sbatch"
     launcher = f"srun -N{srun_nodes} --ntasks-per-node=1 " if srun_nodes else ""
+    if step_without_scontrol:  # like a container without Slurm's commands: the wiring must do the requeue
+        launcher += "env PATH=/nonexistent "
     log = "log-{rank}" if srun_nodes else "log"
     script.write_text(f"""#!/bin/bash
 #SBATCH --signal=B:USR1@{lead}
@@ -190,23 +193,35 @@ def test_two_node_job_preempted_on_one_node_only_rank_zero_writes(lab):
     assert len(done1) == 1 and int(field(done1[0], "result")) == checkpoint_trainer.expected(steps)
 
 
-def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab):
-    d = workdir(lab, "timelimit")
+@pytest.mark.parametrize("how", ["scontrol", "marker"])
+def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab, how):
+    """`scontrol`: the library requeues. `marker`: the step has no scontrol (as in a container), the library
+    leaves a requeue request and the batch wiring, outside, carries it out."""
+    node = "gpu14" if how == "scontrol" else "gpu10"
+    d = workdir(lab, f"timelimit-{how}")
     steps = 600  # 120 s at 0.2 s/step: always longer than the warning (sent 30-90 s into a 2-minute limit)
-    job = submit_trainer(lab, d, qos="standard", node="gpu14", limit="2", lead=60, steps=steps, step_s=0.2,
-                         restart_step_s=0.02, exclusive=False)
+    job = submit_trainer(lab, d, qos="standard", node=node, limit="2", lead=60, steps=steps, step_s=0.2,
+                         restart_step_s=0.02, exclusive=False, step_without_scontrol=how == "marker")
     lines = wait_log(d, lambda ls: any(" saved " in ln for ln in ls), 150, "a save at the time-limit warning")
     saved = next(ln for ln in lines if " saved " in ln)
-    assert field(saved, "cause") == "time_limit", saved
-    assert any("msg requeued_job_" in ln for ln in lines), lines[-5:]
     lab.wait_state(job, "PENDING", 60)
+    lines = log_lines(d)
+    if how == "scontrol":
+        assert field(saved, "cause") == "time_limit", saved
+        assert any("msg requeued_job_" in ln for ln in lines), lines[-5:]
+    else:
+        # without scontrol the library cannot ask Slurm either: the cause is unknown, the requeue still happens
+        assert field(saved, "cause") == "unknown", saved
+        assert any("leaving_a_requeue_marker" in ln for ln in lines), lines[-5:]
+        assert "requeueing job" in (d / f"out-{job}.txt").read_text()
     assert job_record(lab, job)["Restarts"] == "1"
-    start_requeued_now(lab, job, "gpu14")
+    start_requeued_now(lab, job, node)
     lab.wait_state(job, "COMPLETED", 120)
-    check_resumed_run(d, steps, "time_limit")
+    check_resumed_run(d, steps, "time_limit" if how == "scontrol" else "unknown")
     assert "batch restart=1" in (d / f"out-{job}.txt").read_text()
     kinds = [e["event"] for e in decisions(lab, job)]
-    assert kinds.count("time_limit") == 1 and kinds.count("requeued") == 1, kinds
+    assert kinds.count("requeued") == 1, kinds
+    assert kinds.count("time_limit") == (1 if how == "scontrol" else 0), kinds
 
 
 def decisions(lab, job: int, timeout: float = 30) -> list[dict]:
