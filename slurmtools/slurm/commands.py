@@ -209,6 +209,11 @@ class CommandBackend(Backend):
             argv += ["--jobs", ",".join(str(j) for j in job_ids)]
         return self.run(argv, timeout=max(self.timeout, 300))
 
+    def events_dump(self, start: datetime, end: datetime) -> str:
+        """Node down/drain events (`sacctmgr show event`) as parsable text with a header, for capacity reports."""
+        return self.run(["sacctmgr", "-P", "show", "event", "Event=Node", "format=NodeName,TimeStart,TimeEnd,State,Reason",
+                         f"Start={start.strftime('%Y-%m-%dT%H:%M:%S')}", f"End={end.strftime('%Y-%m-%dT%H:%M:%S')}"])
+
     def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
                    all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:
         text = self.accounting_dump(start, end, ACCT_FIELDS, job_ids, all_users, steps, duplicates)

@@ -147,3 +147,21 @@ def test_scavenger_job_is_preempted_by_production_and_requeued(lab):
             if j:
                 subprocess.run(["scancel", str(j)], env=lab.env)
         lab.sh("sacctmgr -i modify qos where name=scavenger set GraceTime=60")
+
+
+def test_node_drain_shows_in_accounting_events(lab):
+    b = lab.backend()
+    lab.sh("scontrol update nodename=gpu15 state=drain reason='st-events check'")
+    try:
+        now = datetime.now(timezone.utc)
+        deadline = now + timedelta(seconds=30)
+        text = ""
+        while datetime.now(timezone.utc) < deadline:
+            text = b.events_dump(now - timedelta(hours=1), now + timedelta(hours=1))
+            if "st-events check" in text:
+                break
+        rows = [ln.split("|") for ln in text.splitlines()[1:] if "st-events check" in ln]
+        assert rows and rows[-1][0] == "gpu15" and rows[-1][3].startswith("DRAIN"), text
+        assert not next(n for n in b.nodes() if n.name == "gpu15").schedulable
+    finally:
+        lab.sh("scontrol update nodename=gpu15 state=resume")
