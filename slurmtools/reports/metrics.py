@@ -388,6 +388,10 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     # --- placement: leaf switches spanned against the fewest that could hold the job (needs the fabric file)
     if fabric is not None and len(runs):
         tables.update(placement(runs, jobs, fabric, capacity))
+    if fabric is not None:
+        nv = nvlink_usage(runs, jobs, fabric, capacity, lo, hi)
+        if nv is not None:
+            tables["usage_by_nvlink_domain"] = nv
 
     summary = {
         "since": str(pd.Timestamp(since)), "until": str(pd.Timestamp(until)),
@@ -467,6 +471,73 @@ def placement(runs: pd.DataFrame, jobs: pd.DataFrame, fabric, capacity: pd.DataF
                      "utilization_pct": used / avail * 100 if avail else np.nan})
     out["usage_by_leaf"] = pd.DataFrame(rows).set_index("leaf")
     return out
+
+
+def nvlink_usage(runs: pd.DataFrame, jobs: pd.DataFrame, fabric, capacity: pd.DataFrame | None, lo: int,
+                 hi: int) -> pd.DataFrame | None:
+    """Per NVLink domain of the topology graph: GPUs, capacity and available GPU-hours in [lo, hi), allocated and
+    idle GPU-hours. None when the fabric has no NVLink domain (PCIe-only hosts).
+
+    A run's GPU-hours are spread evenly over its hosts (GPUs per node = GPUs / nodes); a host's share goes to the
+    domains holding its GPUs, by the number of its GPUs in each. Available = capacity less the hosts' down/drain
+    time (from the capacity table, where there is one); idle = available - allocated."""
+    from slurmtools.topology.build_site import build_site  # networkx: only when a fabric is in play
+    from slurmtools.topology.queries import domain_gpus, nvlink_domains
+
+    t = build_site(fabric)
+    domains = nvlink_domains(t)
+    if not domains:
+        return None
+    in_dom: dict[str, dict[str, int]] = {}  # host -> domain -> its GPUs there
+    for d in domains:
+        for g in domain_gpus(t, d.name):
+            in_dom.setdefault(g.host, {}).setdefault(d.name, 0)
+            in_dom[g.host][d.name] += 1
+    alloc = {d.name: 0.0 for d in domains}
+    if len(runs):
+        nl = jobs["nodelist"].iloc[runs["row"].to_numpy()].astype("category")
+        codes = nl.cat.codes.to_numpy()
+        gh = runs["gpu_hours"].to_numpy()
+        by_code = np.bincount(codes[codes >= 0], weights=gh[codes >= 0], minlength=len(nl.cat.categories))
+        for i, c in enumerate(nl.cat.categories):
+            if by_code[i] == 0:
+                continue
+            hosts = _host_list(str(c))
+            for h in hosts:
+                doms = in_dom.get(h)
+                if not doms:
+                    continue
+                n = sum(doms.values())
+                for d, k in doms.items():
+                    alloc[d] += by_code[i] / len(hosts) * k / n
+    hours = (hi - lo) / 3600.0
+    avail_of: dict[str, tuple[int, float]] = {}
+    if capacity is not None and len(capacity):
+        avail_of = {n: (int(g), float(a)) for n, g, a in
+                    zip(capacity["node"], capacity["gpus"], capacity["available_gpu_hours"])}
+    rows = []
+    for d in domains:
+        cap = d.gpus * hours
+        avail = 0.0
+        for h in d.hosts:
+            k = in_dom[h][d.name]
+            g, a = avail_of.get(h, (0, np.nan))
+            avail += a * k / g if g else k * hours
+        used = alloc[d.name]
+        rows.append({"nvlink_domain": d.name, "hosts": len(d.hosts), "gpus": d.gpus, "capacity_gpu_hours": cap,
+                     "available_gpu_hours": avail, "allocated_gpu_hours": used,
+                     "idle_gpu_hours": max(avail - used, 0.0),
+                     "utilization_pct": used / avail * 100 if avail else np.nan})
+    return pd.DataFrame(rows).set_index("nvlink_domain")
+
+
+def _host_list(nodelist: str) -> list[str]:
+    from slurmtools.hostlist import expand
+
+    try:
+        return expand(nodelist) if ("[" in nodelist or "," in nodelist) else [nodelist]
+    except ValueError:
+        return []
 
 
 def _hosts(nodelist: str) -> int:

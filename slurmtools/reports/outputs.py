@@ -135,6 +135,12 @@ def render_md(r: Report, top: int = 5) -> str:
         if len(hot):
             lines.append("Budgets: " + ", ".join(f"{_md(a)} {row['status']} ({_num(row['budget_used_pct'])}%)"
                                                  for a, row in hot.iterrows()))
+    nv = bt.get("usage_by_nvlink_domain")
+    if nv is not None and len(nv):
+        worst = nv.sort_values(["idle_gpu_hours", "gpus"], ascending=[False, False]).head(3)
+        lines.append("Most idle NVLink domains: " + ", ".join(
+            f"{_md(d)} ({_num(row['idle_gpu_hours'])} GPU-h idle, {_num(row['utilization_pct'])}% used)"
+            for d, row in worst.iterrows()))
     for f in r.forecasts:
         if f.horizon_days == 7:
             err = "untested" if f.wape_pct is None else f"±{f.wape_pct:.0f}%"
