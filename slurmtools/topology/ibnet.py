@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from slurmtools.errors import ParseError
-from slurmtools.topology.graph import IB_LANE_GBYTES
+from slurmtools.topology.graph import IB_LANE_GBYTES, gc_paused
 
 DEFAULT_HOST_PATTERN = r"^(?P<host>\S+)\s+(?P<hca>\S+)$"
 AGGREGATION_NODE = "Aggregation Node"  # SHARP engine inside a switch, listed as a CA
@@ -95,6 +95,7 @@ def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
     return int(w), sp
 
 
+@gc_paused()
 def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
     """Read an ibnetdiscover dump. Every malformed line raises ParseError with its line number."""
     nodes: dict[str, IbNode] = {}
@@ -243,6 +244,7 @@ class ComputeFabric:
         return self.switch_names()[guid]
 
 
+@gc_paused()
 def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
                    exclude_hca: tuple[str, ...] = (), exclude_switch: tuple[str, ...] = ()) -> ComputeFabric:
     """Pick the compute fabric out of a dump.
@@ -319,11 +321,49 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
                          {k: (v[0], v[1], v[2]) for k, v in switch_links.items()}, tuple(unmapped), tuple(excluded))
 
 
+@gc_paused()
 def add_to(topology, cf: ComputeFabric) -> None:
     """Copy the compute fabric into a `Topology`: switches with levels, hosts, their HCAs and every cable."""
-    from slurmtools.topology.graph import IbLink
+    from slurmtools.topology.graph import Host, IbLink, Member, Nic, Switch
 
     names = cf.switch_names()
+    if len(topology.g) or len(set(names.values())) != len(names):
+        return _add_one_by_one(topology, cf, names)
+    # An empty topology and one vertex per switch: the same calls as below, in the same order, as one bulk load
+    # (a 16k-host fabric is a quarter of a million vertices and edges).
+    vertices: dict[str, object] = {}
+    links: list[tuple[str, str, object]] = []
+    sw_vid: dict[str, str] = {}
+    for g, sw in cf.switches.items():
+        v = Switch(names[g], cf.levels[g], g, sw.description)
+        sw_vid[g] = vid = v.vid
+        vertices[vid] = v
+    member = Member()
+    ib: dict[str, IbLink] = {}           # frozen, so equal links can share one object
+    host_vid: dict[str, str] = {}
+    for h in cf.hcas:
+        hid = host_vid.get(h.host)
+        if hid is None:
+            hid = host_vid[h.host] = f"host:{h.host}"
+            if hid not in vertices:
+                vertices[hid] = Host(h.host)
+        nic = Nic(h.host, h.name, h.port_guids, h.gbytes)
+        nid = nic.vid
+        vertices[nid] = nic
+        link = ib.get(h.link)
+        if link is None:
+            width, _, speed = h.link.partition("x")
+            link = ib[h.link] = IbLink(int(width), speed, 1)
+        links.append((nid, hid, member))
+        links.append((nid, sw_vid[h.leaf], link))
+    for (lo, hi), (width, speed, count) in cf.switch_links.items():
+        links.append((sw_vid[lo], sw_vid[hi], IbLink(width, speed, count)))
+    topology.add_many(vertices.values(), links)
+
+
+def _add_one_by_one(topology, cf: ComputeFabric, names: dict[str, str]) -> None:
+    from slurmtools.topology.graph import IbLink
+
     for g, sw in cf.switches.items():
         topology.add_switch(names[g], level=cf.levels[g], guid=g, description=sw.description)
     for h in cf.hcas:

@@ -15,7 +15,7 @@ from typing import Mapping
 
 import networkx as nx
 
-from slurmtools.topology.graph import FABRIC_KINDS, Gpu, Topology, _natural
+from slurmtools.topology.graph import FABRIC_KINDS, Gpu, Topology, _natural, gc_paused
 
 INTERNAL = ("pcie", "smp")
 
@@ -158,6 +158,12 @@ def fabric_view(t: Topology) -> nx.Graph:
     fv = t._cache.get("fabric")
     if fv is not None:
         return fv
+    with gc_paused():
+        fv = t._cache["fabric"] = _fabric_view(t)
+    return fv
+
+
+def _fabric_view(t: Topology) -> nx.Graph:
     fv = nx.Graph()
     nodes = t.g.nodes
     ends_of: dict[str, str | None] = {}  # vertex -> its fabric end (a host or switch id), None if not one
@@ -183,7 +189,6 @@ def fabric_view(t: Topology) -> nx.Graph:
         cap[key] = cap.get(key, 0.0) + e.gbytes
     fv.add_nodes_from(v for v, d in nodes(data="v") if d.kind in ("switch", "host"))
     fv.add_edges_from((a, b, {"gbytes": g}) for (a, b), g in cap.items())
-    t._cache["fabric"] = fv
     return fv
 
 

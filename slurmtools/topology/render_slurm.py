@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 from slurmtools.errors import ConfigError
 from slurmtools.hostlist import compress
 from slurmtools.topology import queries as q
-from slurmtools.topology.graph import Topology, _natural
+from slurmtools.topology.graph import Topology, _natural, gc_paused
 
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -44,6 +44,7 @@ def int_ranges(ids: Iterable[int]) -> str:
 
 # ----------------------------------------------------------------------------------------- topology/tree
 
+@gc_paused()
 def tree_switches(t: Topology) -> list[tuple[str, int, list[str], list[str]]]:
     """(switch, level, hosts, child switches) for every switch that topology.conf lists, leaves first. Each host
     goes under its primary leaf only (rail-optimised hosts reach several leaves; the tree plugin wants one)."""
