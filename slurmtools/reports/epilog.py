@@ -33,6 +33,7 @@ _ALIASES = {
     "exit": ("exit_code", "exit"),
     "gpu_util_pct": ("gpu_util_pct", "gpu_util", "util_pct"),
     "gpu_mem_mb": ("gpu_mem_mb", "gpu_mem_max_mb", "gpu_mem"),
+    "last_checkpoint": ("last_checkpoint", "checkpoint_time"),
 }
 
 
@@ -121,7 +122,7 @@ def parse_record(d: dict) -> dict:
         out["gpus"] = len(g) if isinstance(g, (list, tuple)) else int(g or 0)
     except (TypeError, ValueError):
         raise ValueError("field gpus: expected a count or a list of GPU indexes") from None
-    for key in ("start", "end"):
+    for key in ("start", "end", "last_checkpoint"):
         try:
             out[key] = _time(_get(d, key))
         except (TypeError, ValueError, OverflowError):
@@ -132,7 +133,8 @@ def parse_record(d: dict) -> dict:
 
 
 COLUMNS = {"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]", "end": "datetime64[s]", "gpus": "int32",
-           "gpu_util_pct": "float32", "gpu_mem_mb": "float32", "user": "str", "tier": "str", "nodes": "int32"}
+           "gpu_util_pct": "float32", "gpu_mem_mb": "float32", "user": "str", "tier": "str", "nodes": "int32",
+           "last_checkpoint": "datetime64[s]"}
 
 
 def merge_records(recs: list[dict]) -> pd.DataFrame:
@@ -148,7 +150,7 @@ def merge_records(recs: list[dict]) -> pd.DataFrame:
         m["gpus"] += r["gpus"]
         m["nodes"] += 1
         m["gpu_mem_mb"] = float(np.fmax(m["gpu_mem_mb"], r["gpu_mem_mb"]))
-        for key, pick in (("start", min), ("end", max)):
+        for key, pick in (("start", min), ("end", max), ("last_checkpoint", max)):
             vals = [v for v in (m[key], r[key]) if not pd.isna(v)]
             m[key] = pick(vals) if vals else pd.NaT
     rows = []
@@ -176,3 +178,44 @@ def read_epilog_dir(path: str | Path) -> EpilogRecords:
         except (OSError, ValueError, json.JSONDecodeError) as exc:
             problems.append(f"{f}: {str(exc).splitlines()[0]}")
     return EpilogRecords(merge_records(recs), files, problems)
+
+
+STOP_EVENTS = ("preempted", "requeued", "time_limit")
+
+
+def checkpoints_from_decisions(path: str | Path) -> tuple[pd.DataFrame, list[str]]:
+    """The last-checkpoint time of job runs from the decision log (`slurmtools.audit`): events `preempted`,
+    `requeued` and `time_limit` whose details carry `last_checkpoint` (epoch seconds or an ISO time) and `run`.
+    -> frame (job_id_raw, run, last_checkpoint), the latest per run; a missing log gives no rows."""
+    from slurmtools import audit
+
+    rows, problems = [], []
+    try:
+        for ev in audit.read(path):
+            det = ev.get("details")
+            if ev.get("event") not in STOP_EVENTS or not isinstance(det, dict) or det.get("last_checkpoint") is None:
+                continue
+            try:
+                job = int(str(ev.get("job")).split("_")[0].split(".")[0])
+                rows.append((job, int(det.get("run") or 0), _time(det["last_checkpoint"])))
+            except (TypeError, ValueError, OverflowError):
+                problems.append(f"{path}: event {ev.get('event')} of job {ev.get('job')!r}: unreadable "
+                                f"run or last_checkpoint; ignored")
+    except audit.AuditError as exc:
+        problems.append(str(exc))
+    f = pd.DataFrame(rows, columns=["job_id_raw", "run", "last_checkpoint"]).astype(
+        {"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]"})
+    f = f.dropna(subset=["last_checkpoint"]).groupby(["job_id_raw", "run"], as_index=False)["last_checkpoint"].max()
+    return f.astype({"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]"}), problems
+
+
+def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:
+    """Epilog runs with the decision log's last-checkpoint times: the later of the two where both exist; runs only
+    the log knows get a row of their own (no utilisation)."""
+    if not len(ck):
+        return frame
+    m = frame.merge(ck.rename(columns={"last_checkpoint": "_ck"}), on=["job_id_raw", "run"], how="outer")
+    m["last_checkpoint"] = m[["last_checkpoint", "_ck"]].max(axis=1)
+    m = m.drop(columns=["_ck"])
+    m = m.fillna({"gpus": 0, "nodes": 0, "user": "", "tier": ""})
+    return m[list(COLUMNS)].astype(COLUMNS)

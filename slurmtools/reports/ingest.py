@@ -166,13 +166,26 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
     return cap, events, notes
 
 
-def load_epilog(path: str | Path | None) -> tuple[pd.DataFrame | None, list[str]]:
-    from slurmtools.reports.epilog import read_epilog_dir
+def load_epilog(path: str | Path | None, decisions: str | Path | None = None) -> tuple[pd.DataFrame | None,
+                                                                                     list[str]]:
+    """The epilog's records under `path`, with last-checkpoint times from the decision log `decisions` (default:
+    `decisions.jsonl` in `path` or, for the spool's `jobs/` folder, beside it)."""
+    from slurmtools.audit import LOG_NAME
+    from slurmtools.reports.epilog import add_checkpoints, checkpoints_from_decisions, read_epilog_dir
 
     if path is None:
         return None, []
     rec = read_epilog_dir(path)
-    notes = list(rec.problems[:5])
-    if len(rec.problems) > 5:
-        notes.append(f"... and {len(rec.problems) - 5} more unreadable epilog record(s)")
-    return rec.frame, notes
+    problems = list(rec.problems)
+    if decisions is None:
+        here = [Path(path) / LOG_NAME, Path(path).parent / LOG_NAME]
+        decisions = next((p for p in here if p.is_file()), None)
+    frame = rec.frame
+    if decisions is not None:
+        ck, cp = checkpoints_from_decisions(decisions)
+        problems += cp
+        frame = add_checkpoints(frame, ck)
+    notes = problems[:5]
+    if len(problems) > 5:
+        notes.append(f"... and {len(problems) - 5} more unreadable epilog record(s)")
+    return frame, notes

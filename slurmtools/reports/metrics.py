@@ -6,8 +6,9 @@ Conventions (also in docs/reports.md):
 - GPU-hours are allocated GPU-hours (AllocTRES x time). Tier = QoS. Untyped GPUs in a partition with a single GPU
   type are counted as that type.
 - Utilization % = allocated / available GPU-hours, available = installed minus down/drained time.
-- Lost to preemption = the GPU-hours of runs that ended PREEMPTED or were requeued (an upper bound: time since
-  the last checkpoint is not known to sacct).
+- Lost to preemption = for runs that ended PREEMPTED or were requeued, GPUs x (end - last checkpoint) where the
+  epilog's record or the decision log gives the run's last checkpoint, else the run's whole GPU-hours (an upper
+  bound, marked so: sacct does not know checkpoints).
 - Idle GPU-hours = allocated GPU-hours x (1 - mean GPU utilisation), from the epilog's record, else from Slurm's
   own gres/gpuutil, else unknown (not counted).
 """
@@ -281,12 +282,42 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     pre = (ended["state"] == "PREEMPTED").to_numpy()
     rq = ended["requeued"].to_numpy()
     lostmask = pre | rq
-    pt = pd.DataFrame({"tier": ended["tier"].to_numpy(), "preempted": pre, "requeued": rq,
-                       "lost": np.where(lostmask, ended["gpu_hours"].to_numpy(), 0.0)})
+    # lost: GPUs x (end - last checkpoint) where the epilog or the decision log knows the checkpoint, else the
+    # whole run (an upper bound). A checkpoint before the run's start (resumed from, never saved again) loses it all.
+    ck = np.full(len(ended), np.nan)
+    if epilog is not None and len(epilog) and "last_checkpoint" in epilog.columns:
+        ec = epilog.dropna(subset=["last_checkpoint"])
+        if len(ec):
+            cs = pd.Series(_secs(ec["last_checkpoint"].to_numpy()).astype(float),
+                           index=pd.MultiIndex.from_arrays([ec["job_id_raw"].to_numpy(), ec["run"].to_numpy()]))
+            cs = cs.groupby(level=[0, 1]).max()
+            ck = cs.reindex(pd.MultiIndex.from_arrays([ended["job_id_raw"].to_numpy(),
+                                                       ended["run"].to_numpy()])).to_numpy(dtype=float)
+    known_ck = lostmask & ~np.isnan(ck)
+    st, en, ng = ended["start_s"].to_numpy(), ended["end_s"].to_numpy(), ended["gpus"].to_numpy()
+    c = np.clip(np.nan_to_num(ck), st, en)
+    since_ck = np.clip(np.minimum(en, hi) - np.maximum(c, lo), 0, None) * ng / 3600.0
+    lost = np.where(lostmask, np.where(known_ck, since_ck, ended["gpu_hours"].to_numpy()), 0.0)
+    bound = lostmask & ~known_ck
+    pt = pd.DataFrame({"tier": ended["tier"].to_numpy(), "preempted": pre, "requeued": rq, "lost": lost,
+                       "known": known_ck, "bound": bound})
     g = pt.groupby("tier", observed=True)
     tables["preemption_by_tier"] = pd.DataFrame({"preempted_runs": g["preempted"].sum(),
                                                  "requeued_runs": g["requeued"].sum(),
-                                                 "gpu_hours_lost": g["lost"].sum()})
+                                                 "gpu_hours_lost": g["lost"].sum(),
+                                                 "runs_with_checkpoint_time": g["known"].sum(),
+                                                 "upper_bound": g["bound"].any()})
+    li = np.flatnonzero(lostmask)
+    li = li[np.argsort(-lost[li], kind="stable")][:top * 5]
+    lr = ended.iloc[li]
+    ltext = jobs.iloc[lr["row"].to_numpy()]
+    tables["preempted_runs"] = pd.DataFrame({
+        "job_id": ltext["job_id"].astype(str).to_numpy(), "run": lr["run"].to_numpy(),
+        "tier": lr["tier"].astype(str).to_numpy(), "user": lr["user"].astype(str).to_numpy(),
+        "state": lr["state"].astype(str).to_numpy(), "requeued": rq[li], "gpus": lr["gpus"].to_numpy(),
+        "start": pd.to_datetime(st[li], unit="s"), "end": pd.to_datetime(en[li], unit="s"),
+        "last_checkpoint": pd.to_datetime(np.where(known_ck[li], ck[li], np.nan), unit="s"),
+        "gpu_hours": lr["gpu_hours"].to_numpy(), "gpu_hours_lost": lost[li], "upper_bound": bound[li]})
 
     # --- waste
     known = runs[~np.isnan(runs["gpu_util_pct"].to_numpy())]
@@ -405,6 +436,8 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "preempted_runs": int(tables["preemption_by_tier"]["preempted_runs"].sum()),
         "requeued_runs": int(tables["preemption_by_tier"]["requeued_runs"].sum()),
         "gpu_hours_lost_to_preemption": float(tables["preemption_by_tier"]["gpu_hours_lost"].sum()),
+        "lost_runs_with_checkpoint_time": int(known_ck.sum()),
+        "gpu_hours_lost_is_upper_bound": bool(bound.any()),
         "gpu_hours_with_utilization": float(known["gpu_hours"].sum()),
         "idle_gpu_hours_allocated": float(known["idle_gpu_hours"].sum()),
         "median_wait_min": float(np.nanmedian(wait_min)) if np.isfinite(wait_min).any() else None,

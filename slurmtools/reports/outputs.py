@@ -118,7 +118,9 @@ def render_md(r: Report, top: int = 5) -> str:
              f"{s['failed_runs']} failed runs",
              f"- Queue wait median {_num(s['median_wait_min'])} min, p90 {_num(s['p90_wait_min'])} min",
              f"- Preempted runs {s['preempted_runs']}, requeued {s['requeued_runs']}, "
-             f"{_num(s['gpu_hours_lost_to_preemption'])} GPU-h lost",
+             f"{_num(s['gpu_hours_lost_to_preemption'])} GPU-h lost"
+             + (" (upper bound: last checkpoint unknown for some runs)" if s.get("gpu_hours_lost_is_upper_bound")
+                else " since the last checkpoint" if s.get("lost_runs_with_checkpoint_time") else ""),
              f"- Allocated but idle: {_num(s['idle_gpu_hours_allocated'])} of "
              f"{_num(s['gpu_hours_with_utilization'])} measured GPU-h", ""]
     bt = r.tables

@@ -1,0 +1,109 @@
+"""GPU-hours lost since the last checkpoint, from the epilog's record or the decision log (hand-computed).
+
+In reports_handmade.py run 0 of job 102 (standard, 4 GPUs) ran 02:10-05:10, was PREEMPTED and requeued: 12 GPU-h,
+the upper bound when its last checkpoint is unknown."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pytest
+
+import reports_handmade as hm
+from slurmtools import audit
+from slurmtools.reports import ingest, metrics, outputs
+from slurmtools.reports.sacct import read_sacct
+from slurmtools.site import load_site
+
+SINCE, UNTIL = datetime.fromisoformat(hm.SINCE), datetime.fromisoformat(hm.UNTIL)
+
+
+def _report(epilog):
+    return metrics.compute(read_sacct(hm.TEXT, text=True).jobs, load_site(None), SINCE, UNTIL, epilog=epilog)
+
+
+def _spool(tmp_path, records=(), events=()):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    for i, r in enumerate(records):
+        (jobs / f"{r['job']}.{r['run']}.gpu0{i}.json").write_text(json.dumps(r))
+    for ev, job, det in events:
+        audit.record(ev, job=job, user="bob", details=det, path=tmp_path / audit.LOG_NAME)
+    return jobs
+
+
+def test_unknown_checkpoint_keeps_the_whole_run_as_upper_bound():
+    r = _report(None)
+    p = r.tables["preemption_by_tier"]
+    assert p.loc["standard", "gpu_hours_lost"] == pytest.approx(12)
+    assert bool(p.loc["standard", "upper_bound"]) and p.loc["standard", "runs_with_checkpoint_time"] == 0
+    assert r.summary["gpu_hours_lost_is_upper_bound"] is True
+    row = r.tables["preempted_runs"].iloc[0]
+    assert row["job_id"] == "102" and row["run"] == 0 and bool(row["upper_bound"])
+    assert row["gpu_hours_lost"] == pytest.approx(12)
+    assert "12.0 GPU-h lost (upper bound: last checkpoint unknown for some runs)" in outputs.render_md(r)
+
+
+def test_checkpoint_from_the_epilog_record(tmp_path):
+    # saved at 04:40, preempted at 05:10: 4 GPUs x 0.5 h = 2 GPU-h lost
+    jobs = _spool(tmp_path, [{"job": 102, "run": 0, "restart_count": 1, "gpus": [0, 1, 2, 3],
+                              "last_checkpoint": "2026-11-02T04:40:00"}])
+    ep, notes = ingest.load_epilog(jobs)
+    assert notes == []
+    r = _report(ep)
+    p = r.tables["preemption_by_tier"]
+    assert p.loc["standard", "gpu_hours_lost"] == pytest.approx(2)
+    assert not bool(p.loc["standard", "upper_bound"]) and p.loc["standard", "runs_with_checkpoint_time"] == 1
+    assert r.summary["gpu_hours_lost_to_preemption"] == pytest.approx(2)
+    assert r.summary["gpu_hours_lost_is_upper_bound"] is False and r.summary["lost_runs_with_checkpoint_time"] == 1
+    row = r.tables["preempted_runs"].iloc[0]
+    assert str(row["last_checkpoint"]) == "2026-11-02 04:40:00" and not bool(row["upper_bound"])
+    assert "2.0 GPU-h lost since the last checkpoint" in outputs.render_md(r)
+
+
+def test_checkpoint_from_the_decision_log_beside_the_jobs_folder(tmp_path):
+    # epoch seconds as the epilog writes them (local time, like sacct's): 04:10 -> 4 GPUs x 1 h = 4 GPU-h
+    t = datetime(2026, 11, 2, 4, 10).timestamp()
+    jobs = _spool(tmp_path, events=[("preempted", 102, {"run": 0, "reported_by": "job", "last_checkpoint": t}),
+                                    ("admission_refused", None, {"last_checkpoint": t}),
+                                    ("requeued", 102, {"run": 0})])
+    ep, notes = ingest.load_epilog(jobs)
+    assert notes == []
+    r = _report(ep)
+    assert r.tables["preemption_by_tier"].loc["standard", "gpu_hours_lost"] == pytest.approx(4)
+    assert r.summary["gpu_hours_lost_is_upper_bound"] is False
+
+
+def test_checkpoint_before_the_run_started_loses_all_of_it_but_is_known(tmp_path):
+    # resumed from a checkpoint of 01:00, never saved again before the 02:10-05:10 run was preempted: 12 GPU-h
+    jobs = _spool(tmp_path, events=[("requeued", 102, {"run": 0, "last_checkpoint": "2026-11-02T01:00:00"})])
+    r = _report(ingest.load_epilog(jobs)[0])
+    p = r.tables["preemption_by_tier"]
+    assert p.loc["standard", "gpu_hours_lost"] == pytest.approx(12)
+    assert not bool(p.loc["standard", "upper_bound"])
+
+
+def test_checkpoint_of_another_run_does_not_count(tmp_path):
+    # run 1 (05:20-07:20) finished normally; its checkpoint says nothing about run 0
+    jobs = _spool(tmp_path, [{"job": 102, "run": 1, "last_checkpoint": "2026-11-02T07:00:00"}])
+    r = _report(ingest.load_epilog(jobs)[0])
+    assert r.tables["preemption_by_tier"].loc["standard", "gpu_hours_lost"] == pytest.approx(12)
+    assert r.summary["gpu_hours_lost_is_upper_bound"] is True
+
+
+def test_unreadable_decision_is_a_note(tmp_path):
+    jobs = _spool(tmp_path, events=[("preempted", 102, {"run": 0, "last_checkpoint": "not a time"})])
+    ep, notes = ingest.load_epilog(jobs)
+    assert len(notes) == 1 and "unreadable run or last_checkpoint" in notes[0]
+    assert _report(ep).tables["preemption_by_tier"].loc["standard", "gpu_hours_lost"] == pytest.approx(12)
+
+
+def test_preempted_runs_in_html_and_csv(tmp_path):
+    r = _report(None)
+    outputs.write(r, tmp_path / "out", ("html", "csv"))
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "preemptions / GPU-hours lost (upper bound)" in html
+    head = (tmp_path / "out" / "preempted_runs.csv").read_text().splitlines()[0]
+    assert head == ("job_id,run,tier,user,state,requeued,gpus,start,end,last_checkpoint,gpu_hours,gpu_hours_lost,"
+                    "upper_bound")
