@@ -68,6 +68,8 @@ def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.D
     # only the typed columns travel; text (names, ids) stays in `jobs` until a table needs a row of it
     j = jobs[["job_id_raw", "user", "account", "partition", "qos", "state", "cluster", "gpus", "gpu_type", "start",
               "end", "submit", "eligible", "gpu_util_slurm"]][keep]
+    mem = jobs["gpu_mem_slurm_mb"].to_numpy(dtype=float)[keep] if "gpu_mem_slurm_mb" in jobs.columns else \
+        np.full(int(keep.sum()), np.nan)
     u = np.int64(pd.Timestamp(until).value // 10**9)
     start = _secs(j["start"].to_numpy())
     end_raw = j["end"].to_numpy()
@@ -97,7 +99,7 @@ def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.D
         "gpus": j["gpus"].to_numpy(), "gpu_type": gtype.array,
         "start_s": start, "end_s": end,
         "submit_s": _secs(j["submit"].to_numpy()), "eligible_s": _secs(j["eligible"].to_numpy()),
-        "gpu_util_slurm": j["gpu_util_slurm"].to_numpy(),
+        "gpu_util_slurm": j["gpu_util_slurm"].to_numpy(), "gpu_mem_slurm_mb": mem,
     })
     for c in ("user", "account", "partition", "state", "gpu_type"):
         out[c] = out[c].astype("category")
@@ -330,6 +332,9 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "name": text["name"].astype(str).to_numpy(), "gpus": w5["gpus"].to_numpy(),
         "gpu_hours": w5["gpu_hours"].to_numpy(), "gpu_util_pct": w5["gpu_util_pct"].to_numpy(),
         "idle_gpu_hours": w5["idle_gpu_hours"].to_numpy(), "util_source": w5["util_source"].astype(str).to_numpy()})
+    if not np.isnan(runs["gpu_mem_slurm_mb"].to_numpy(dtype=float)).all():
+        # the site accounts gres/gpumem: GPU memory used per job (Slurm's TRESUsageInAve, the busiest step)
+        tables["top_waste_jobs"]["gpu_mem_used_mb"] = w5["gpu_mem_slurm_mb"].to_numpy(dtype=float)
     if len(known):
         gk = known.groupby("user", observed=True)
         eff = pd.DataFrame({"gpu_hours_measured": gk["gpu_hours"].sum(), "idle_gpu_hours": gk["idle_gpu_hours"].sum(),

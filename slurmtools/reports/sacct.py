@@ -59,7 +59,7 @@ JOB_COLUMNS: dict[str, str] = {
     "partition": "category", "qos": "category", "state": "category", "exit_code": "str",
     "submit": "datetime64[s]", "eligible": "datetime64[s]", "start": "datetime64[s]", "end": "datetime64[s]",
     "nodelist": "str", "nnodes": "int32", "gpus": "int32", "gpu_type": "category", "req_gpus": "int32",
-    "cluster": "category", "gpu_util_slurm": "float32",
+    "cluster": "category", "gpu_util_slurm": "float32", "gpu_mem_slurm_mb": "float32",
 }
 
 
@@ -132,15 +132,17 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     parts: list[pa.Table] = []
     step_ids: list[np.ndarray] = []
     step_utils: list[np.ndarray] = []
+    step_mems: list[np.ndarray] = []
     nsteps = 0
     renamed = [FIELDS[c.strip().lower()][0] for c in include]
 
     def take(t: pa.Table) -> None:
         nonlocal nsteps
-        jobs_t, ids, utils, n = _reduce(t.rename_columns([FIELDS[c.strip().lower()][0] for c in t.column_names]))
+        jobs_t, ids, utils, mems, n = _reduce(t.rename_columns([FIELDS[c.strip().lower()][0] for c in t.column_names]))
         parts.append(jobs_t)
         step_ids.append(ids)
         step_utils.append(utils)
+        step_mems.append(mems)
         nsteps += n
 
     try:
@@ -171,7 +173,8 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     schema_src = parts[0].schema if parts else None
     table = pa.concat_tables(parts) if parts else None
     jobs = _finish(table, schema_src, np.concatenate(step_ids) if step_ids else np.array([], np.int64),
-                   np.concatenate(step_utils) if step_utils else np.array([], np.float64), "job_id_raw" in low_inc)
+                   np.concatenate(step_utils) if step_utils else np.array([], np.float64), "job_id_raw" in low_inc,
+                   np.concatenate(step_mems) if step_mems else np.array([], np.float64))
     return Accounting(jobs=jobs, steps=nsteps, source=name, notes=notes)
 
 
@@ -249,13 +252,14 @@ def _int_of(arr, pattern: str) -> np.ndarray:
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
-def _reduce(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray, int]:
-    """One block: allocation rows with TRES reduced to GPU counts and type; steps reduced to (job, gpuutil)."""
+def _reduce(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, int]:
+    """One block: allocation rows with TRES reduced to GPU counts and type; steps reduced to (job, gpuutil,
+    gpumem MB)."""
     raw_col = table["job_id_raw"] if "job_id_raw" in table.column_names else table["job_id"]
     is_step = pc.match_substring(raw_col, ".")
     steps = table.filter(is_step)
     jobs = table.filter(pc.invert(is_step))
-    ids, utils = _step_gpu_util(steps)
+    ids, utils, mems = _step_gpu_util(steps)
     n = jobs.num_rows
     if "job_id" not in jobs.column_names:
         jobs = jobs.append_column("job_id", jobs["job_id_raw"])
@@ -302,11 +306,11 @@ def _reduce(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray, int]:
         "alloc_multi": pc.if_else(multi, alloc, ""),
     }
     return pa.table({k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in out.items()}), \
-        ids, utils, steps.num_rows
+        ids, utils, mems, steps.num_rows
 
 
 def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np.ndarray,
-            have_raw: bool) -> pd.DataFrame:
+            have_raw: bool, step_mems: np.ndarray | None = None) -> pd.DataFrame:
     if table is None or table.num_rows == 0:
         return empty_jobs()
     if not have_raw:
@@ -327,27 +331,45 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
     if len(step_ids):
         best = pd.Series(step_utils).groupby(step_ids).max()
         frame["gpu_util_slurm"] = best.reindex(frame["job_id_raw"].to_numpy()).to_numpy().astype(np.float32)
+    frame["gpu_mem_slurm_mb"] = np.float32(np.nan)
+    if len(step_ids) and step_mems is not None and len(step_mems):
+        peak = pd.Series(step_mems).groupby(step_ids).max()  # the busiest step; NaN where no step had gpumem
+        frame["gpu_mem_slurm_mb"] = peak.reindex(frame["job_id_raw"].to_numpy()).to_numpy().astype(np.float32)
     if multi.any():
         frame = _split_multi_type(frame, np.asarray(alloc_multi.to_pylist(), dtype=object), multi)
     order = np.lexsort((frame["start"].to_numpy(), frame["job_id_raw"].to_numpy()))
     return frame.iloc[order].reset_index(drop=True)
 
 
-def _step_gpu_util(steps: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """Slurm's own `gres/gpuutil` from the steps' TRESUsageInAve: (job raw ids, values); empty if absent."""
-    none = (np.array([], np.int64), np.array([], np.float64))
+_MEM_UNIT_MB = {"": 1 / 2**20, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
+
+
+def _step_gpu_util(steps: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Slurm's own `gres/gpuutil` (percent) and `gres/gpumem` (MB; sacct prints it with a unit suffix, bytes
+    without one) from the steps' TRESUsageInAve: (job raw ids, util, mem), NaN where a step lacks one; empty if
+    no step has either."""
+    none = (np.array([], np.int64), np.array([], np.float64), np.array([], np.float64))
     if steps.num_rows == 0 or "tres_usage_ave" not in steps.column_names:
         return none
-    have = pc.match_substring(steps["tres_usage_ave"], "gres/gpuutil=")
+    tres = steps["tres_usage_ave"]
+    have = pc.or_(pc.match_substring(tres, "gres/gpuutil="), pc.match_substring(tres, "gres/gpumem="))
     if not pc.any(have).as_py():
         return none
     s = steps.filter(have)
-    util = pc.extract_regex(s["tres_usage_ave"], r"gres/gpuutil=(?P<u>[\d.]+)")
+
+    def num(pattern):
+        return pc.extract_regex(s["tres_usage_ave"], pattern)
+
+    util = num(r"gres/gpuutil=(?P<u>[\d.]+)")
     u = pc.cast(pc.struct_field(util, [0]), pa.float64()).to_numpy(zero_copy_only=False)
+    mem = num(r"gres/gpumem=(?P<v>[\d.]+)(?P<unit>[KMGTP]?)")
+    v = pc.cast(pc.struct_field(mem, [0]), pa.float64()).to_numpy(zero_copy_only=False)
+    units = pc.fill_null(pc.struct_field(mem, [1]), "").to_numpy(zero_copy_only=False)
+    m = v * pd.Series(units, dtype=object).map(_MEM_UNIT_MB).to_numpy(dtype=np.float64)
     raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
     ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
         zero_copy_only=False)
-    return ids, u
+    return ids, u, m
 
 
 def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray) -> pd.DataFrame:

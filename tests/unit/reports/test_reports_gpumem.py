@@ -1,0 +1,74 @@
+"""Slurm's gres/gpumem from the steps' TRESUsageInAve, shown per job in the waste table (hand-computed)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import pytest
+
+import reports_handmade as hm
+from slurmtools.reports import metrics, outputs
+from slurmtools.reports.cache import DayCache
+from slurmtools.reports.sacct import read_sacct
+from slurmtools.site import load_site
+
+SINCE, UNTIL = datetime.fromisoformat(hm.SINCE), datetime.fromisoformat(hm.UNTIL)
+
+
+def _step(raw, usage, start="14:00:00", end="16:00:00"):
+    return hm._row("COMPLETED", "step", raw, raw, "", "vision", "", hm.D + start, hm.D + start, hm.D + start,
+                   hm.D + end, 2, 1, "gpu11", usage=usage)
+
+
+# job 121: 2 GPUs 14:00-16:00 on gpu11 = 4 GPU-h; two steps, gpuutil 20 and 10 (the larger counts), gpumem 2.5 GiB
+# and 1024 MiB: peak 2560 MB; idle 4 x (1 - 0.20) = 3.2 GPU-h, the biggest waster ahead of 110 (1 x 0.95)
+JOB121 = [hm._row("COMPLETED", "lowmem", "121", "121", "dave", "vision", "standard", hm.D + "14:00:00",
+                  hm.D + "14:00:00", hm.D + "14:00:00", hm.D + "16:00:00", 2, 1, "gpu11"),
+          _step("121.0", "cpu=00:10:00,gres/gpumem=2.5G,gres/gpuutil=20"),
+          _step("121.1", "cpu=00:10:00,gres/gpumem=1024M,gres/gpuutil=10")]
+TEXT = hm.TEXT + "\n".join(JOB121) + "\n"
+
+
+def _jobs(text):
+    return read_sacct(text, text=True).jobs.set_index("job_id")
+
+
+def test_gpumem_parsed_with_its_unit_and_peak_over_steps():
+    j = _jobs(TEXT)
+    assert j.loc["121", "gpu_mem_slurm_mb"] == pytest.approx(2560)
+    assert j.loc["121", "gpu_util_slurm"] == pytest.approx(20)
+    assert j.loc["101", "gpu_mem_slurm_mb"] == pytest.approx(70000)  # 101.batch: gres/gpumem=70000M
+    assert j["gpu_mem_slurm_mb"].isna()["110"]  # 110's step has gpuutil only
+
+
+@pytest.mark.parametrize("value, mb", [("1073741824", 1024), ("2097152K", 2048), ("1.5T", 1.5 * 1024 * 1024),
+                                       ("0", 0)])
+def test_gpumem_units(value, mb):
+    text = hm.TEXT + "\n".join([JOB121[0], _step("121.0", f"gres/gpumem={value}")]) + "\n"
+    j = _jobs(text)
+    assert j.loc["121", "gpu_mem_slurm_mb"] == pytest.approx(mb)
+    assert j["gpu_util_slurm"].isna()["121"]  # a step with gpumem but no gpuutil: utilisation stays unknown
+
+
+def test_waste_table_shows_gpu_memory_per_job():
+    r = metrics.compute(_jobs(TEXT).reset_index(), load_site(None), SINCE, UNTIL)
+    w = r.tables["top_waste_jobs"].set_index("job_id")
+    assert list(w.index) == ["121", "110"]
+    assert w.loc["121", "idle_gpu_hours"] == pytest.approx(3.2)
+    assert w.loc["121", "gpu_mem_used_mb"] == pytest.approx(2560)
+    assert w["gpu_mem_used_mb"].isna()["110"]
+    html = outputs.render_html(r)
+    assert "<th>gpu mem used mb</th>" in html and "<td>2,560.0</td>" in html
+
+
+def test_no_gpumem_in_the_window_no_column():
+    text = "\n".join(line for line in hm.TEXT.splitlines() if "gpumem" not in line) + "\n"
+    r = metrics.compute(_jobs(text).reset_index(), load_site(None), SINCE, UNTIL)
+    assert "gpu_mem_used_mb" not in r.tables["top_waste_jobs"].columns
+
+
+def test_day_cache_keeps_gpumem(tmp_path):
+    c = DayCache(tmp_path)
+    c.store(read_sacct(TEXT, text=True).jobs, date(2026, 11, 2), date(2026, 11, 2))
+    back = c.load(date(2026, 11, 2), date(2026, 11, 2)).set_index("job_id")
+    assert back.loc["121", "gpu_mem_slurm_mb"] == pytest.approx(2560)
