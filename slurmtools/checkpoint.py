@@ -243,6 +243,8 @@ class Checkpointer:
         self.log = log or (lambda msg: print(f"slurmtools.checkpoint: {msg}", file=sys.stderr, flush=True))
         self._got: tuple[str, float] | None = None
         self._cause: StopCause | None = None
+        #: wall time of the last successful save by this process (the reports count GPU-hours lost after it)
+        self.last_saved_at: float | None = None
         if self.rank == 0:
             try:
                 self.dir.mkdir(parents=True, exist_ok=True)
@@ -321,6 +323,7 @@ class Checkpointer:
             atomic_write(path, lambda f: saver(obj, f))
         except OSError as e:
             raise CheckpointError(f"checkpoint: cannot write {path}: {e.strerror or e}") from None
+        self.last_saved_at = time.time()
         self._prune()
         return path
 
@@ -414,6 +417,7 @@ class Checkpointer:
         try:
             d.mkdir(mode=0o700, exist_ok=True)
             body = json.dumps({"kind": cause.kind, "signal": cause.signal, "received_at": round(cause.received_at, 3),
+                               "last_checkpoint": round(self.last_saved_at, 3) if self.last_saved_at else None,
                                "evidence": cause.evidence[:500]}).encode()
             atomic_write(d / "stop.json", lambda f: f.write(body), mode=0o600)
         except OSError as e:

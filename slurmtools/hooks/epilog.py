@@ -131,6 +131,9 @@ def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None
                "run": run_no, "node": job.node, "exit_code": job.exit_code}
     requeued = state in _REQUEUE_STATES or (restarts.isdigit() and int(restarts) > run_no)
     kind = report.get("kind") if report else None
+    saved = report.get("last_checkpoint") if report else None
+    if isinstance(saved, (int, float)) and not isinstance(saved, bool) and saved > 0:
+        details["last_checkpoint"] = float(saved)  # the reports count GPU-hours lost after it
     try:
         if preempt:
             audit.record("preempted", job=job.job_id, user=job.user, details={**details, "preempt_time": preempt},

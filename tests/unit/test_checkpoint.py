@@ -303,3 +303,19 @@ def test_torch_objects_dispatch_to_torch_save_without_importing_torch(tmp_path, 
     p2.unlink()
     got = ck.load()
     assert isinstance(got["weights"], Tensor) and got["step"] == 3 and calls[-1] == ("load", "cpu")
+
+
+def test_stop_report_carries_the_last_save_time(tmp_path, monkeypatch):
+    """The epilog copies `last_checkpoint` into the decision log; the reports count lost GPU-hours from it."""
+    import json as _json
+
+    from slurmtools import checkpoint as ck
+
+    monkeypatch.setenv("SLURMTOOLS_SCRATCH_PATTERN", str(tmp_path / "scratch-{job_id}"))
+    c = ck.Checkpointer(tmp_path / "ckpt", job_id="4242", install=False, requeue=False)
+    before = time.time()
+    c.save({"step": 3}, step=3)
+    c._report(ck.StopCause(kind="preempted", signal="USR1", received_at=time.time(), evidence="PreemptTime=x"))
+    body = _json.loads((tmp_path / "scratch-4242" / "stop.json").read_text())
+    assert body["kind"] == "preempted"
+    assert before <= body["last_checkpoint"] <= time.time()

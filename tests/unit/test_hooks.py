@@ -271,3 +271,24 @@ def test_epilog_logs_job_reported_preemption_only_from_the_users_own_file(tmp_pa
     finally:
         for k in env:
             os.environ.pop(k, None)
+
+
+def test_epilog_puts_the_jobs_last_checkpoint_time_into_the_decision_log(tmp_path):
+    from slurmtools import audit
+    from slurmtools.hooks import epilog as ep
+
+    env = base_env(tmp_path)
+    os.environ.update(env)
+    try:
+        job = JobEnv.from_environ(env)
+        fields = {"JobState": "COMPLETING", "Restarts": "1", "QOS": "scavenger", "PreemptTime": "None"}
+        report = {"kind": "preempted", "evidence": "PreemptTime=x", "last_checkpoint": 1795294413.4}
+        ep._audit(job, fields, 0, report, QuietLog("t"))
+        events = list(audit.read(os.path.join(ep.spool_dir(), audit.LOG_NAME)))
+        kinds = [e["event"] for e in events]
+        assert kinds == ["preempted", "requeued"], events
+        assert all(e["details"]["last_checkpoint"] == 1795294413.4 for e in events)
+        assert events[0]["details"]["reported_by"] == "job"
+    finally:
+        for k in env:
+            os.environ.pop(k, None)
