@@ -164,31 +164,40 @@ def fabric_view(t: Topology) -> nx.Graph:
 
 
 def _fabric_view(t: Topology) -> nx.Graph:
-    fv = nx.Graph()
-    nodes = t.g.nodes
-    ends_of: dict[str, str | None] = {}  # vertex -> its fabric end (a host or switch id), None if not one
-
-    def end(x: str) -> str | None:
-        e = ends_of.get(x, "")
-        if e != "":
-            return e
-        v = nodes[x]["v"]
+    # One pass over the adjacency in networkx's own edge order (each edge from the first of its ends in vertex
+    # order), so the view's vertex and neighbour order, and the float sums, are those of iterating g.edges.
+    ends_of: dict[str, str | None] = {}   # vertex -> its fabric end (a host or switch id), None if not one
+    fabric_nodes: list[str] = []
+    for x, v in t.g.nodes(data="v"):
         k = v.kind
-        e = (x if k in ("switch", "host") else f"host:{v.host}" if k == "nic" and v.compute else None)
-        ends_of[x] = e
-        return e
-
+        if k == "switch" or k == "host":
+            ends_of[x] = x
+            fabric_nodes.append(x)
+        elif k == "nic" and v.compute:
+            ends_of[x] = f"host:{v.host}"
+        else:
+            ends_of[x] = None
     cap: dict[tuple[str, str], float] = {}
-    for a, b, e in t.g.edges(data="e"):
-        if e.kind not in FABRIC_KINDS:
-            continue
-        x, y = end(a), end(b)
-        if x is None or y is None or x == y:
-            continue
-        key = (x, y) if x < y else (y, x)
-        cap[key] = cap.get(key, 0.0) + e.gbytes
-    fv.add_nodes_from(v for v, d in nodes(data="v") if d.kind in ("switch", "host"))
-    fv.add_edges_from((a, b, {"gbytes": g}) for (a, b), g in cap.items())
+    get = cap.get
+    seen: set[str] = set()
+    for a, nbrs in t.g.adjacency():
+        x = ends_of[a]
+        if x is not None:
+            for b, d in nbrs.items():
+                if b in seen:
+                    continue
+                e = d["e"]
+                if e.kind not in FABRIC_KINDS:
+                    continue
+                y = ends_of[b]
+                if y is None or x == y:
+                    continue
+                key = (x, y) if x < y else (y, x)
+                cap[key] = get(key, 0.0) + e.gbytes
+        seen.add(a)
+    fv = nx.Graph()
+    fv.add_nodes_from(fabric_nodes)
+    fv.add_edges_from([(a, b, {"gbytes": g}) for (a, b), g in cap.items()])
     return fv
 
 
