@@ -104,6 +104,8 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
     done: dict[tuple[str, int], int] = {}  # ends of cables seen from both sides -> first line
     cables: list[IbCable] = []
     rates: dict[str, tuple[int, str]] = {}
+    remotes: dict[str, str] = {}           # '"S-<GUID>"' as written -> its GUID, checked and lower-cased once
+    new = tuple.__new__                    # IbCable / IbNode without their Python-level __new__
     cur: str | None = None
     cur_guids: list[str] | None = None    # port GUIDs of the current CA
     for n, line in enumerate(text.splitlines(), start=1):
@@ -125,11 +127,13 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
             except (ValueError, IndexError):
                 raise ParseError(source, n, 'expected a port line like [1] "S-<guid>"[17] # ... 4xNDR', 1) from None
             remote = line[q1 + 1:q2]
-            kind, _, rguid = remote.partition("-")
-            if kind not in _REMOTE_KINDS or not rguid:
-                raise ParseError(source, n, f'expected a remote node "S-<guid>" or "H-<guid>", found {remote!r}',
-                                 q1 + 1)
-            rguid = rguid.lower()
+            rguid = remotes.get(remote)
+            if rguid is None:
+                kind, _, rguid = remote.partition("-")
+                if kind not in _REMOTE_KINDS or not rguid:
+                    raise ParseError(source, n, f'expected a remote node "S-<guid>" or "H-<guid>", found {remote!r}',
+                                     q1 + 1)
+                rguid = remotes[remote] = rguid.lower()
             tail = line[line.rfind(" ", rclose) + 1:].rstrip() if line.find("#", rclose) >= 0 else ""
             rate = rates.get(tail)
             if rate is None:
@@ -153,7 +157,7 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
                 first = seen[end][4] if end in seen else done[end]
                 raise ParseError(source, n, f"{what} is already cabled elsewhere (line {first})")
             seen[me] = (rguid, rport, width, speed, n)
-            cables.append(IbCable(cur, port, rguid, rport, width, speed, n))
+            cables.append(new(IbCable, (cur, port, rguid, rport, width, speed, n)))
             continue
         if line.startswith(_SKIP) or (c0 in " \t#" and (not line.strip() or line.lstrip()[0] == "#")):
             continue
@@ -173,7 +177,7 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
                                  line.index('"') + 1)
             if guid in nodes:
                 raise ParseError(source, n, f"node {guid} is listed twice (first at line {nodes[guid].line})")
-            nodes[guid] = IbNode(_KIND[head], guid, ports, desc, n)
+            nodes[guid] = new(IbNode, (_KIND[head], guid, ports, desc, n))
             cur_guids = None
             if head == "Ca":
                 cur_guids = port_guids[guid] = []
