@@ -197,7 +197,13 @@ def _fabric_view(t: Topology) -> nx.Graph:
         seen.add(a)
     fv = nx.Graph()
     fv.add_nodes_from(fabric_nodes)
-    fv.add_edges_from([(a, b, {"gbytes": g}) for (a, b), g in cap.items()])
+    adj = fv._adj   # a fresh graph: fill its adjacency as add_edges_from would, without its per-edge checks
+    for (a, b), g in cap.items():
+        nbrs = adj.get(a)
+        if nbrs is None or b not in adj:   # a NIC whose host vertex is missing: networkx adds the host
+            fv.add_edge(a, b, gbytes=g)
+        else:
+            nbrs[b] = adj[b][a] = {"gbytes": g}
     return fv
 
 
