@@ -271,26 +271,44 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     unmapped: list[IbNode] = []
     excluded: list[IbNode] = []
     cables_of: dict[str, list[IbCable]] = {}
+    of = cables_of.get
     for c in fabric.cables:
-        cables_of.setdefault(c.a, []).append(c)
-        cables_of.setdefault(c.b, []).append(c)
+        a, b = c[0], c[2]
+        la = of(a)
+        if la is None:
+            cables_of[a] = [c]
+        else:
+            la.append(c)
+        lb = of(b)
+        if lb is None:
+            cables_of[b] = [c]
+        else:
+            lb.append(c)
+    has_hca = "hca" in rx.groupindex
+    match = rx.match
+    port_guids = fabric.port_guids
+    rates: dict[tuple[int, str], tuple[str, float]] = {}   # (4, "NDR") -> ("4xNDR", 50.0)
+    new = tuple.__new__
     for g, node in fabric.nodes.items():
         if node.kind != "ca":
             continue
-        m = rx.match(node.description)
+        m = match(node.description)
         if not m:
             unmapped.append(node)
             continue
-        name = (m.groupdict().get("hca") or g)
+        name = ((m.group("hca") if has_hca else None) or g)
         if exclude_hca and any(fnmatch.fnmatchcase(name, p) for p in exclude_hca):
             excluded.append(node)
             continue
         host = m.group("host")
-        for c in cables_of.get(g, ()):
-            sw = c.b if c.a == g else c.a
+        for c in of(g, ()):
+            a, _, b, _, width, speed, _ = c
+            sw = b if a == g else a
             if sw in switches:
-                hcas.append(Hca(host, name, g, fabric.port_guids.get(g, ()), sw, f"{c.width}x{c.speed}",
-                                c.width * IB_LANE_GBYTES[c.speed]))
+                rate = rates.get((width, speed))
+                if rate is None:
+                    rate = rates[width, speed] = (f"{width}x{speed}", width * IB_LANE_GBYTES[speed])
+                hcas.append(new(Hca, (host, name, g, port_guids.get(g, ()), sw, rate[0], rate[1])))
     # Leaves: switches cabled to a host adapter, mapped or not (a CA whose description was never set is still
     # a host); SHARP aggregation nodes sit inside every switch and say nothing about its level.
     # Switches whose only adapters are excluded ones (storage leaves) leave the compute fabric with them.
@@ -315,10 +333,19 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
                     levels[other] = levels[sw] + 1
                     nxt.append(other)
         frontier = nxt
-    for c in fabric.cables:
-        if c.a in levels and c.b in levels and c.a != c.b:
-            lo, hi = (c.a, c.b) if (levels[c.a], c.a) <= (levels[c.b], c.b) else (c.b, c.a)
-            entry = switch_links.setdefault((lo, hi), [c.width, c.speed, 0])
+    level_of = levels.get
+    for a, _, b, _, width, speed, _ in fabric.cables:
+        la = level_of(a)
+        if la is None:
+            continue
+        lb = level_of(b)
+        if lb is None or a == b:
+            continue
+        key = (a, b) if (la, a) <= (lb, b) else (b, a)
+        entry = switch_links.get(key)
+        if entry is None:
+            switch_links[key] = [width, speed, 1]
+        else:
             entry[2] += 1
     kept = {g: switches[g] for g in levels}
     return ComputeFabric(fabric.source, kept, levels, tuple(hcas),
