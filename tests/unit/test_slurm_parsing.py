@@ -99,3 +99,11 @@ def test_sacct_job_name_with_pipes_stays_whole():
     recs = parse_sacct(text)
     assert recs[0].name == "a|b||c" and recs[0].alloc_cpus == 4 and recs[0].alloc_gpus == 2
     assert recs[1].step == "batch" and recs[1].name == "batch"
+
+
+def test_compress_agrees_with_the_library_on_fabric_names():
+    import hostlist as lib
+
+    names = [f"node{i:05d}" for i in range(1, 2049, 3)] + ["leaf1", "leaf2", "leaf10", "spine-a"]
+    assert compress(names) == lib.collect_hostlist(names)
+    assert set(expand(compress(names))) == set(names)
