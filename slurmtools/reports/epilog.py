@@ -134,7 +134,7 @@ def parse_record(d: dict) -> dict:
 
 COLUMNS = {"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]", "end": "datetime64[s]", "gpus": "int32",
            "gpu_util_pct": "float32", "gpu_mem_mb": "float32", "user": "str", "tier": "str", "nodes": "int32",
-           "last_checkpoint": "datetime64[s]"}
+           "last_checkpoint": "datetime64[s]", "preempted_reported": "bool"}
 
 
 def merge_records(recs: list[dict]) -> pd.DataFrame:
@@ -159,6 +159,7 @@ def merge_records(recs: list[dict]) -> pd.DataFrame:
         m["gpu_util_pct"] = float(np.mean(u)) if u else np.nan
         rows.append(m)
     frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
+    frame["preempted_reported"] = frame["preempted_reported"].astype(object).fillna(False).astype(bool)
     return frame.astype(COLUMNS)
 
 
@@ -184,29 +185,37 @@ STOP_EVENTS = ("preempted", "requeued", "time_limit")
 
 
 def checkpoints_from_decisions(path: str | Path) -> tuple[pd.DataFrame, list[str]]:
-    """The last-checkpoint time of job runs from the decision log (`slurmtools.audit`): events `preempted`,
-    `requeued` and `time_limit` whose details carry `last_checkpoint` (epoch seconds or an ISO time) and `run`.
-    -> frame (job_id_raw, run, last_checkpoint), the latest per run; a missing log gives no rows."""
+    """What the decision log (`slurmtools.audit`) knows of job runs: the last-checkpoint time from events
+    `preempted`, `requeued` and `time_limit` whose details carry `last_checkpoint` (epoch seconds or an ISO time)
+    and `run`, and whether a `preempted` event was logged for the run (a job that checkpoints and requeues itself
+    during the grace time ends REQUEUED in sacct, not PREEMPTED).
+    -> frame (job_id_raw, run, last_checkpoint, preempted), one row per run; a missing log gives no rows."""
     from slurmtools import audit
 
     rows, problems = [], []
     try:
         for ev in audit.read(path):
             det = ev.get("details")
-            if ev.get("event") not in STOP_EVENTS or not isinstance(det, dict) or det.get("last_checkpoint") is None:
+            kind = ev.get("event")
+            if kind not in STOP_EVENTS or not isinstance(det, dict):
+                continue
+            if det.get("last_checkpoint") is None and kind != "preempted":
                 continue
             try:
                 job = int(str(ev.get("job")).split("_")[0].split(".")[0])
-                rows.append((job, int(det.get("run") or 0), _time(det["last_checkpoint"])))
+                ck = _time(det["last_checkpoint"]) if det.get("last_checkpoint") is not None else pd.NaT
+                rows.append((job, int(det.get("run") or 0), ck, kind == "preempted"))
             except (TypeError, ValueError, OverflowError):
-                problems.append(f"{path}: event {ev.get('event')} of job {ev.get('job')!r}: unreadable "
+                problems.append(f"{path}: event {kind} of job {ev.get('job')!r}: unreadable "
                                 f"run or last_checkpoint; ignored")
     except audit.AuditError as exc:
         problems.append(str(exc))
-    f = pd.DataFrame(rows, columns=["job_id_raw", "run", "last_checkpoint"]).astype(
-        {"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]"})
-    f = f.dropna(subset=["last_checkpoint"]).groupby(["job_id_raw", "run"], as_index=False)["last_checkpoint"].max()
-    return f.astype({"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]"}), problems
+    f = pd.DataFrame(rows, columns=["job_id_raw", "run", "last_checkpoint", "preempted"]).astype(
+        {"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]", "preempted": "bool"})
+    f = f.groupby(["job_id_raw", "run"], as_index=False).agg(last_checkpoint=("last_checkpoint", "max"),
+                                                             preempted=("preempted", "any"))
+    return f.astype({"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]",
+                     "preempted": "bool"}), problems
 
 
 def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:
@@ -214,8 +223,13 @@ def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:
     the log knows get a row of their own (no utilisation)."""
     if not len(ck):
         return frame
-    m = frame.merge(ck.rename(columns={"last_checkpoint": "_ck"}), on=["job_id_raw", "run"], how="outer")
+    ck = ck.rename(columns={"last_checkpoint": "_ck", "preempted": "_pre"})
+    if "_pre" not in ck.columns:
+        ck["_pre"] = False
+    m = frame.merge(ck, on=["job_id_raw", "run"], how="outer")
     m["last_checkpoint"] = m[["last_checkpoint", "_ck"]].max(axis=1)
-    m = m.drop(columns=["_ck"])
+    m["preempted_reported"] = (m["preempted_reported"].astype(object).fillna(False).astype(bool)
+                               | m["_pre"].astype(object).fillna(False).astype(bool))
+    m = m.drop(columns=["_ck", "_pre"])
     m = m.fillna({"gpus": 0, "nodes": 0, "user": "", "tier": ""})
     return m[list(COLUMNS)].astype(COLUMNS)

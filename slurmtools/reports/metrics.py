@@ -282,6 +282,13 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     # --- preemption and requeue: runs that ended inside the window
     ended = runs[(runs["end_s"] > lo) & (runs["end_s"] <= hi)]
     pre = (ended["state"] == "PREEMPTED").to_numpy()
+    if epilog is not None and len(epilog) and "preempted_reported" in epilog.columns:
+        # runs that saved and requeued themselves in the grace time end REQUEUED; the decision log says why
+        rep = epilog[epilog["preempted_reported"].astype(bool)]
+        if len(rep):
+            keys = set(zip(rep["job_id_raw"].to_numpy().tolist(), rep["run"].to_numpy().tolist()))
+            pre = pre | np.array([(j, r) in keys for j, r in zip(ended["job_id_raw"].to_numpy().tolist(),
+                                                                  ended["run"].to_numpy().tolist())], dtype=bool)
     rq = ended["requeued"].to_numpy()
     lostmask = pre | rq
     # lost: GPUs x (end - last checkpoint) where the epilog or the decision log knows the checkpoint, else the

@@ -107,3 +107,23 @@ def test_preempted_runs_in_html_and_csv(tmp_path):
     head = (tmp_path / "out" / "preempted_runs.csv").read_text().splitlines()[0]
     assert head == ("job_id,run,tier,user,state,requeued,gpus,start,end,last_checkpoint,gpu_hours,gpu_hours_lost,"
                     "upper_bound")
+
+
+def test_self_requeued_run_counts_as_preempted_when_the_decision_log_says_so(tmp_path):
+    """A job that checkpoints and requeues itself in the grace time ends REQUEUED in sacct, not PREEMPTED; the
+    epilog's `preempted` event (reported by the job, confirmed by Slurm's requeue) makes it count as preempted."""
+    text = hm.TEXT.replace("PREEMPTED|ft|102|", "REQUEUED|ft|102|")
+    assert text != hm.TEXT
+
+    def report(epilog):
+        return metrics.compute(read_sacct(text, text=True).jobs, load_site(None), SINCE, UNTIL, epilog=epilog)
+
+    plain = report(None).tables["preemption_by_tier"]
+    assert plain.loc["standard", "preempted_runs"] == 0 and plain.loc["standard", "requeued_runs"] == 1
+    jobs = _spool(tmp_path, events=[("preempted", 102, {"run": 0, "reported_by": "job"}),
+                                    ("requeued", 102, {"run": 0}), ("preempted", 999, {"run": 0})])
+    ep, notes = ingest.load_epilog(jobs)
+    assert notes == []
+    p = report(ep).tables["preemption_by_tier"]
+    assert p.loc["standard", "preempted_runs"] == 1 and p.loc["standard", "requeued_runs"] == 1
+    assert int(p["preempted_runs"].sum()) == 1  # job 999 is not in sacct's window: nothing invented
