@@ -1,6 +1,7 @@
 """The generated job_submit.lua, run by a real Lua 5.1 (Slurm 22.05 links liblua5.1) with a fake `slurm` table,
 must reach the Python evaluator's decisions with byte-identical messages."""
 
+import os
 import json
 from datetime import datetime
 
@@ -12,7 +13,9 @@ from slurmtools.render.job_submit import render_job_submit
 from policy_cases import edge_cases, random_cases
 from policy_luarun import LUA, job_desc, run_lua
 
-pytestmark = pytest.mark.skipif(LUA is None, reason="lua5.1 not installed (apt-get install -y lua5.1)")
+# under CI a missing interpreter is a set-up failure, not a skip
+pytestmark = pytest.mark.skipif(LUA is None and os.environ.get("CI") != "true",
+                                reason="lua5.1 not installed (apt-get install -y lua5.1)")
 
 
 def _compare(site, fabric, tmp_path, usage):
