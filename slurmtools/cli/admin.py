@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from slurmtools.cli.common import SiteOpt
+from slurmtools.cli.common import SiteOpt, SlurmVersionOpt, slurm_release
 
 admin_app = typer.Typer(help="Admin tools: render Slurm configuration from the site description.", no_args_is_help=True)
 render_app = typer.Typer(help="Render Slurm configuration from the site and its fabric.", no_args_is_help=True)
@@ -33,6 +33,7 @@ def _site_and_fabric(site_path: str | None, need_fabric: bool):
 @render_app.command("slurm-conf")
 def render_slurm_conf(
     site: Optional[str] = SiteOpt,
+    slurm_version: Optional[str] = SlurmVersionOpt,
     node_param: List[str] = typer.Option([], "--node-param", help="Extra NodeName parameter, e.g. NodeAddr=10.0.0.1"),
     node_port_base: Optional[int] = typer.Option(None, "--node-port-base",
                                                  help="Give each node its own slurmd port from this one up "
@@ -46,16 +47,24 @@ def render_slurm_conf(
             from slurmtools.cli.common import fail
             fail(f"--node-param: expected KEY=VALUE, got {p!r}")
     s, fabric = _site_and_fabric(site, need_fabric=False)
-    typer.echo(render(s, fabric, NodeLineOptions(tuple(node_param), node_port_base)), nl=False)
+    release = slurm_release(slurm_version)
+    typer.echo(render(s, fabric, release, NodeLineOptions(tuple(node_param), node_port_base)), nl=False)
 
 
 @render_app.command("qos")
-def render_qos(site: Optional[str] = SiteOpt) -> None:
+def render_qos(site: Optional[str] = SiteOpt, slurm_version: Optional[str] = SlurmVersionOpt,
+               only: Optional[str] = typer.Option(None, "--only", help="create: only the QoS names (before slurmctld "
+                                                  "starts); settings: only their limits (once it runs)")) -> None:
     """Print the sacctmgr commands that create the site's tiers as QoS (priority, preemption, grace, limits)."""
     from slurmtools.render.accounting import as_shell, render_qos as render
 
+    if only not in (None, "create", "settings"):
+        from slurmtools.cli.common import fail
+        fail(f"--only: expected create or settings, got {only!r}")
     s, _ = _site_and_fabric(site, need_fabric=False)
-    typer.echo(as_shell(render(s)), nl=False)
+    if slurm_version:
+        slurm_release(slurm_version)  # an unknown release is refused here too
+    typer.echo(as_shell(render(s, only)), nl=False)
 
 
 @render_app.command("accounts")
@@ -70,19 +79,80 @@ def render_accounts(site: Optional[str] = SiteOpt,
 
 
 @render_app.command("gres-conf")
-def render_gres(site: Optional[str] = SiteOpt,
+def render_gres(site: Optional[str] = SiteOpt, slurm_version: Optional[str] = SlurmVersionOpt,
                 device_dir: str = typer.Option("/dev", "--device-dir", help="Folder of the nvidiaN device files")) -> None:
     """Print gres.conf: one line per GPU with File=, Cores= and Links=."""
     from slurmtools.render.slurm_conf import render_gres_conf
 
     _, fabric = _site_and_fabric(site, need_fabric=True)
+    if slurm_version:
+        slurm_release(slurm_version)
     typer.echo(render_gres_conf(fabric, device_dir), nl=False)
 
 
-@render_app.command("topology-conf")
-def render_topology(site: Optional[str] = SiteOpt) -> None:
-    """Print topology.conf (topology/tree) for the site's fabric."""
-    from slurmtools.render.slurm_conf import render_topology_conf
+BlockSizesOpt = typer.Option(None, "--block-sizes", help="topology/block: BlockSizes in nodes, e.g. 4,16 (default: "
+                                                         "the largest block, then doublings that fit a switch)")
 
-    _, fabric = _site_and_fabric(site, need_fabric=True)
-    typer.echo(render_topology_conf(fabric), nl=False)
+
+def _topology(site: Optional[str], slurm_version: Optional[str], block_sizes: Optional[str]):
+    from slurmtools.render.slurm_conf import site_topology
+
+    s, fabric = _site_and_fabric(site, need_fabric=True)
+    return site_topology(s, fabric, slurm_release(slurm_version), _sizes(block_sizes))
+
+
+def _sizes(text: Optional[str]):
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        from slurmtools.cli.common import fail
+        fail(f"--block-sizes: expected comma-separated node counts like 4,16, got {text!r}")
+
+
+@render_app.command("topology-conf")
+def render_topology(site: Optional[str] = SiteOpt, slurm_version: Optional[str] = SlurmVersionOpt,
+                    block_sizes: Optional[str] = BlockSizesOpt) -> None:
+    """Print topology.conf (tree or block, as the site's partitions say) for the site's fabric."""
+    name, text = _topology(site, slurm_version, block_sizes)
+    if name != "topology.conf":
+        from slurmtools.cli.common import fail
+        fail("the site's partitions use different topologies: they need topology.yaml "
+             "(slurmtools admin render topology-yaml)")
+    typer.echo(text, nl=False)
+
+
+@render_app.command("topology-yaml")
+def render_topology_yaml(site: Optional[str] = SiteOpt, slurm_version: Optional[str] = SlurmVersionOpt,
+                         block_sizes: Optional[str] = BlockSizesOpt) -> None:
+    """Print topology.yaml: one topology per kind the site's partitions use (Slurm 25.05 and later)."""
+    from slurmtools.render.slurm_conf import site_topology
+
+    s, fabric = _site_and_fabric(site, need_fabric=True)
+    _, text = site_topology(s, fabric, slurm_release(slurm_version), _sizes(block_sizes), force_yaml=True)
+    typer.echo(text, nl=False)
+
+
+@render_app.command("topology")
+def render_topology_files(out_dir: str = typer.Option(..., "--out-dir", help="Folder of slurm.conf"),
+                          site: Optional[str] = SiteOpt, slurm_version: Optional[str] = SlurmVersionOpt,
+                          block_sizes: Optional[str] = BlockSizesOpt) -> None:
+    """Write topology.conf or topology.yaml into OUT_DIR, whichever the site needs, and remove the other one
+    (Slurm reads topology.yaml first: a stale one would hide a new topology.conf). Prints the file written."""
+    from pathlib import Path
+
+    from slurmtools.cli.common import fail
+
+    d = Path(out_dir)
+    if not d.is_dir():
+        fail(f"--out-dir: {out_dir}: not a folder")
+    name, text = _topology(site, slurm_version, block_sizes)
+    target = d / name
+    tmp = d / (name + ".new")
+    tmp.write_text(text)
+    tmp.replace(target)
+    other = d / ("topology.yaml" if name == "topology.conf" else "topology.conf")
+    if other.exists():
+        other.unlink()
+    typer.echo(str(target))

@@ -11,6 +11,20 @@ import typer
 SiteOpt = typer.Option(None, "--site", help="Site file (default: $SLURMTOOLS_SITE, /etc/slurmtools/site.toml, "
                                             "else the bundled example site)", show_default=False)
 JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON output")
+SlurmVersionOpt = typer.Option(None, "--slurm-version", help="Slurm release that will read the output, e.g. 25.11 "
+                                                             "(default: the installed `scontrol --version`)",
+                               show_default=False)
+
+
+def slurm_release(version: str | None):
+    """The release to render for: the one named, else the installed Slurm's (never a guess)."""
+    from slurmtools.slurm.releases import release_for
+
+    if version:
+        return release_for(version)
+    from slurmtools.slurm.commands import installed_version
+
+    return release_for(installed_version())
 
 
 def load_site(path: str | None):

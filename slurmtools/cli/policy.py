@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from slurmtools.cli.common import JsonOpt, SiteOpt, fail, print_json
+from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, fail, print_json, slurm_release
 
 policy_app = typer.Typer(help="Admission policies: check a request, refresh budget usage, replay past jobs.",
                          no_args_is_help=True)
@@ -71,6 +71,7 @@ def _default_audit_log(site) -> str:
 
 def render_job_submit(
     site: Optional[str] = SiteOpt,
+    slurm_version: Optional[str] = SlurmVersionOpt,
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write here (atomically) instead of stdout"),
     usage_file: Optional[str] = typer.Option(None, "--usage-file",
                                              help="Budget usage table the Lua loads (default: slurmtools_usage.lua "
@@ -88,6 +89,7 @@ def render_job_submit(
     from slurmtools.render.job_submit import render_job_submit as render
 
     s, fabric = _site_fabric(site)
+    release = slurm_release(slurm_version)
     uf = usage_file or os.path.join(os.path.dirname(os.path.abspath(output)) if output else _slurm_etc(),
                                     "slurmtools_usage.lua")
     r = render(s, fabric, usage_file=uf, audit_log=audit_log or _default_audit_log(s), usage_ttl=usage_ttl,
@@ -95,11 +97,14 @@ def render_job_submit(
     if r.cli_only:
         typer.echo(f"slurmtools: note: policies {', '.join(r.cli_only)} have no Lua form; only the CLI enforces "
                    f"them", err=True)
+    # one evaluator for every release: it reads only job_desc fields that 22.05 through 25.11 all have, and runs
+    # under Lua 5.1 (Debian's 22.05) and 5.3 (25.11 built from source); see docs/policy.md
+    text = f"-- for Slurm {release.name} (job_submit/lua)\n" + r.text
     if output:
-        _write_atomic(output, r.text)
+        _write_atomic(output, text)
         typer.echo(f"wrote {output}", err=True)
     else:
-        typer.echo(r.text, nl=False)
+        typer.echo(text, nl=False)
 
 
 def sync_qos(site: Optional[str] = SiteOpt,

@@ -27,8 +27,15 @@ def qos_settings(site: Site, tier: Tier) -> dict[str, str]:
     return s
 
 
-def render_qos(site: Site) -> list[list[str]]:
-    cmds = [["sacctmgr", "-i", "add", "qos", ",".join(t.name for t in site.tiers_by_priority())]]
+def render_qos(site: Site, only: str | None = None) -> list[list[str]]:
+    """`only="create"`: just the QoS names, which must exist before slurmctld reads partitions that allow them
+    (Slurm 25.11 refuses an unknown AllowQos); `only="settings"`: their limits, which name TRES such as gres/gpu
+    that exist only once slurmctld has registered them. Both by default."""
+    cmds = []
+    if only in (None, "create"):
+        cmds.append(["sacctmgr", "-i", "add", "qos", ",".join(t.name for t in site.tiers_by_priority())])
+    if only == "create":
+        return cmds
     for t in site.tiers_by_priority():
         settings = qos_settings(site, t)
         cmd = ["sacctmgr", "-i", "modify", "qos", "where", f"name={t.name}", "set"]

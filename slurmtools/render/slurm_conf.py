@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from slurmtools.durations import slurm_time
 from slurmtools.hostlist import compress
 from slurmtools.site.model import Site
+from slurmtools.slurm.releases import SlurmRelease
 from slurmtools.topology.sitefile import Fabric
 
 
@@ -37,8 +38,9 @@ def node_features(fabric: Fabric, host: str) -> list[str]:
     return list(graph_features(_graph(fabric))[host])
 
 
-def render_nodes(fabric: Fabric, opts: NodeLineOptions = NodeLineOptions()) -> str:
-    """One NodeName line per (node type, leaf) so each line carries its leaf feature."""
+def render_nodes(fabric: Fabric, release: SlurmRelease, opts: NodeLineOptions = NodeLineOptions()) -> str:
+    """One NodeName line per (node type, leaf) so each line carries its leaf feature. Cores kept for GPU jobs
+    (RestrictedCoresPerGPU) are written where the release has the parameter, else noted in a comment."""
     from slurmtools.topology.render_slurm import node_features as graph_features
 
     features = graph_features(_graph(fabric))
@@ -46,26 +48,39 @@ def render_nodes(fabric: Fabric, opts: NodeLineOptions = NodeLineOptions()) -> s
     port = opts.port_base
     for leaf in fabric.leaves.values():
         nt = fabric.node_types[leaf.node_type]
-        hosts = list(leaf.hosts)
-        parts = [f"NodeName={compress(hosts)}"]
-        parts += list(opts.params)
-        if port is not None:
-            parts.append(f"Port={port}-{port + len(hosts) - 1}" if len(hosts) > 1 else f"Port={port}")
-            port += len(hosts)
-        parts += [f"Sockets={nt.sockets}", f"CoresPerSocket={nt.cores_per_socket}",
-                  f"ThreadsPerCore={nt.threads_per_core}", f"RealMemory={nt.memory_mb}"]
-        if nt.gpus:
-            parts.append(f"Gres=gpu:{nt.gpu_type}:{nt.gpus}")
-        feats = features[hosts[0]]
-        if feats:
-            parts.append("Feature=" + ",".join(feats))
-        parts.append("State=UNKNOWN")
-        lines.append(" ".join(parts))
+        # hosts of one leaf share a line only while their features agree (an NVLink domain may end mid-leaf)
+        runs: list[list[str]] = []
+        for h in leaf.hosts:
+            if runs and features[runs[-1][0]] == features[h]:
+                runs[-1].append(h)
+            else:
+                runs.append([h])
+        for hosts in runs:
+            parts = [f"NodeName={compress(hosts)}"]
+            parts += list(opts.params)
+            if port is not None:
+                parts.append(f"Port={port}-{port + len(hosts) - 1}" if len(hosts) > 1 else f"Port={port}")
+                port += len(hosts)
+            parts += [f"Sockets={nt.sockets}", f"CoresPerSocket={nt.cores_per_socket}",
+                      f"ThreadsPerCore={nt.threads_per_core}", f"RealMemory={nt.memory_mb}"]
+            if nt.gpus:
+                parts.append(f"Gres=gpu:{nt.gpu_type}:{nt.gpus}")
+                if nt.restricted_cores_per_gpu and release.restricted_cores_per_gpu:
+                    parts.append(f"RestrictedCoresPerGPU={nt.restricted_cores_per_gpu}")
+                elif nt.restricted_cores_per_gpu:
+                    lines.append(f"# {compress(hosts)}: RestrictedCoresPerGPU={nt.restricted_cores_per_gpu} from node "
+                                 f"type {nt.name} left out: Slurm {release.name} has no such parameter (24.05 and later)")
+            feats = features[hosts[0]]
+            if feats:
+                parts.append("Feature=" + ",".join(feats))
+            parts.append("State=UNKNOWN")
+            lines.append(" ".join(parts))
     return "\n".join(lines) + "\n"
 
 
-def render_scheduling(site: Site) -> str:
-    """Priority and preemption settings implied by tiered QoS with preemption by requeue."""
+def render_scheduling(site: Site, release: SlurmRelease) -> str:
+    """Priority and preemption settings implied by tiered QoS with preemption by requeue, and the topology
+    plugin the site's partitions use (none when they need topology.yaml, which names its own plugins)."""
     has_preemption = any(t.preemptible for t in site.tiers.values())
     lines = [
         "# Tiers are QoS; preemption is by QoS priority, and preempted jobs are requeued.",
@@ -77,15 +92,24 @@ def render_scheduling(site: Site) -> str:
         f"PreemptType={'preempt/qos' if has_preemption else 'preempt/none'}",
         "PreemptMode=REQUEUE" if has_preemption else "PreemptMode=OFF",
         "JobRequeue=1",
-        # 22.05 spelling; makes the preemption warning reach the batch shell's --signal=B: handler
-        "SlurmctldParameters=preempt_send_user_signal",
+        # makes the preemption warning reach the batch shell's --signal=B: handler at grace start
+        release.preempt_signal_conf,
         "GresTypes=gpu",
         "AccountingStorageTRES=" + ",".join(["gres/gpu"] + [f"gres/gpu:{g}" for g in site.gpu_types]),
     ]
+    kinds = set(site.topology_kinds().values())
+    if len(kinds) == 1:
+        from slurmtools.render.topology import topology_plugin_line
+
+        lines.append(topology_plugin_line(kinds.pop()))
+    else:
+        release.require("topology_yaml", f"partitions with different topologies ({', '.join(sorted(kinds))})")
+        lines.append("# topology: topology.yaml (one topology per partition; see slurmtools admin render topology)")
     return "\n".join(lines) + "\n"
 
 
-def render_partitions(site: Site) -> str:
+def render_partitions(site: Site, release: SlurmRelease) -> str:
+    several = len(set(site.topology_kinds().values())) > 1
     lines = []
     for p in site.partitions.values():
         qos = [t.name for t in site.tiers_by_priority() if p.name in t.partitions]
@@ -93,18 +117,21 @@ def render_partitions(site: Site) -> str:
                  f"MaxTime={slurm_time(p.max_time)}", "State=UP"]
         if qos:
             parts.append("AllowQos=" + ",".join(qos))
+        if several:
+            parts.append(f"Topology={p.topology}")
         if not p.allow_partial_nodes:
             pass  # whole nodes for multi-node jobs are chosen by the planner; Slurm keeps sharing allowed
         lines.append(" ".join(parts))
     return "\n".join(lines) + "\n"
 
 
-def render_slurm_conf(site: Site, fabric: Fabric | None, node_opts: NodeLineOptions = NodeLineOptions()) -> str:
-    out = [f"# Generated by slurmtools from {site.source}", render_scheduling(site)]
+def render_slurm_conf(site: Site, fabric: Fabric | None, release: SlurmRelease,
+                      node_opts: NodeLineOptions = NodeLineOptions()) -> str:
+    out = [f"# Generated by slurmtools from {site.source} for Slurm {release.name}", render_scheduling(site, release)]
     if fabric is not None:
         out.append("# Nodes from the fabric " + str(fabric.source))
-        out.append(render_nodes(fabric, node_opts))
-    out.append(render_partitions(site))
+        out.append(render_nodes(fabric, release, node_opts))
+    out.append(render_partitions(site, release))
     return "\n".join(out)
 
 
@@ -119,6 +146,28 @@ def render_topology_conf(fabric: Fabric) -> str:
     from slurmtools.topology.render_slurm import render_topology_conf as render
 
     return render(_graph(fabric))
+
+
+def site_topology(site: Site, fabric: Fabric, release: SlurmRelease, block_sizes=None,
+                  force_yaml: bool = False) -> tuple[str, str]:
+    """(file name, text) of the topology Slurm needs for the site: topology.conf when every partition uses one
+    kind, topology.yaml when they differ (or when asked for)."""
+    from slurmtools.render import topology as topo
+
+    t = _graph(fabric)
+    kinds = site.topology_kinds()
+    used = set(kinds.values())
+    if force_yaml or len(used) > 1:
+        default = kinds[site.default_partition.name]
+        return "topology.yaml", topo.render_topology_yaml(t, release, kinds, default, block_sizes)
+    kind = used.pop()
+    if kind == "block":
+        return "topology.conf", topo.render_block_conf(topo.block_layout(t, release, block_sizes), t.name)
+    if kind == "flat":
+        return "topology.conf", "# topology/flat: no topology.conf needed\n"
+    from slurmtools.topology.render_slurm import render_topology_conf as render
+
+    return "topology.conf", render(t)
 
 
 def render_gres_conf(fabric: Fabric, device_dir: str = "/dev") -> str:

@@ -112,7 +112,8 @@ def _partition(name: str, t: Table, gpu_types: dict) -> Partition:
     return Partition(name=_name(t, name), nodes=nodes, default=t.bool("default", False),
                      max_time=t.duration("max_time", "7d"), gpu_types=types,
                      allow_partial_nodes=t.bool("allow_partial_nodes", False),
-                     description=t.str("description", ""))
+                     description=t.str("description", ""),
+                     topology=t.str("topology", "tree", choices=("tree", "block", "flat")))
 
 
 def _tier(name: str, t: Table, partitions: dict) -> Tier:

@@ -26,6 +26,9 @@ class Partition:
     #: multi-node jobs get whole nodes unless this is true
     allow_partial_nodes: bool = False
     description: str = ""
+    #: which Slurm topology places this partition's jobs: "tree" (leaf switches, --switches), "block" (NVLink
+    #: domains or leaves as blocks, --segment) or "flat"; partitions of different kinds need topology.yaml
+    topology: str = "tree"
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,10 @@ class Site:
     def preempts(self, tier: str) -> list[str]:
         """Names of the tiers that `tier` may preempt (Slurm's QoS Preempt= list)."""
         return [t.name for t in self.tiers.values() if tier in t.preempted_by]
+
+    def topology_kinds(self) -> dict[str, str]:
+        """Partition -> topology kind ("tree", "block", "flat")."""
+        return {p.name: p.topology for p in self.partitions.values()}
 
     @property
     def lowest_tier(self) -> Tier:

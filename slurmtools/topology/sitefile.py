@@ -45,6 +45,8 @@ class NodeType:
     features: tuple[str, ...]
     capture: Path | None = None
     nvswitches: int = 1  # NVSwitch chips on the board (H100 HGX: 4); GPU links are spread over them
+    #: cores per GPU kept for GPU jobs (Slurm's RestrictedCoresPerGPU, 24.05+); 0 = none kept
+    restricted_cores_per_gpu: int = 0
 
     @property
     def cpus(self) -> int:
@@ -171,7 +173,11 @@ def load_fabric(path: str | Path) -> Fabric:
             memory_mb=t.int("memory_mb", minimum=1), nvlink=t.str("nvlink", "none", choices=("nvswitch", "none")),
             nvlinks_per_gpu=t.int("nvlinks_per_gpu", 0, minimum=0), nics=t.str_list("nics", ()),
             pcie_switches=t.int("pcie_switches", 0, minimum=0), features=t.str_list("features", ()),
-            capture=(p.parent / cap).resolve() if cap else None, nvswitches=t.int("nvswitches", 1, minimum=1))
+            capture=(p.parent / cap).resolve() if cap else None, nvswitches=t.int("nvswitches", 1, minimum=1),
+            restricted_cores_per_gpu=t.int("restricted_cores_per_gpu", 0, minimum=0))
+        if nt.gpus and nt.restricted_cores_per_gpu * nt.gpus > nt.sockets * nt.cores_per_socket:
+            raise t.error("restricted_cores_per_gpu", f"{nt.restricted_cores_per_gpu} x {nt.gpus} GPUs is more than "
+                                                      f"the node's {nt.sockets * nt.cores_per_socket} cores")
         if nt.nvlink == "nvswitch" and nt.nvlinks_per_gpu == 0:
             raise t.error("nvlinks_per_gpu", "an NVSwitch node type needs nvlinks_per_gpu > 0")
         return nt

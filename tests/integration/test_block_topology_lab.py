@@ -1,0 +1,129 @@
+"""Block topology and topology.yaml in a live slurmctld: a second lab from a test site whose partitions use three
+topologies (tree by leaf switch, block by NVLink domain with an incomplete domain and a placeholder block, flat).
+
+On 25.11 the generated topology.yaml must be loaded as written (`scontrol show topology` agrees with the graph,
+block by block) and jobs must land inside one block / one segment. On 22.05, which has neither topology.yaml nor
+topology/block, the same lab must be refused in one line that names the release.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from slurmtools.hostlist import expand
+from slurmtools.render.topology import block_layout
+from slurmtools.site import load_site
+from slurmtools.topology import queries as q
+from slurmtools.topology.build_site import build_site
+from slurmtools.topology.sitefile import load_fabric
+
+from labtools import LAB_SCRIPT, REPO, Lab, _lab_env, lab_slurm
+
+pytestmark = pytest.mark.lab
+
+SITE = REPO / "tests" / "integration" / "sites" / "nvl" / "site.toml"
+OFFSET = "1000"
+
+
+def _env(d: Path) -> dict:
+    env = dict(os.environ, SLURMTOOLS_SITE=str(SITE), SLURMTOOLS_LAB_DIR=str(d),
+               SLURMTOOLS_LAB_PORT_OFFSET=OFFSET)
+    return env
+
+
+@pytest.fixture(scope="module")
+def nvl_lab(lab):
+    """The block lab beside the session's lab (own folder and ports); stopped at the end of the module."""
+    d = REPO / f".lab-nvl-{lab_slurm()}"
+    p = subprocess.run([str(LAB_SCRIPT), "up", "--slurm", lab_slurm()], capture_output=True, text=True,
+                       env=_env(d), timeout=900)
+    try:
+        yield d, p
+    finally:
+        subprocess.run([str(LAB_SCRIPT), "down"], capture_output=True, env=_env(d), timeout=300)
+
+
+def _graph():
+    site = load_site(str(SITE))
+    return site, build_site(load_fabric(site.fabric_path))
+
+
+def _started_nodes(nl: Lab, job: int, timeout: float = 60) -> list[str]:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        out = nl.sh(f"squeue -h -j {job} -o '%T %N'", check=False).stdout.split()
+        if out and out[0] == "RUNNING":
+            return expand(out[1])
+        time.sleep(0.5)
+    raise AssertionError(f"job {job} did not start: {nl.sh(f'squeue -j {job} -o %T,%r', check=False).stdout}")
+
+
+def test_block_lab_on_this_release(lab, nvl_lab):
+    d, up = nvl_lab
+    if not lab.release.topology_yaml:
+        # 22.05: refused before any daemon starts, in one line naming the feature and the release
+        assert up.returncode != 0
+        errs = [ln for ln in up.stderr.splitlines() if ln.startswith("slurmtools: error:")]
+        assert errs == [f"slurmtools: error: --slurm-version: {lab.release.name}: partitions with different "
+                        f"topologies (block, flat, tree) is not supported by Slurm {lab.release.name} "
+                        f"(Slurm 25.05 and later have it)"], up.stderr
+        assert not list((d / "run").glob("slurmctld.pid")), "no controller may be left running"
+        return
+
+    assert up.returncode == 0, up.stdout + up.stderr
+    env, version = _lab_env(d)
+    env["SLURMTOOLS_LAB_PORT_OFFSET"] = OFFSET
+    nl = Lab(dir=d, env=env, slurm_version=version)
+    nl.wait_nodes_idle()
+    site, t = _graph()
+    assert (d / "etc" / "topology.yaml").exists() and not (d / "etc" / "topology.conf").exists()
+
+    # what slurmctld shows is what the graph says: leaves and spine for the tree, blocks for the block topology
+    shown = nl.sh("scontrol show topology").stdout.splitlines()
+    switches = {kv["SwitchName"]: set(expand(kv.get("Nodes", ""))) for kv in
+                (dict(tok.split("=", 1) for tok in ln.split() if "=" in tok) for ln in shown)
+                if "SwitchName" in kv}
+    assert switches == {s: set(q.hosts_under(t, s)) for s in q.switch_levels(t)}
+    blocks = {kv["BlockName"]: set(expand(kv.get("Nodes", ""))) for kv in
+              (dict(tok.split("=", 1) for tok in ln.split() if "=" in tok) for ln in shown) if "BlockName" in kv}
+    layout = block_layout(t, lab.release)
+    assert blocks == {b.name: set(b.hosts) for b in layout.blocks}
+    assert blocks["nvl3"] == {"gpu09", "gpu10", "gpu11"} and blocks["leaf2-placeholder1"] == set()
+    # the placeholder keeps leaf2's blocks out of leaf1's aggregate
+    aggregated = [set(expand(dict(tok.split("=", 1) for tok in ln.split() if "=" in tok)["Nodes"]))
+                  for ln in shown if ln.startswith("AggregatedBlock=")]
+    assert {"gpu09", "gpu10", "gpu11"} in aggregated and set(expand("gpu[01-08]")) in aggregated
+
+    domains = {d_.name: set(d_.hosts) for d_ in q.nvlink_domains(t) if d_.multi_node}
+
+    def sbatch(args: str) -> int:
+        out = nl.sh(f"sbatch --parsable -t 5 -A team {args} --wrap 'sleep 60'", user="labuser").stdout
+        return int(out.strip().split(";")[0])
+
+    jobs = []
+    try:
+        # a 4-node job in the block partition fills one NVLink domain exactly
+        j = sbatch("-p nvl -N4 -J whole-block")
+        jobs.append(j)
+        four = set(_started_nodes(nl, j))
+        assert any(four == hosts for hosts in domains.values()), four
+        # a 4-node job in 2-node segments: each segment inside one domain
+        j = sbatch("-p nvl -N4 --segment=2 -J segments")
+        jobs.append(j)
+        nodes = _started_nodes(nl, j)
+        inside = [name for name, hosts in domains.items() if hosts & set(nodes)]
+        assert all(len(set(nodes) & domains[name]) % 2 == 0 for name in inside), (nodes, inside)
+        assert nl.sh(f"scontrol show job {j}").stdout.count("SegmentSize=2") == 1
+        # the tree partition of the same nodes still places by leaf switch
+        j = sbatch("-p ib -N4 --switches=1 -J leaf")
+        jobs.append(j)
+        leaf = set(_started_nodes(nl, j))
+        assert any(leaf <= set(q.hosts_under(t, s)) for s, k in q.switch_levels(t).items() if k == 0), leaf
+    finally:
+        for j in jobs:
+            nl.sh(f"scancel {j}", check=False)
