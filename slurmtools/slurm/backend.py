@@ -1,7 +1,8 @@
 """The one interface every part of slurmtools uses to reach Slurm.
 
-Two implementations: `commands.CommandBackend` (default; drives sbatch, scontrol, squeue, sinfo, sacct, sacctmgr)
-and `pyslurm_backend.PyslurmBackend` (optional; only when pyslurm imports and matches the running Slurm).
+Two implementations, registered in `backends.py`: `commands.CommandBackend` (drives sbatch, scontrol, squeue,
+sinfo, sacct, sacctmgr) and `pyslurm_backend.PyslurmBackend` (through pyslurm's API, when pyslurm is installed and
+was built for the running Slurm).
 """
 
 from __future__ import annotations
@@ -69,19 +70,7 @@ class Backend(abc.ABC):
 
 
 def get_backend(prefer: str | None = None) -> Backend:
-    """The pyslurm backend when asked for (or SLURMTOOLS_BACKEND=pyslurm) and usable, else the command backend."""
-    import os
+    """Kept for callers of the first release; the registry is `slurmtools.slurm.backends`."""
+    from slurmtools.slurm.backends import get_backend as choose
 
-    choice = prefer or os.environ.get("SLURMTOOLS_BACKEND", "auto")
-    if choice in ("pyslurm", "auto"):
-        from slurmtools.slurm.pyslurm_backend import pyslurm_usable
-
-        ok, why = pyslurm_usable()
-        if ok:
-            from slurmtools.slurm.pyslurm_backend import PyslurmBackend
-            return PyslurmBackend()
-        if choice == "pyslurm":
-            from slurmtools.errors import SlurmUnavailable
-            raise SlurmUnavailable("pyslurm", f"--backend pyslurm: {why}")
-    from slurmtools.slurm.commands import CommandBackend
-    return CommandBackend()
+    return choose(prefer)

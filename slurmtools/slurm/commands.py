@@ -19,7 +19,8 @@ from slurmtools.errors import SlurmError, SlurmUnavailable
 from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
 from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo
-from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
+from slurmtools.slurm.readers.common import check_errors as _check_errors, num as _num, ts as _ts
+from slurmtools.slurm.tres import parse_tres
 
 _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out",
                 "Zero Bytes were transmitted", "Munge encode failed", "Could not establish a configuration source",
@@ -32,35 +33,22 @@ ACCT_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "Stat
                "ReqTRES", "AllocCPUS", "JobName")
 
 
-def _ts(value) -> datetime | None:
-    """Epoch seconds (JSON) or ISO text (sacct) -> aware datetime; 0/Unknown/None -> None."""
-    if value in (None, "", 0, "Unknown", "None", "N/A"):
-        return None
-    if isinstance(value, dict):  # later Slurm versions wrap numbers as {"set":..,"number":..}
-        if not value.get("set", True):
-            return None
-        value = value.get("number")
-        if not value:
-            return None
-    if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, tz=timezone.utc)
-    try:
-        return datetime.fromisoformat(str(value)).astimezone(timezone.utc)
-    except ValueError:
-        return None
+def installed_version(env: Mapping[str, str] | None = None) -> str:
+    """`scontrol --version` of the Slurm client on PATH (no controller needed): "25.11.7"."""
+    from slurmtools.errors import ConfigError
 
-
-def _num(value) -> int | None:
-    if isinstance(value, dict):
-        if not value.get("set", True) or value.get("infinite"):
-            return None
-        value = value.get("number")
-    if value in (None, "", "UNLIMITED", "Partition_Limit", "NOT_SET"):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    env = dict(os.environ if env is None else env)
+    exe = shutil.which("scontrol", path=env.get("PATH"))
+    if exe is None:
+        raise ConfigError("--slurm-version", "", "no Slurm client here to ask which release will read this "
+                                                 "(scontrol not found): pass --slurm-version, e.g. 25.11")
+    p = subprocess.run([exe, "--version"], capture_output=True, text=True, env=env, timeout=30)
+    m = re.search(r"(\d+\.\d+\.\d+)", p.stdout)
+    if p.returncode != 0 or not m:
+        said = (p.stderr.strip() or p.stdout.strip()).splitlines()
+        raise ConfigError("--slurm-version", "", f"not given, and `scontrol --version` cannot tell "
+                                                 f"({said[-1] if said else 'no output'}): pass --slurm-version, e.g. 25.11")
+    return m.group(1)
 
 
 class CommandBackend(Backend):
@@ -69,6 +57,15 @@ class CommandBackend(Backend):
     def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 60.0):
         self.env = dict(os.environ if env is None else env)
         self.timeout = timeout
+        self._release = None
+
+    def slurm_release(self):
+        """The running Slurm's row in the release table (asked once): it pins the `--json` shape read."""
+        if self._release is None:
+            from slurmtools.slurm.releases import release_for
+
+            self._release = release_for(".".join(str(x) for x in self.version()))
+        return self._release
 
     # -- running commands -------------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], input: str | None = None, timeout: float | None = None,
@@ -142,7 +139,11 @@ class CommandBackend(Backend):
 
     def jobs(self, job_ids: Sequence[int] | None = None, user: str | None = None,
              states: Sequence[str] | None = None) -> list[JobInfo]:
-        argv = ["squeue", "--json"]
+        from slurmtools.slurm.readers import reader_for
+
+        rel = self.slurm_release()
+        reader = reader_for(rel)
+        argv = reader.jobs_argv(rel.json_flag())
         if user:
             argv += ["--user", user]
         data = json.loads(self.run(argv))
@@ -150,7 +151,7 @@ class CommandBackend(Backend):
         wanted = set(job_ids) if job_ids else None
         out = []
         for j in data.get("jobs", []):
-            info = job_from_json(j)
+            info = reader.job(j)
             if wanted is not None and info.job_id not in wanted:
                 continue
             if states and info.state not in states:
@@ -159,11 +160,16 @@ class CommandBackend(Backend):
         return out
 
     def nodes(self) -> list[NodeInfo]:
-        data = json.loads(self.run(["sinfo", "--json"]))
-        _check_errors("sinfo", data)
+        from slurmtools.slurm.readers import reader_for
+
+        rel = self.slurm_release()
+        reader = reader_for(rel)
+        argv = reader.nodes_argv(rel.json_flag())
+        data = json.loads(self.run(argv))
+        _check_errors(argv[0], data)
         seen: dict[str, NodeInfo] = {}
-        for n in data.get("nodes", []):
-            info = node_from_json(n)
+        for n in reader.nodes(data):
+            info = reader.node(n)
             seen.setdefault(info.name, info)
         return list(seen.values())
 
@@ -233,42 +239,6 @@ def parse_kv_line(line: str) -> dict[str, str]:
     for m in re.finditer(r"(?:^|\s)([A-Za-z][\w/:.]*)=(.*?)(?=\s[A-Za-z][\w/:.]*=|$)", line.strip()):
         out[m.group(1)] = m.group(2)
     return out
-
-
-def job_from_json(j: dict) -> JobInfo:
-    tres = parse_tres(j.get("tres_alloc_str") or j.get("tres_req_str") or "")
-    limit = _num(j.get("time_limit"))
-    arr = _num(j.get("array_job_id"))
-    return JobInfo(
-        job_id=int(j["job_id"]), name=j.get("name", ""), user=j.get("user_name", ""), account=j.get("account", ""),
-        partition=j.get("partition", ""), qos=j.get("qos", ""),
-        state=(j.get("job_state") or "UNKNOWN") if isinstance(j.get("job_state"), str) else j["job_state"][0],
-        reason=j.get("state_reason", "") or "", nodes=tuple(expand(j.get("nodes") or "")),
-        num_nodes=_num(j.get("node_count")) or 0, gpus=tres.gpus, gpus_by_type=tres.gpus_by_type,
-        time_limit_s=limit * 60 if limit is not None else None, restarts=_num(j.get("restart_cnt")) or 0,
-        submit_time=_ts(j.get("submit_time")), start_time=_ts(j.get("start_time")), end_time=_ts(j.get("end_time")),
-        array_job_id=arr or None, array_task_id=_num(j.get("array_task_id")),
-        comment=j.get("comment", "") or "", std_out=j.get("standard_output", "") or "", raw=j)
-
-
-def node_from_json(n: dict) -> NodeInfo:
-    state = n.get("state", "unknown")
-    if isinstance(state, list):
-        state = state[0] if state else "unknown"
-    used = parse_gres(n.get("gres_used") or "")
-    idx: list[int] = []
-    for g in used:
-        idx.extend(g.indexes)
-    feats = n.get("active_features") or n.get("features") or ""
-    if isinstance(feats, list):
-        feats = ",".join(feats)
-    return NodeInfo(
-        name=n["name"], state=str(state).lower(), flags=tuple(str(f).upper() for f in n.get("state_flags", [])),
-        cpus=int(n.get("cpus", 0)), cpus_alloc=int(n.get("alloc_cpus", 0)), memory_mb=int(n.get("real_memory", 0)),
-        memory_alloc_mb=int(n.get("alloc_memory", 0)), gpus_by_type=gpus_in(n.get("gres") or ""),
-        gpus_used_by_type=gpus_in(n.get("gres_used") or ""), gpus_used_idx=tuple(idx),
-        features=tuple(f for f in feats.split(",") if f), partitions=tuple(n.get("partitions", [])),
-        reason=n.get("reason", "") or "")
 
 
 def _elapsed(row: dict) -> int:

@@ -1,50 +1,239 @@
-"""Optional backend over pyslurm, used only when pyslurm imports AND was built for the running Slurm.
+"""The backend over pyslurm's API (PyPI's pyslurm 25.11, built against the running Slurm 25.11).
 
-PyPI's pyslurm 25.11 builds only against Slurm 25.11, so on Debian 12 (Slurm 22.05) this is never chosen; its
-absence never breaks anything. Everything not offered natively here falls back to the command backend.
+Jobs, nodes and partitions come from pyslurm's controller API, accounting from `pyslurm.db`, and submit, cancel,
+hold, release and requeue go through `pyslurm.Job` / `pyslurm.JobSubmitDescription`. What pyslurm does not offer
+(sacctmgr QoS listings, the raw sacct dumps the reports read in bulk, `scontrol update`) is the command backend's,
+inherited. Chosen only through `backends.get_backend`, which has checked in a child process that importing pyslurm
+here is safe (libslurm ends the process when no Slurm configuration is reachable).
 """
 
 from __future__ import annotations
 
+import os
+from datetime import datetime, timezone
+from typing import Mapping, Sequence
+
+from slurmtools.errors import SlurmError
+from slurmtools.hostlist import expand
 from slurmtools.slurm.commands import CommandBackend
+from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo
+from slurmtools.slurm.tres import gpus_in, parse_tres
 
 
-def pyslurm_usable() -> tuple[bool, str]:
+def _ts(epoch) -> datetime | None:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc) if epoch else None
+
+
+def tres_text(tres) -> str:
+    """A pyslurm TrackableResources as Slurm's own TRES string (`cpu=2,mem=2048M,node=2,gres/gpu=16,...`)."""
+    if tres is None:
+        return ""
+    d = tres.to_dict()
+    parts = []
+    for key in ("cpu", "mem", "node", "billing", "energy"):
+        r = d.get(key)
+        if r is not None and r.count is not None:
+            parts.append(f"{key}={r.count}M" if key == "mem" else f"{key}={r.count}")
+    for group in ("gres", "license", "fs", "interconnect", "other"):
+        for r in (d.get(group) or {}).values():
+            if r is not None and r.count is not None:
+                parts.append(f"{r.type_and_name}={r.count}")
+    return ",".join(parts)
+
+
+def _rpc(what: str, fn, *args):
+    """Run a pyslurm call; its errors become SlurmError with Slurm's own words."""
+    import pyslurm
+
     try:
-        import pyslurm  # noqa: F401
-    except Exception as exc:  # ImportError, or a broken build (undefined symbols)
-        return False, f"pyslurm is not importable ({exc.__class__.__name__}: {exc})"
-    want = getattr(pyslurm, "__version__", "")
-    try:
-        have = ".".join(str(x) for x in CommandBackend().version()[:2])
-    except Exception as exc:
-        return False, f"cannot read the running Slurm's version ({exc})"
-    if not str(want).startswith(have):
-        return False, f"pyslurm {want} does not match the running Slurm {have}"
-    return True, ""
+        return fn(*args)
+    except (pyslurm.RPCError, pyslurm.PyslurmError) as exc:
+        raise SlurmError(what, f"{what}: error: {exc}") from None
 
 
 class PyslurmBackend(CommandBackend):
-    """Reads jobs and nodes through pyslurm's API; every other operation is the command backend's."""
-
     name = "pyslurm"
 
-    def jobs(self, job_ids=None, user=None, states=None):  # pragma: no cover - needs a matching pyslurm build
+    def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 60.0):
+        super().__init__(env=env, timeout=timeout)
+        # libslurm reads SLURM_CONF from this process's environment
+        if env is not None and env.get("SLURM_CONF"):
+            os.environ["SLURM_CONF"] = env["SLURM_CONF"]
+
+    # -- reading ------------------------------------------------------------------------------------------------
+    def jobs(self, job_ids: Sequence[int] | None = None, user: str | None = None,
+             states: Sequence[str] | None = None) -> list[JobInfo]:
         import pyslurm
 
-        from slurmtools.slurm.commands import job_from_json
-
+        wanted = set(job_ids) if job_ids else None
         out = []
-        for jid, job in pyslurm.Jobs.load().items():
-            d = job.to_dict()
-            info = job_from_json({"job_id": jid, "name": d.get("name", ""), "user_name": d.get("user_name", ""),
-                                  "account": d.get("account", ""), "partition": d.get("partition", ""),
-                                  "qos": d.get("qos", ""), "job_state": d.get("state", ""),
-                                  "state_reason": d.get("state_reason", ""), "nodes": d.get("allocated_nodes", ""),
-                                  "tres_alloc_str": d.get("tres_alloc_str", "")})
-            if job_ids and info.job_id not in job_ids:
+        for jid, j in _rpc("squeue", pyslurm.Jobs.load).items():
+            if wanted is not None and jid not in wanted:
+                continue
+            info = job_info(j)
+            if user and info.user != user:
                 continue
             if states and info.state not in states:
                 continue
             out.append(info)
+        return sorted(out, key=lambda i: i.job_id)
+
+    def nodes(self) -> list[NodeInfo]:
+        import pyslurm
+
+        return [node_info(n) for n in _rpc("scontrol show nodes", pyslurm.Nodes.load).values()]
+
+    def partitions(self) -> list[PartitionInfo]:
+        import pyslurm
+
+        out = []
+        for p in _rpc("scontrol show partition", pyslurm.Partitions.load).values():
+            mt = p.max_time
+            out.append(PartitionInfo(name=p.name, nodes=tuple(expand(p.nodes or "")), default=bool(p.is_default),
+                                     state=str(p.state), max_time_s=int(mt) * 60 if isinstance(mt, int) else None,
+                                     qos=getattr(p, "qos", None) or None))
         return out
+
+    def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
+                   all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:
+        if duplicates:
+            # pyslurm.db's filter has no "every run of a requeued job" flag (sacct --duplicates): sacct's then
+            return super().accounting(start, end, job_ids, all_users, steps, duplicates)
+        import pyslurm.db as db
+
+        flt = db.JobFilter(start_time=start, end_time=end, ids=list(job_ids) if job_ids else None)
+        if not all_users:
+            import pwd
+
+            flt.users = [pwd.getpwuid(os.getuid()).pw_name]
+        out: list[AcctRecord] = []
+        for j in _rpc("sacct", db.Jobs.load, flt).values():
+            out.append(acct_record(j, None))
+            if steps:
+                for s in (j.steps or {}).values():
+                    out.append(acct_record(j, s))
+        return out
+
+    # -- acting -------------------------------------------------------------------------------------------------
+    def submit(self, script: str, options: Sequence[str] = (), env: Mapping[str, str] | None = None,
+               cwd: str | None = None) -> int:
+        """sbatch's semantics: `#SBATCH` lines of the script, with `options` given the last word, as sbatch gives
+        command-line options. pyslurm reads `#SBATCH` lines only, so the options are written as the script's last
+        directives."""
+        import pyslurm
+
+        text = with_directives(script, options)
+        desc = pyslurm.JobSubmitDescription(script=text, working_directory=cwd or os.getcwd(),
+                                            environment=dict(env if env is not None else self.env))
+        try:
+            desc.load_sbatch_options(overwrite=True)
+        except (ValueError, TypeError) as exc:
+            raise SlurmError("sbatch", f"sbatch: error: {exc}") from None
+        return int(_rpc("sbatch", desc.submit))
+
+    def cancel(self, job_id: int, signal: str | None = None) -> None:
+        import pyslurm
+
+        job = pyslurm.Job(job_id)
+        if signal:
+            _rpc("scancel", job.send_signal, signal)
+        else:
+            _rpc("scancel", job.cancel)
+
+    def hold(self, job_id: int) -> None:
+        import pyslurm
+
+        _rpc("scontrol hold", pyslurm.Job(job_id).hold)
+
+    def release(self, job_id: int) -> None:
+        import pyslurm
+
+        _rpc("scontrol release", pyslurm.Job(job_id).release)
+
+    def requeue(self, job_id: int) -> None:
+        import pyslurm
+
+        _rpc("scontrol requeue", pyslurm.Job(job_id).requeue)
+
+
+def with_directives(script: str, options: Sequence[str]) -> str:
+    """The script with `options` as `#SBATCH` lines after its own directives (so they win, as on sbatch's
+    command line). Options and their values are single words here, as the backend interface passes them."""
+    if not options:
+        return script
+    words: list[str] = []
+    it = iter(options)
+    for o in it:
+        if o.startswith("-") and "=" not in o and not o.startswith("--") and len(o) == 2:
+            # short option with a separate value (`-w gpu07`), or a flag (`-H`)
+            nxt = next(it, None) if o not in ("-H",) else None
+            words.append(o if nxt is None else f"{o} {nxt}")
+        elif o.startswith("--") and "=" not in o:
+            words.append(o)
+        else:
+            words.append(o)
+    lines = script.splitlines()
+    # sbatch reads directives until the first line that is neither blank nor a comment: insert just before it
+    last = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.startswith("#")), len(lines))
+    extra = [f"#SBATCH {w}" for w in words]
+    return "\n".join(lines[:last] + extra + lines[last:]) + "\n"
+
+
+def job_info(j) -> JobInfo:
+    tres = parse_tres(tres_text(j.allocated_tres)) if j.allocated_tres is not None else None
+    if tres is None or not tres.gpus:
+        per_node = j.gres_per_node or {}
+        n = j.num_nodes or 1
+        req = ",".join(f"{k}={v * n}" for k, v in per_node.items())
+        tres = parse_tres(req) if req else tres or parse_tres("")
+    arr = j.array_id
+    return JobInfo(
+        job_id=int(j.id), name=j.name or "", user=j.user_name or "", account=j.account or "",
+        partition=j.partition or "", qos=j.qos or "", state=str(j.state), reason=str(j.state_reason or "None"),
+        nodes=tuple(expand(j.allocated_nodes or "")), num_nodes=int(j.num_nodes or 0), gpus=tres.gpus,
+        gpus_by_type=tres.gpus_by_type, time_limit_s=int(j.time_limit) * 60 if isinstance(j.time_limit, int) else None,
+        restarts=int(j.requeue_count or 0), submit_time=_ts(j.submit_time), start_time=_ts(j.start_time),
+        end_time=_ts(j.end_time), array_job_id=int(arr) if arr else None,
+        array_task_id=int(j.array_task_id) if arr and j.array_task_id is not None else None,
+        req_switch=int(j.required_switches) if j.required_switches else None, comment=j.comment or "",
+        std_out=j.standard_output or "", raw={})
+
+
+def node_info(n) -> NodeInfo:
+    states = [s for s in str(n.state or "UNKNOWN").replace("+", " ").split() if s]
+    base = states[0]
+    flags = tuple(states[1:])
+    used = n.allocated_gres or {}
+    return NodeInfo(
+        name=n.name, state=base.lower(), flags=flags, cpus=int(n.total_cpus or 0),
+        cpus_alloc=int(n.allocated_cpus or 0), memory_mb=int(n.real_memory or 0),
+        memory_alloc_mb=int(n.allocated_memory or 0),
+        gpus_by_type=gpus_in(",".join(f"{k}:{v}" for k, v in (n.configured_gres or {}).items())),
+        gpus_used_by_type=gpus_in(",".join(f"{k}:{v}" for k, v in used.items() if ":" in k)
+                                  or ",".join(f"{k}:{v}" for k, v in used.items())),
+        gpus_used_idx=(), features=tuple(n.active_features or ()), partitions=tuple(n.partitions or ()),
+        reason=n.reason or "")
+
+
+def acct_record(j, step) -> AcctRecord:
+    src = step if step is not None else j
+    alloc = tres_text(getattr(src, "allocated_tres", None) if step is None else getattr(step, "tres", None))
+    req = tres_text(getattr(j, "requested_tres", None))
+    at = parse_tres(alloc)
+    rq = parse_tres(req)
+    state = str(src.state or "").split()[0] if src.state else ""
+    jid = f"{j.array_id}_{j.array_task_id}" if j.array_id and j.array_task_id is not None else str(j.id)
+    step_name = None
+    if step is not None:
+        sid = str(getattr(step, "id", "") or "")
+        step_name = sid.split(".", 1)[1] if "." in sid else sid
+    tl = j.time_limit
+    return AcctRecord(
+        job_id=jid, job_id_raw=int(j.id), step=step_name, name=(getattr(src, "name", None) or j.name or ""),
+        user=j.user_name or "", account=j.account or "", partition=j.partition or "", qos=j.qos or "", state=state,
+        exit_code=str(getattr(src, "exit_code", "") or ""), submit=_ts(j.submit_time),
+        eligible=_ts(getattr(j, "eligible_time", None)), start=_ts(src.start_time), end=_ts(src.end_time),
+        elapsed_s=int(getattr(src, "elapsed_time", 0) or 0), timelimit_s=int(tl) * 60 if isinstance(tl, int) else None,
+        nodelist=tuple(expand(getattr(src, "nodelist", None) or "")) if getattr(src, "nodelist", None) not in
+        (None, "", "None assigned") else (), alloc_gpus=at.gpus, alloc_gpus_by_type=at.gpus_by_type, req_gpus=rq.gpus,
+        alloc_cpus=at.cpu, alloc_tres=alloc, req_tres=req)
