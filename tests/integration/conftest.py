@@ -37,10 +37,18 @@ def lab() -> Lab:
     return lab
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
+    """Every test here needs the lab. A test marked `slurm_release("25.11", ...)` is about those releases only
+    (pyslurm exists only for 25.11): for another lab it is deselected, not skipped, and shows as deselected."""
+    keep, drop = [], []
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.lab)
+        m = item.get_closest_marker("slurm_release")
+        (drop if m is not None and lab_slurm() not in m.args else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_report_header(config):

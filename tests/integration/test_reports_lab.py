@@ -36,10 +36,12 @@ def script(lab, name: str, tier: str, body: str) -> str:
 
 def test_report_numbers_from_real_jobs(lab, tmp_path):
     lab.wait_nodes_idle()  # nothing of an earlier test still runs inside our window
-    since = datetime.now().replace(microsecond=0)
+    # the window starts at the next whole second, after every earlier run ended (sacct has second resolution)
+    since = datetime.now().replace(microsecond=0) + timedelta(seconds=1)
+    time.sleep(max(0.0, (since - datetime.now()).total_seconds()) + 0.05)
     out = f"--output={lab.jobs_dir}/rep-%j.out"
     lab.sh("sacctmgr -i modify qos where name=scavenger set GraceTime=5")
-    low = None
+    low = high = c = None
     try:
         a = sbatch(lab, "-A vision --qos=production --gres=gpu:h100:2 -N1 -J rep-prod", out,
                    script(lab, "prod", "production", "sleep 20"))
@@ -75,16 +77,25 @@ def test_report_numbers_from_real_jobs(lab, tmp_path):
     time.sleep(1)
     until = datetime.now().replace(microsecond=0) + timedelta(seconds=1)
 
-    # reference: sacct's own ElapsedRaw and AllocTRES for every run in the window (the lab is private to us)
-    ref = lab.sh(f"sacct -a -X -D -P -n -o JobIDRaw,QOS,Account,State,ElapsedRaw,AllocTRES "
+    # reference: sacct's own ElapsedRaw and AllocTRES for every run in the window. sacct -S/-E list runs whose End
+    # is at or after -S; the report (docs/reports.md) counts a run for the part of [start, end) inside
+    # [since, until), so a run of an earlier test that ended in the very second `since` names has no part in it:
+    # apply the same half-open rule here (on a loaded machine such a run is common: found by the 25.11 issue).
+    ref = lab.sh(f"sacct -a -X -D -P -n -o JobIDRaw,QOS,Account,State,ElapsedRaw,AllocTRES,Start,End "
                  f"-S {since:%Y-%m-%dT%H:%M:%S} -E {until:%Y-%m-%dT%H:%M:%S}").stdout
     runs = []
     for line in ref.splitlines():
-        raw, qos, acct, state, elapsed, tres = line.split("|")
+        raw, qos, acct, state, elapsed, tres, start, end = line.split("|")
         gpus = int(next((kv.split("=")[1] for kv in tres.split(",") if kv.startswith("gres/gpu=")), 0))
-        if gpus and state != "PENDING":
-            runs.append({"raw": int(raw), "qos": qos, "account": acct, "state": state.split()[0],
-                         "s": int(elapsed), "gpus": gpus})
+        if not gpus or state == "PENDING" or start in ("", "Unknown", "None"):
+            continue
+        t_start = datetime.fromisoformat(start)
+        t_end = datetime.fromisoformat(end) if end not in ("", "Unknown", "None") else until
+        if not (t_start < until and (t_end > since or t_start >= since)):
+            continue
+        assert int(raw) in (a, b, c, f, high, low), f"a run of another test overlaps the window: {line}"
+        runs.append({"raw": int(raw), "qos": qos, "account": acct, "state": state.split()[0],
+                     "s": int(elapsed), "gpus": gpus})
     assert len([r for r in runs if r["raw"] == low]) == 2, runs  # -D: the preempted run and the rerun
     gh = lambda rs: sum(r["gpus"] * r["s"] for r in rs) / 3600  # noqa: E731
 

@@ -1,0 +1,132 @@
+"""The two backends against the same real Slurm: what pyslurm reads and does must equal what Slurm's commands read
+and do. On 22.05, for which PyPI has no pyslurm, the automatic choice must be the command backend and a forced
+pyslurm must be refused in one line saying why."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from slurmtools.errors import SlurmUnavailable
+from slurmtools.slurm.backends import get_backend, pyslurm_usable
+
+pytestmark = pytest.mark.lab
+
+SCRIPT = "#!/bin/bash\n#SBATCH --qos=production\n#SBATCH -A vision\n#SBATCH -t 10\n{body}\n"
+
+
+def _both(lab):
+    cmd = get_backend("commands", env=lab.env)
+    pys = get_backend("pyslurm", env=lab.env)
+    return cmd, pys
+
+
+def test_backend_choice_on_this_release(lab):
+    if lab.release.name != "25.11":
+        assert type(get_backend(env=lab.env)).__name__ == "CommandBackend"
+        with pytest.raises(SlurmUnavailable) as e:
+            get_backend("pyslurm", env=lab.env)
+        assert str(e.value).startswith("--backend pyslurm: ") and "\n" not in str(e.value)
+        return
+    ok, why = pyslurm_usable(lab.env, use_cache=False)
+    assert ok, why
+    assert type(get_backend(env=lab.env)).__name__ == "PyslurmBackend"  # auto picks it on a matching Slurm
+
+
+def _wait(pred, what: str, timeout: float = 90):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.slurm_release("25.11")
+def test_same_scenario_through_both_backends(lab):
+    cmd, pys = _both(lab)
+    jobs = {}
+    # submitted through each backend: a 2-node 16-GPU job, a 3-GPU job, a held job, a job that requeues
+    jobs["two"] = cmd.submit(SCRIPT.format(body="srun true; sleep 5"), ["-N2", "--gpus-per-node=h100:8", "-J", "bk-two"],
+                             cwd=str(lab.jobs_dir))
+    jobs["three"] = pys.submit(SCRIPT.format(body="sleep 5"), ["--gres=gpu:h100:3", "-J", "bk-three"],
+                               cwd=str(lab.jobs_dir))
+    jobs["held"] = pys.submit(SCRIPT.format(body="sleep 1"), ["-H", "--gres=gpu:h100:1", "-J", "bk-held"],
+                              cwd=str(lab.jobs_dir))
+    jobs["long"] = pys.submit(SCRIPT.format(body="sleep 300"), ["--gres=gpu:h100:1", "-J", "bk-long", "--requeue"],
+                              cwd=str(lab.jobs_dir))
+    try:
+        held = _wait(lambda: [j for j in cmd.jobs([jobs["held"]]) if j.state == "PENDING"], "held job")[0]
+        assert held.reason in ("JobHeldUser", "JobHeldAdmin"), held
+        assert held.name == "bk-held"
+        _wait(lambda: [j for j in cmd.jobs([jobs["long"]]) if j.state == "RUNNING"], "long job to run")
+        # acting through pyslurm, checked through the commands
+        pys.release(jobs["held"])
+        _wait(lambda: [j for j in cmd.jobs([jobs["held"]]) if j.reason not in ("JobHeldUser", "JobHeldAdmin")],
+              "release")
+        pys.requeue(jobs["long"])
+        _wait(lambda: [j for j in cmd.jobs([jobs["long"]]) if j.restarts == 1], "requeue")
+        pys.hold(jobs["long"])
+        _wait(lambda: [j for j in cmd.jobs([jobs["long"]]) if j.state == "PENDING" and "Held" in j.reason], "hold")
+        pys.cancel(jobs["long"])
+        _wait(lambda: [j for j in cmd.jobs([jobs["long"]]) if j.state == "CANCELLED"], "cancel")
+        for k in ("two", "three", "held"):
+            lab.wait_state(jobs[k], "COMPLETED", 120)
+
+        # reading: the same jobs, states, GPU counts and nodes
+        ids = list(jobs.values())
+        a = {j.job_id: j for j in cmd.jobs(ids)}
+        b = {j.job_id: j for j in pys.jobs(ids)}
+        assert set(a) == set(b) == set(ids)
+        for jid in ids:
+            x, y = a[jid], b[jid]
+            assert (x.name, x.user, x.account, x.qos, x.partition, x.state, x.nodes, x.num_nodes, x.gpus,
+                    x.gpus_by_type, x.time_limit_s, x.restarts, x.submit_time, x.start_time) == \
+                   (y.name, y.user, y.account, y.qos, y.partition, y.state, y.nodes, y.num_nodes, y.gpus,
+                    y.gpus_by_type, y.time_limit_s, y.restarts, y.submit_time, y.start_time), jid
+        assert a[jobs["two"]].gpus == 16 and a[jobs["three"]].gpus == 3
+
+        na = {n.name: n for n in cmd.nodes()}
+        nb = {n.name: n for n in pys.nodes()}
+        assert set(na) == set(nb) and len(na) == 16
+        for name in na:
+            x, y = na[name], nb[name]
+            assert (x.state, x.cpus, x.memory_mb, x.gpus_by_type, x.gpus_used, x.features, x.partitions) == \
+                   (y.state, y.cpus, y.memory_mb, y.gpus_by_type, y.gpus_used, y.features, y.partitions), name
+        pa = {p.name: p for p in cmd.partitions()}
+        pb = {p.name: p for p in pys.partitions()}
+        assert {k: (v.nodes, v.default, v.max_time_s) for k, v in pa.items()} == \
+               {k: (v.nodes, v.default, v.max_time_s) for k, v in pb.items()}
+
+        # accounting: the same allocation rows once slurmdbd has them
+        for jid in ids:
+            lab.wait_accounting(jid)
+        now = datetime.now(timezone.utc)
+        ra = {r.job_id_raw: r for r in cmd.accounting(now - timedelta(hours=2), now + timedelta(minutes=5),
+                                                          job_ids=ids, steps=False)}
+        rb = {r.job_id_raw: r for r in pys.accounting(now - timedelta(hours=2), now + timedelta(minutes=5),
+                                                          job_ids=ids, steps=False)}
+        assert set(ra) == set(rb) == set(ids)
+        for jid in ids:
+            x, y = ra[jid], rb[jid]
+            assert (x.name, x.user, x.account, x.qos, x.state, x.alloc_gpus, x.alloc_gpus_by_type, x.nodelist,
+                    x.elapsed_s, x.start, x.end) == \
+                   (y.name, y.user, y.account, y.qos, y.state, y.alloc_gpus, y.alloc_gpus_by_type, y.nodelist,
+                    y.elapsed_s, y.start, y.end), jid
+        assert ra[jobs["two"]].alloc_gpus == 16 and ra[jobs["long"]].state == "CANCELLED"
+    finally:
+        for jid in jobs.values():
+            lab.sh(f"scancel {jid}", check=False)
+
+
+@pytest.mark.slurm_release("25.11")
+def test_pyslurm_submission_errors_carry_slurms_words(lab):
+    _, pys = _both(lab)
+    from slurmtools.errors import SlurmError
+
+    with pytest.raises(SlurmError) as e:
+        pys.submit(SCRIPT.format(body="true"), ["-p", "nosuchpart"], cwd=str(lab.jobs_dir))
+    assert "partition" in str(e.value).lower() and "\n" not in str(e.value)
