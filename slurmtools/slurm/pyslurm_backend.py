@@ -56,6 +56,8 @@ class PyslurmBackend(CommandBackend):
 
     def __init__(self, env: Mapping[str, str] | None = None, timeout: float = 60.0):
         super().__init__(env=env, timeout=timeout)
+        #: which path the last submit took: "pyslurm", or "sbatch (why)"
+        self.last_submit = ""
         # libslurm reads SLURM_CONF from this process's environment
         if env is not None and env.get("SLURM_CONF"):
             os.environ["SLURM_CONF"] = env["SLURM_CONF"]
@@ -117,19 +119,38 @@ class PyslurmBackend(CommandBackend):
     # -- acting -------------------------------------------------------------------------------------------------
     def submit(self, script: str, options: Sequence[str] = (), env: Mapping[str, str] | None = None,
                cwd: str | None = None) -> int:
-        """sbatch's semantics: `#SBATCH` lines of the script, with `options` given the last word, as sbatch gives
-        command-line options. pyslurm reads `#SBATCH` lines only, so the options are written as the script's last
-        directives."""
+        """sbatch's semantics through pyslurm: the script's `#SBATCH` lines, then `options` (the command line wins).
+        A job with an option pyslurm would not pass on as sbatch does (`pyslurm_submit.CARRIED`) goes to sbatch
+        instead, and `last_submit` says which path took it and why: nothing a user asked for is dropped."""
+        from slurmtools.slurm.pyslurm_submit import NotCarried, submit_kwargs
+
+        try:
+            kwargs = submit_kwargs(script, options)
+        except NotCarried as why:
+            self.last_submit = f"sbatch (pyslurm does not carry {why})"
+            return super().submit(script, options, env=env, cwd=cwd)
         import pyslurm
 
-        text = with_directives(script, options)
-        desc = pyslurm.JobSubmitDescription(script=text, working_directory=cwd or os.getcwd(),
-                                            environment=dict(env if env is not None else self.env))
+        merged = dict(self.env)
+        if env is not None:
+            merged.update(env)
+        kwargs.setdefault("working_directory", cwd or os.getcwd())
         try:
-            desc.load_sbatch_options(overwrite=True)
-        except (ValueError, TypeError) as exc:
+            desc = pyslurm.JobSubmitDescription(script=script, environment=merged, **kwargs)
+        except (ValueError, TypeError, AttributeError) as exc:
             raise SlurmError("sbatch", f"sbatch: error: {exc}") from None
-        return int(_rpc("sbatch", desc.submit))
+        self.last_submit = "pyslurm"
+        try:
+            return int(desc.submit())
+        except (ValueError, TypeError) as exc:  # pyslurm's own checks of the values, before any RPC
+            raise SlurmError("sbatch", f"sbatch: error: {exc}") from None
+        except (pyslurm.RPCError, pyslurm.PyslurmError) as exc:
+            if "Unspecified error" not in str(exc):
+                raise SlurmError("sbatch", f"sbatch: error: {exc}") from None
+        # A refusal by the site's job_submit plugin reaches pyslurm as "Unspecified error": the plugin's message to
+        # the user is in the reply, which pyslurm drops. A refusal is repeatable, so sbatch asks again and shows it.
+        self.last_submit = "sbatch (pyslurm got a refusal without its message)"
+        return super().submit(script, options, env=env, cwd=cwd)
 
     def cancel(self, job_id: int, signal: str | None = None) -> None:
         import pyslurm
@@ -154,29 +175,6 @@ class PyslurmBackend(CommandBackend):
         import pyslurm
 
         _rpc("scontrol requeue", pyslurm.Job(job_id).requeue)
-
-
-def with_directives(script: str, options: Sequence[str]) -> str:
-    """The script with `options` as `#SBATCH` lines after its own directives (so they win, as on sbatch's
-    command line). Options and their values are single words here, as the backend interface passes them."""
-    if not options:
-        return script
-    words: list[str] = []
-    it = iter(options)
-    for o in it:
-        if o.startswith("-") and "=" not in o and not o.startswith("--") and len(o) == 2:
-            # short option with a separate value (`-w gpu07`), or a flag (`-H`)
-            nxt = next(it, None) if o not in ("-H",) else None
-            words.append(o if nxt is None else f"{o} {nxt}")
-        elif o.startswith("--") and "=" not in o:
-            words.append(o)
-        else:
-            words.append(o)
-    lines = script.splitlines()
-    # sbatch reads directives until the first line that is neither blank nor a comment: insert just before it
-    last = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.startswith("#")), len(lines))
-    extra = [f"#SBATCH {w}" for w in words]
-    return "\n".join(lines[:last] + extra + lines[last:]) + "\n"
 
 
 def job_info(j) -> JobInfo:
