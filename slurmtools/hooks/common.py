@@ -144,12 +144,42 @@ class HookLog:
 
 
 def find_scontrol() -> str | None:
-    """scontrol by absolute path: hooks get no PATH. SLURMTOOLS_SCONTROL (set by the root wrapper) wins."""
+    """scontrol by absolute path (hooks get no PATH), of the Slurm that runs this hook: a host can carry two (a
+    distribution's 22.05 in /usr/bin beside a site build of 25.11), and an older client cannot talk to a newer
+    controller. Order: SLURMTOOLS_SCONTROL (set by a root wrapper), the `bin/` beside the slurmd or slurmstepd
+    that started this hook, PATH when a wrapper set one, then the usual folders."""
     env = os.environ.get("SLURMTOOLS_SCONTROL")
-    cands = ([env] if env else []) + [os.path.join(d, "scontrol") for d in SCONTROL_DIRS]
+    cands = [env] if env else []
+    daemon = _slurm_daemon_exe()
+    if daemon:
+        prefix = os.path.dirname(os.path.dirname(daemon))
+        cands.append(os.path.join(prefix, "bin", "scontrol"))
+    cands += [os.path.join(d, "scontrol") for d in os.environ.get("PATH", "").split(os.pathsep) if d]
+    cands += [os.path.join(d, "scontrol") for d in SCONTROL_DIRS]
     for c in cands:
         if c and os.path.isabs(c) and os.access(c, os.X_OK):
             return c
+    return None
+
+
+def _slurm_daemon_exe(levels: int = 4) -> str | None:
+    """Path of the nearest slurmd/slurmstepd among this process's ancestors (Linux /proc), or None."""
+    pid = os.getppid()
+    for _ in range(levels):
+        if pid <= 1:
+            return None
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            return None
+        if os.path.basename(exe) in ("slurmd", "slurmstepd"):
+            return exe
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            pid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
     return None
 
 

@@ -292,3 +292,30 @@ def test_epilog_puts_the_jobs_last_checkpoint_time_into_the_decision_log(tmp_pat
     finally:
         for k in env:
             os.environ.pop(k, None)
+
+
+def test_hooks_use_the_scontrol_of_the_slurmd_that_runs_them(tmp_path):
+    """Two Slurms on one host (Debian's in /usr/bin, a site build elsewhere): the hook must talk to the controller
+    with the client of the slurmd that started it, found through /proc, not the first scontrol in a fixed list."""
+    import shutil
+    import sys
+
+    prefix = tmp_path / "slurm-25.11"
+    (prefix / "sbin").mkdir(parents=True)
+    (prefix / "bin").mkdir()
+    daemon = prefix / "sbin" / "slurmd"  # a real executable named slurmd: a copy of this shell
+    shutil.copy2("/bin/sh", daemon)
+    scontrol = prefix / "bin" / "scontrol"
+    scontrol.write_text("#!/bin/sh\nexit 0\n")
+    scontrol.chmod(0o755)
+    repo = Path(__file__).resolve().parents[2]
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from slurmtools.hooks.common import find_scontrol; " \
+           "print(find_scontrol())"
+    env = {"SLURMTOOLS_SCONTROL": ""}  # no PATH: as slurmd runs hooks
+    # slurmd -> python hook (the daemon forks the hook, as slurmd does)
+    p = subprocess.run([str(daemon), "-c", f"'{sys.executable}' -c \"{code}\" '{repo}'; true"],
+                       capture_output=True, text=True, env=env)
+    assert p.stdout.strip() == str(scontrol), p.stderr
+    # without such a daemon above it, the usual folders
+    p = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True, env=env)
+    assert p.stdout.strip() != str(scontrol)
