@@ -161,7 +161,8 @@ def _client_checks(req: "JobRequest") -> None:
 
 
 def gpu_counts(text: str | None) -> dict[str, int]:
-    """GPU counts by type in a job_desc TRES string (`gres:gpu:h100:4,gres:gpu:2`); mirrors the Lua parser.
+    """GPU counts by type in a job_desc TRES string (`gres:gpu:h100:4,gres:gpu:2`, or `gres/gpu:h100=4` as newer
+    releases write tres_per_task); mirrors the Lua parser.
 
     Items that are not GPUs are ignored; `gpu` alone counts 1; a count that is not a number counts 1.
     """
@@ -172,11 +173,18 @@ def gpu_counts(text: str | None) -> dict[str, int]:
         item = item.strip(" \t\n\r\f\v")
         if item.startswith("gres:") or item.startswith("gres/"):
             item = item[5:]
+        # 23.02 and later write some counts as `gpu:h100=2` (tres_per_task), 22.05 as `gpu:h100:2`
+        item, eq, count_text = item.partition("=")
         parts = item.split(":")
         if parts[0] != "gpu":
             continue
         typ, count = "untyped", 1
-        if len(parts) == 2:
+        if eq:
+            if len(parts) >= 2:
+                typ = parts[1]
+            if _DIGITS.match(count_text):
+                count = int(count_text)
+        elif len(parts) == 2:
             if _DIGITS.match(parts[1]):
                 count = int(parts[1])
             else:

@@ -21,8 +21,10 @@ pytestmark = pytest.mark.skipif(LUA is None and os.environ.get("CI") != "true",
 ints = st.one_of(st.none(), st.integers(min_value=0, max_value=65533), st.sampled_from([0, 1, 4, 8, 9, 14, 15]))
 names = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(
     ["production", "standard", "scavenger", "gpu", "vision", "nlp", "students", "", "normal"]))
-gres = st.one_of(st.none(), st.text(alphabet="gpu:res/h10a,0123456789 \t", max_size=24), st.builds(
+gres = st.one_of(st.none(), st.text(alphabet="gpu:res/h10a,0123456789 \t=", max_size=24), st.builds(
     lambda t, n: f"gres:gpu:{t}{n}", st.sampled_from(["", "h100:", "a100:", ":", "x:y:"]),
+    st.integers(min_value=0, max_value=9999)), st.builds(  # the `name:type=count` form of newer releases
+    lambda t, n: f"gres/gpu{t}={n}", st.sampled_from(["", ":h100", ":a100", ":", ":x:y"]),
     st.integers(min_value=0, max_value=9999)))
 sig_lines = st.builds(lambda pre, sig, rest: f"{pre}--signal{sig}{rest}",
                       st.sampled_from(["#SBATCH ", "#SBATCH -J x ", "# SBATCH ", "#SBATCH\t", "  #SBATCH "]),

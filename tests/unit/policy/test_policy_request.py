@@ -11,6 +11,10 @@ def test_gpu_counts_forms():
     assert gpu_counts("gres:gpu:h100") == {"h100": 1}
     assert gpu_counts("gres:shard:4,license:x") == {}
     assert gpu_counts(None) == {} and gpu_counts("") == {}
+    # tres_per_task as Slurm 25.11 hands it to job_submit.lua (measured in the 25.11 lab)
+    assert gpu_counts("gres/gpu:h100=2") == {"h100": 2}
+    assert gpu_counts("gres/gpu=1") == {"untyped": 1}
+    assert gpu_counts("cpu=4,gres/gpu:h100=3") == {"h100": 3}
     assert gpu_counts("gres:gpu:\u00b2") == {"\u00b2": 1}  # a unicode digit is a type name, as in Lua
 
 
