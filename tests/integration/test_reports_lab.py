@@ -81,11 +81,13 @@ def test_report_numbers_from_real_jobs(lab, tmp_path):
     # is at or after -S; the report (docs/reports.md) counts a run for the part of [start, end) inside
     # [since, until), so a run of an earlier test that ended in the very second `since` names has no part in it:
     # apply the same half-open rule here (on a loaded machine such a run is common: found by the 25.11 issue).
-    ref = lab.sh(f"sacct -a -X -D -P -n -o JobIDRaw,QOS,Account,State,ElapsedRaw,AllocTRES,Start,End "
+    # An array task split off its array when it starts gets a JobIDRaw of its own, allocated then (after jobs
+    # submitted later, on a busy machine): it belongs to the array by its JobID `C_1`, not by its raw id.
+    ref = lab.sh(f"sacct -a -X -D -P -n -o JobID,JobIDRaw,QOS,Account,State,ElapsedRaw,AllocTRES,Start,End "
                  f"-S {since:%Y-%m-%dT%H:%M:%S} -E {until:%Y-%m-%dT%H:%M:%S}").stdout
     runs = []
     for line in ref.splitlines():
-        raw, qos, acct, state, elapsed, tres, start, end = line.split("|")
+        jobid, raw, qos, acct, state, elapsed, tres, start, end = line.split("|")
         gpus = int(next((kv.split("=")[1] for kv in tres.split(",") if kv.startswith("gres/gpu=")), 0))
         if not gpus or state == "PENDING" or start in ("", "Unknown", "None"):
             continue
@@ -93,7 +95,8 @@ def test_report_numbers_from_real_jobs(lab, tmp_path):
         t_end = datetime.fromisoformat(end) if end not in ("", "Unknown", "None") else until
         if not (t_start < until and (t_end > since or t_start >= since)):
             continue
-        assert int(raw) in (a, b, c, f, high, low), f"a run of another test overlaps the window: {line}"
+        owner = int(jobid.split("_")[0].split(".")[0])
+        assert owner in (a, b, c, f, high, low), f"a run of another test overlaps the window: {line}"
         runs.append({"raw": int(raw), "qos": qos, "account": acct, "state": state.split()[0],
                      "s": int(elapsed), "gpus": gpus})
     assert len([r for r in runs if r["raw"] == low]) == 2, runs  # -D: the preempted run and the rerun
