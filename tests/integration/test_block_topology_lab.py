@@ -84,10 +84,13 @@ def test_block_lab_on_this_release(lab, nvl_lab):
     assert (d / "etc" / "topology.yaml").exists() and not (d / "etc" / "topology.conf").exists()
 
     # what slurmctld shows is what the graph says: leaves and spine for the tree, blocks for the block topology
+    # with several topologies, `scontrol show topology` shows the cluster default (the tree here) and
+    # `scontrol show topology NAME` each other one (25.11)
     shown = nl.sh("scontrol show topology").stdout.splitlines()
     switches = {kv["SwitchName"]: set(expand(kv.get("Nodes", ""))) for kv in
                 (dict(tok.split("=", 1) for tok in ln.split() if "=" in tok) for ln in shown)
                 if "SwitchName" in kv}
+    shown = nl.sh("scontrol show topology block").stdout.splitlines()
     assert switches == {s: set(q.hosts_under(t, s)) for s in q.switch_levels(t)}
     blocks = {kv["BlockName"]: set(expand(kv.get("Nodes", ""))) for kv in
               (dict(tok.split("=", 1) for tok in ln.split() if "=" in tok) for ln in shown) if "BlockName" in kv}
