@@ -399,6 +399,11 @@ class Checkpointer:
             self._report(cause)
         wanted = cause is not None and (cause.kind in ("time_limit", "preempted") or (
             cause.kind == "unknown" and cause.signal == self.warning_signal and bool(self.job_id)))
+        if wanted and cause.kind == "preempted" and slurm_requeues_preempted_exit() and self.rank == 0:
+            # this Slurm requeues the preempted job itself once it ends; a requeue of ours would make Slurm
+            # requeue the next run as well
+            self.log("Slurm requeues this preempted job itself when it ends")
+            wanted = False
         if self.requeue_enabled and wanted:
             self.requeue()
         sys.stdout.flush()
@@ -422,6 +427,22 @@ class Checkpointer:
             atomic_write(d / "stop.json", lambda f: f.write(body), mode=0o600)
         except OSError as e:
             self.log(f"stop report not written to {d}: {e.strerror or e}")
+
+
+def slurm_requeues_preempted_exit(timeout: float = 10.0) -> bool | None:
+    """Whether the running Slurm requeues a preempted job that ends during its grace time (release table; None
+    when the release is unknown or not measured: the caller then requeues itself, at worst one extra short run)."""
+    try:
+        out = subprocess.run(["scontrol", "--version"], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    from slurmtools.errors import SlurmtoolsError
+    from slurmtools.slurm.releases import release_for
+
+    try:
+        return release_for(out.stdout.strip()).preempted_exit_requeued if out.returncode == 0 else None
+    except SlurmtoolsError:
+        return None
 
 
 def job_scratch_path(job_id: str | int) -> Path:

@@ -31,6 +31,10 @@ class SlurmRelease:
     restricted_cores_per_gpu: bool  # NodeName ... RestrictedCoresPerGPU=
     #: `--json` data parser slurmtools pins for squeue/sinfo/sacct, None where the release offers no choice
     json_parser: str | None
+    #: does Slurm itself requeue a preempted job (PreemptMode=REQUEUE) that ends during its GraceTime? Measured:
+    #: 22.05 no (it ends COMPLETED), 25.11 yes (and a `scontrol requeue` by the job then requeues the NEXT run too);
+    #: None where no lab has measured it
+    preempted_exit_requeued: bool | None = None
     #: the micro release this slurmtools' lab suite runs against, if any
     lab: str | None = None
 
@@ -56,7 +60,7 @@ _NEW_SIGNAL = "PreemptParameters=send_user_signal"  # documented from 25.11 on
 
 RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
     SlurmRelease("22.05", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
-                 restricted_cores_per_gpu=False, json_parser=None, lab="22.05.8"),
+                 restricted_cores_per_gpu=False, json_parser=None, preempted_exit_requeued=False, lab="22.05.8"),
     SlurmRelease("23.02", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
                  restricted_cores_per_gpu=False, json_parser="v0.0.39"),
     SlurmRelease("23.11", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
@@ -68,7 +72,7 @@ RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
     SlurmRelease("25.05", _OLD_SIGNAL, block_topology=True, topology_yaml=True, empty_blocks=True, segment=True,
                  restricted_cores_per_gpu=True, json_parser="v0.0.43"),
     SlurmRelease("25.11", _NEW_SIGNAL, block_topology=True, topology_yaml=True, empty_blocks=True, segment=True,
-                 restricted_cores_per_gpu=True, json_parser="v0.0.44", lab="25.11.7"),
+                 restricted_cores_per_gpu=True, json_parser="v0.0.44", preempted_exit_requeued=True, lab="25.11.7"),
 )}
 
 _VERSION = re.compile(r"(?:slurm(?:-wlm)?\s+)?(\d{2})\.(\d{1,2})(?:\.(\d+))?")

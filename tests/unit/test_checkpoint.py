@@ -319,3 +319,17 @@ def test_stop_report_carries_the_last_save_time(tmp_path, monkeypatch):
     body = _json.loads((tmp_path / "scratch-4242" / "stop.json").read_text())
     assert body["kind"] == "preempted"
     assert before <= body["last_checkpoint"] <= time.time()
+
+
+@pytest.mark.parametrize("said, expected", [("slurm 25.11.7", True), ("slurm-wlm 22.05.8", False),
+                                            ("slurm 24.11.5", None), ("nonsense", None)])
+def test_whether_slurm_requeues_a_preempted_job_itself_comes_from_the_release_table(tmp_path, monkeypatch, said,
+                                                                                   expected):
+    """The running scontrol's version picks the row (measured in the labs: 22.05 no, 25.11 yes); a release no lab
+    measured, or no answer, is None, and the library then requeues itself."""
+    (tmp_path / "scontrol").write_text(f"#!/bin/sh\necho '{said}'\n")
+    (tmp_path / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert C.slurm_requeues_preempted_exit() is expected
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    assert C.slurm_requeues_preempted_exit() is None
