@@ -30,11 +30,12 @@ def test_command_line_wins_and_values_map_to_pyslurm_attributes():
     kw = submit_kwargs(SCRIPT, ["-J", "second", "-p", "gpu", "-N2", "--exclusive", "-H", "--comment=a#b c"])
     assert kw == {"name": "second", "qos": "scavenger", "gres_per_node": "gpu:h100:8", "signal": {"signal": 10, "time": 120, "batch_only": True},
                   "is_requeueable": True, "partitions": "gpu", "nodes": "2", "resource_sharing": "no",
-                  "priority": 0, "comment": "a#b c"}
+                  "priority": 0, "comment": "a#b c", "ntasks": 2}  # sbatch's one task per node
 
 
 def test_a_quoted_directive_value_keeps_its_spaces():
-    assert submit_kwargs('#!/bin/sh\n#SBATCH --comment="two words"\ntrue\n', []) == {"comment": "two words"}
+    assert submit_kwargs('#!/bin/sh\n#SBATCH --comment="two words"\ntrue\n', []) == {"comment": "two words",
+                                                                                      "name": "sbatch"}
 
 
 @pytest.mark.parametrize("options, named", [
@@ -61,3 +62,12 @@ def test_an_unknown_directive_in_the_script_is_named_too():
 
 def test_short_options_glued_or_separate():
     assert parse_words(["-N2", "-w", "gpu07", "-t10"]) == [("nodes", "2"), ("nodelist", "gpu07"), ("time", "10")]
+
+
+def test_what_sbatch_fills_in_itself():
+    """Measured against 25.11.7's sbatch: a script from standard input is named `sbatch`, and a node count without
+    a task count means one task per node (pyslurm alone would ask for one task in all)."""
+    assert submit_kwargs("#!/bin/sh\ntrue\n", ["-N1-3"]) == {"nodes": "1-3", "ntasks": 1, "name": "sbatch"}
+    assert submit_kwargs("#!/bin/sh\ntrue\n", ["-n", "4", "-N", "2"])["ntasks"] == 4
+    with pytest.raises(NotCarried, match="--ntasks without --nodes"):
+        submit_kwargs("#!/bin/sh\ntrue\n", ["-n", "4"])
