@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from slurmtools.cli.common import JsonOpt, SiteOpt, fail, print_json
+from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, fail, print_json
 
 templates_app = typer.Typer(help="List and show the job templates (bundled, site and $SLURMTOOLS_TEMPLATE_PATH).",
                             no_args_is_help=True)
@@ -47,6 +47,8 @@ SweepOpt = typer.Option(None, "--sweep", help="Arguments of one array task, as o
                                               "(repeatable; with --template array)")
 WaitOpt = typer.Option(None, "--max-wait", help="Longest wait for a tighter placement (default: 10%% of the "
                                                 "time limit, at most 2h)")
+TpOpt = typer.Option(None, "--tp-size", help="GPUs in one tensor-parallel group: on partitions placed by NVLink "
+                                              "blocks, each group stays inside one block (--segment)")
 IdleOpt = typer.Option(False, "--idle", help="Plan against the declared topology as if idle (no Slurm queries)")
 CmdArg = typer.Argument(None, help="The command to run, after --")
 
@@ -64,7 +66,7 @@ def _pairs(values: Optional[List[str]], option: str) -> tuple[tuple[str, str], .
 
 
 def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-             output_dir, workdir, env, var, sweep, max_wait, command):
+             output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None):
     import shlex
 
     from slurmtools.durations import parse_duration
@@ -90,7 +92,7 @@ def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, n
                       gpu_type=gpu_type, time_limit=seconds, tier=tier, comm=comm, template=template, name=name,
                       account=account, user=user, partition=partition, output_dir=output_dir, workdir=workdir,
                       env=_pairs(env, "--env"), template_vars=_pairs(var, "--var"), sweep=tuple(sweeps),
-                      max_wait=wait)
+                      max_wait=wait, tp_size=tp_size)
 
 
 def _plan_and_render(req, site, state):
@@ -105,7 +107,7 @@ def _plan_and_render(req, site, state):
         name = default_template(req.gpus, req.nodes, per, bool(req.sweep))
         req = replace(req, template=name)
     info = find_template(name, site.source)
-    p = plan_job(req, site, state.view, info.shape, state.releases)
+    p = plan_job(req, site, state.view, info.shape, state.releases, slurm=state.release)
     return p, info, render(p, info, site.source)
 
 
@@ -116,16 +118,17 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
          account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
          output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
          var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt, max_wait: Optional[str] = WaitOpt,
-         idle: bool = IdleOpt, site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+         tp_size: Optional[int] = TpOpt, idle: bool = IdleOpt, slurm_version: Optional[str] = SlurmVersionOpt,
+         site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
     from slurmtools.cli.common import load_site
     from slurmtools.planner.explain import plan_dict, plan_text
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size)
     site = load_site(site_path)
-    state = gather(site, idle=idle)
+    state = gather(site, idle=idle, slurm_version=slurm_version)
     p, info, script = _plan_and_render(req, site, state)
     if json_out:
         d = plan_dict(p, state.note)
@@ -144,7 +147,8 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
            account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
            output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
            var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt,
-           max_wait: Optional[str] = WaitOpt, site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+           max_wait: Optional[str] = WaitOpt, tp_size: Optional[int] = TpOpt, site_path: Optional[str] = SiteOpt,
+           json_out: bool = JsonOpt) -> None:
     """Plan, check admission (when the policy layer is installed), sbatch, and print the job id and output path."""
     import os
 
@@ -153,7 +157,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size)
     site = load_site(site_path)
     state = gather(site)
     if state.backend is None:

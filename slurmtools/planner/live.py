@@ -22,6 +22,7 @@ class State:
     jobs: tuple = ()
     graph: object = None  # the topology graph the view came from
     backend: object = None  # the backend that answered (None when idle)
+    release: object = None  # the SlurmRelease that will run the job: the live Slurm's, or --slurm-version's
 
 
 def load_fabric_of(site):
@@ -32,15 +33,17 @@ def load_fabric_of(site):
     return load_fabric(site.fabric_path)
 
 
-def gather(site, backend=None, *, idle: bool = False) -> State:
+def gather(site, backend=None, *, idle: bool = False, slurm_version: str | None = None) -> State:
     """The cluster view for planning: live when a backend answers, else idle with a note."""
+    from slurmtools.slurm.releases import release_for
     from slurmtools.topology.build_site import build_site
 
+    named = release_for(slurm_version) if slurm_version else None
     fabric = load_fabric_of(site)
     graph = build_site(fabric)
     if idle:
         return State(from_topology(graph, fabric.node_types), (), "planned against the declared topology as if idle "
-                                                                  "(--idle)", graph=graph)
+                                                                  "(--idle)", graph=graph, release=named)
     try:
         if backend is None:
             from slurmtools.slurm.backend import get_backend
@@ -48,13 +51,17 @@ def gather(site, backend=None, *, idle: bool = False) -> State:
             backend = get_backend()
         nodes = backend.nodes()
         jobs = backend.jobs()
+        running = backend.slurm_release() if hasattr(backend, "slurm_release") else None
     except SlurmUnavailable as exc:
         return State(from_topology(graph, fabric.node_types), (),
-                     f"no Slurm reachable ({exc}); planned against the declared topology as if idle", graph=graph)
+                     f"no Slurm reachable ({exc}); planned against the declared topology as if idle", graph=graph,
+                     release=named)
+    if named is not None and running is not None and named.name != running.name:
+        raise ConfigError("--slurm-version", slurm_version, f"the Slurm that answers here is {running.name}")
     view = from_topology(graph, fabric.node_types, nodes)
     now = datetime.now(timezone.utc)
     rel = releases_from_jobs(jobs, _aware(now, jobs))
-    return State(view, tuple(rel), "", tuple(jobs), graph=graph, backend=backend)
+    return State(view, tuple(rel), "", tuple(jobs), graph=graph, backend=backend, release=running or named)
 
 
 def _aware(now: datetime, jobs) -> datetime:

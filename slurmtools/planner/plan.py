@@ -20,6 +20,7 @@ from slurmtools.planner.quality import Estimate, estimate
 from slurmtools.planner.request import BEST_TIER, JobRequest, RequestError
 from slurmtools.planner.view import ClusterView
 from slurmtools.site.model import Partition, Site, Tier
+from slurmtools.slurm.releases import SlurmRelease
 from slurmtools.topology.sitefile import NodeType
 
 #: characters allowed in a user-supplied value that ends up on an #SBATCH line (no space, quote, newline, $, `)
@@ -120,8 +121,9 @@ class Plan:
 
 
 def plan_job(request: JobRequest, site: Site, view: ClusterView, template: TemplateShape,
-             releases: Sequence[Release] = ()) -> Plan:
-    """Choose partition, tier, shape, placement constraint, binding and environment for `request`."""
+             releases: Sequence[Release] = (), slurm: SlurmRelease | None = None) -> Plan:
+    """Choose partition, tier, shape, placement constraint, binding and environment for `request`. `slurm` is the
+    release that will run the job (None: unknown, and what depends on it is left out with a note)."""
     partition = _partition(request, site)
     gpu_type = _gpu_type(request, site, partition)
     pview = _restrict(view, _hosts_of(partition.nodes), gpu_type)
@@ -133,7 +135,8 @@ def plan_job(request: JobRequest, site: Site, view: ClusterView, template: Templ
     errors: list[RequestError] = []
     for nt_name in node_types:
         try:
-            p = _plan_for(request, site, pview, template, releases, partition, gpu_type, pview.node_types[nt_name])
+            p = _plan_for(request, site, pview, template, releases, partition, gpu_type, pview.node_types[nt_name],
+                          slurm)
         except RequestError as exc:
             errors.append(exc)
             continue
@@ -151,7 +154,7 @@ def _better(a: Plan, b: Plan) -> bool:
 
 
 def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape, releases: Sequence[Release],
-              part: Partition, gpu_type: str, nt: NodeType) -> Plan:
+              part: Partition, gpu_type: str, nt: NodeType, slurm: SlurmRelease | None = None) -> Plan:
     notes: list[str] = []
     nodes, gpn = _shape(r, part, nt, tmpl)
     if nodes > 1 and not tmpl.multi_node:
@@ -268,6 +271,8 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
         add("constraint", domain, why_domain)
     if switches:
         add("switches", f"{switches}@{slurm_time(wait or 0)}", why_switch)
+    for option, value, why in _block_directives(r, part, view, nodes, gpn, slurm, notes):
+        add(option, value, why)
     out_dir = _safe("--output-dir", r.output_dir.rstrip("/")) + "/" if r.output_dir else ""
     pattern = "%x-%A_%a.out" if tmpl.array else "%x-%j.out"
     output = out_dir + pattern
@@ -448,6 +453,57 @@ def _safe(option: str, value: str) -> str:
         raise RequestError(option, f"{value!r} may only hold letters, digits and . _ % / @ : + , = ~ - "
                                    "(it goes on an #SBATCH line)")
     return value
+
+
+def _block_directives(r: JobRequest, part: Partition, view: ClusterView, nodes: int, gpn: int,
+                      slurm: SlurmRelease | None, notes: list[str]) -> list[tuple[str, str, str]]:
+    """--segment and --exclusive=topo on a partition placed by topology/block (NVLink domains as blocks).
+
+    A segment is a set of hosts Slurm keeps inside one block: sized from the tensor-parallel group, whose every
+    layer's traffic then stays on NVLink. Exclusive blocks keep other jobs off the NVLink switches the job's
+    tensor-parallel traffic uses."""
+    if part.topology != "block" or nodes < 2:
+        if r.tp_size and part.topology != "block" and nodes > 1:
+            notes.append(f"--tp-size: partition {part.name} is not placed by blocks (topology {part.topology}): "
+                         "no --segment")
+        return []
+    if slurm is None:
+        notes.append("the Slurm release is unknown (no Slurm answered; give --slurm-version): --segment and "
+                     "--exclusive=topo are left out")
+        return []
+    if not slurm.segment:
+        notes.append(f"Slurm {slurm.name} has no --segment or --exclusive=topo: left out")
+        return []
+    sizes: dict[str, int] = {}
+    for h, d in view.domain_of.items():
+        if h in view.hosts:
+            sizes[d] = sizes.get(d, 0) + 1
+    block = min(sizes.values()) if sizes else None
+    out: list[tuple[str, str, str]] = []
+    seg = 0
+    if r.tp_size:
+        total = nodes * gpn
+        if r.tp_size > total or total % r.tp_size:
+            raise RequestError("--tp-size", f"tensor-parallel groups of {r.tp_size} GPUs do not divide the job's "
+                                            f"{total} GPUs")
+        if r.tp_size <= gpn:
+            notes.append(f"--tp-size {r.tp_size}: each tensor-parallel group fits in one host (NVLink inside the "
+                         "host carries it): no --segment")
+        else:
+            if r.tp_size % gpn:
+                raise RequestError("--tp-size", f"a tensor-parallel group of {r.tp_size} GPUs is not whole hosts of "
+                                                f"{gpn} GPUs")
+            seg = r.tp_size // gpn
+            if block is not None and seg > block:
+                raise RequestError("--tp-size", f"a tensor-parallel group of {seg} hosts does not fit in one block "
+                                                f"of partition {part.name} (the smallest NVLink block has {block} "
+                                                "hosts)")
+            out.append(("segment", str(seg), f"each tensor-parallel group ({r.tp_size} GPUs = {seg} hosts) stays "
+                                             "inside one NVLink block, so its per-layer traffic never leaves NVLink"))
+    if seg or r.comm == "tensor-parallel":
+        out.append(("exclusive", "topo", "no other job shares the job's NVLink blocks: their switches carry its "
+                                         "tensor-parallel traffic"))
+    return out
 
 
 def _pick_domain(view: ClusterView, need: HostNeed, nodes: int) -> tuple[str | None, str]:

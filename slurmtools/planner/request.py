@@ -45,6 +45,8 @@ class JobRequest:
     template_vars: tuple[tuple[str, str], ...] = ()
     sweep: tuple[tuple[str, ...], ...] = ()  # job arrays: one argument list per task
     max_wait: int | None = None  # cap on the wait for a tighter placement, seconds; None: planner default
+    #: GPUs in one tensor-parallel group (they exchange activations every layer): sizes --segment on block fabrics
+    tp_size: int | None = None
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -57,7 +59,8 @@ class JobRequest:
 
 def validate(r: JobRequest) -> None:
     """Shape checks that need no site. Site checks (tiers, partitions, node types) live in the planner."""
-    for opt, v in (("--gpus", r.gpus), ("--nodes", r.nodes), ("--gpus-per-node", r.gpus_per_node)):
+    for opt, v in (("--gpus", r.gpus), ("--nodes", r.nodes), ("--gpus-per-node", r.gpus_per_node),
+                   ("--tp-size", r.tp_size)):
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
             raise RequestError(opt, f"must be a whole number >= 1, got {v!r}")
     if r.gpus is not None and r.nodes is not None and r.gpus_per_node is None:

@@ -130,3 +130,39 @@ def test_block_lab_on_this_release(lab, nvl_lab):
     finally:
         for j in jobs:
             nl.sh(f"scancel {j}", check=False)
+
+
+@pytest.mark.slurm_release("25.11")
+def test_planner_keeps_tensor_parallel_groups_in_blocks(lab, nvl_lab):
+    """`slurmtools submit --tp-size` on the block partition: the planner writes --segment and --exclusive=topo for
+    the Slurm that answers, and the real slurmctld keeps every 2-host group inside one NVLink block."""
+    d, up = nvl_lab
+    assert up.returncode == 0, up.stdout + up.stderr
+    env, version = _lab_env(d)
+    env.update(SLURMTOOLS_LAB_PORT_OFFSET=OFFSET, SLURMTOOLS_SITE=str(SITE))
+    nl = Lab(dir=d, env=env, slurm_version=version)
+    nl.wait_nodes_idle()
+    _, t = _graph()
+    domains = {d_.name: set(d_.hosts) for d_ in q.nvlink_domains(t) if d_.multi_node}
+    work = nl.jobs_dir / f"tp-{int(time.time())}"
+    work.mkdir(parents=True)
+    work.chmod(0o777)
+    import sys
+
+    cmd = (f"cd {work} && SLURMTOOLS_SITE={SITE} {sys.executable} -m slurmtools submit --partition nvl --nodes 8 "
+           f"--gpus-per-node 4 --tp-size 8 --tier production --account team --template mpi --name tp --time 5m "
+           f"--output-dir {work} -- sleep 30")
+    p = nl.sh(cmd, user="labuser", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    job = int(p.stdout.split("submitted job ")[1].split(":")[0])
+    try:
+        script = nl.sh(f"scontrol write batch_script {job} -", check=False).stdout
+        assert "#SBATCH --segment=2" in script and "#SBATCH --exclusive=topo" in script, script
+        rec = nl.sh(f"scontrol show job {job}").stdout
+        assert "SegmentSize=2" in rec, rec
+        nodes = _started_nodes(nl, job, 90)
+        assert len(nodes) == 8
+        for name, hosts in domains.items():
+            assert len(set(nodes) & hosts) % 2 == 0, (nodes, name)  # whole 2-host segments per block
+    finally:
+        nl.sh(f"scancel {job}", check=False)
