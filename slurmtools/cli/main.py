@@ -26,8 +26,22 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                        help="Print the version and exit")) -> None:
+                                        help="Print the version and exit"),
+          backend: str = typer.Option(None, "--backend", show_default=False,
+                                      help="How to reach Slurm: auto (default: pyslurm when it is built for the "
+                                           "running Slurm, else Slurm's commands), commands or pyslurm; also "
+                                           "$SLURMTOOLS_BACKEND")) -> None:
     """Topology-aware job planning, tiered policy and GPU utilization reports for Slurm GPU clusters."""
+    if backend is not None:
+        import os
+
+        from slurmtools.slurm.backends import BACKENDS
+
+        if backend not in ("auto", *BACKENDS):
+            from slurmtools.cli.common import fail
+
+            fail(f"--backend: expected auto, {', '.join(BACKENDS)}; got {backend!r}")
+        os.environ["SLURMTOOLS_BACKEND"] = backend  # read by backends.get_backend, the one place that chooses
 
 
 def _register() -> None:
