@@ -50,7 +50,7 @@ def plan_dict(plan: Plan, note: str = "") -> dict[str, Any]:
             "first_fit_gbytes": q.first_fit.gbytes if q.first_fit else None,
             "vs_empty": q.vs_empty, "vs_now": q.vs_now, "hops": q.plan.hops, "bottleneck": q.plan.bottleneck,
         },
-        "live": plan.live, "note": note, "notes": list(plan.notes),
+        "live": plan.live, "note": note, "notes": list(plan.notes), "rank_groups": list(plan.rank_groups),
     }
 
 
@@ -78,6 +78,10 @@ def plan_text(plan: Plan, note: str = "") -> str:
         for k, v in plan.env:
             why = _env_why(k, plan)
             lines.append(f"  {k}={v}" + (f"   ({why})" if why else ""))
+    if plan.rank_groups:
+        lines.append(f"rank order: ranks fill one group before the next ({', '.join(plan.rank_groups)}): each is an "
+                     "NVLink domain or a leaf switch's hosts, so neighbouring ranks share the fastest links "
+                     "(SLURM_HOSTFILE, srun --distribution=arbitrary)")
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines)

@@ -111,6 +111,9 @@ class Plan:
     array_size: int = 0
     output: str = ""
     checkpoint_signal: str | None = None
+    #: rank order for one-rank-per-GPU templates: host groups (hostlist expressions, each an NVLink domain or a
+    #: leaf switch's hosts) in the order ranks fill them, so consecutive ranks share the fastest links
+    rank_groups: tuple[str, ...] = ()
 
     def directive(self, option: str) -> Directive | None:
         return next((d for d in self.directives if d.option == option), None)
@@ -297,13 +300,15 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
         add("signal", f"B:{signal}@{tier_obj.signal_lead}",
             f"the batch shell gets SIG{signal} {human(tier_obj.signal_lead)} before the time limit (and at preemption, "
             f"with grace {human(tier_obj.grace_time)}); the script forwards it to the step so training can checkpoint")
+    rank_groups = _rank_groups(view) if nodes > 1 and tasks > 1 else ()
     return Plan(request=r, template=tmpl, partition=part.name, tier=tier, qos=tier_obj.qos, account=account,
                 gpu_type=gpu_type, node_type=nt.name, nodes=nodes, gpus_per_node=gpn, tasks_per_node=tasks,
                 cpus_per_gpu=cpus_per_gpu, mem_per_gpu_mb=mem_per_gpu, time_limit=r.time_limit,
                 switches=switches, switch_wait=wait, leaves_now=leaves_now, leaves_empty=leaves_empty,
                 hosts=tuple(hosts_now or hosts_empty), starts_now=starts_now, preemptible=tier_obj.preemptible,
                 directives=tuple(d), env=tuple(env), nic_map=nic_map, quality=quality, live=view.live,
-                notes=tuple(notes), array_size=array_size, output=output, checkpoint_signal=signal)
+                notes=tuple(notes), array_size=array_size, output=output, checkpoint_signal=signal,
+                rank_groups=rank_groups)
 
 
 # ------------------------------------------------------------------------------------------------- pieces
@@ -453,6 +458,22 @@ def _safe(option: str, value: str) -> str:
         raise RequestError(option, f"{value!r} may only hold letters, digits and . _ % / @ : + , = ~ - "
                                    "(it goes on an #SBATCH line)")
     return value
+
+
+def _rank_groups(view: ClusterView) -> tuple[str, ...]:
+    """The job's possible hosts as groups that share the fastest links (a multi-node NVLink domain, else a leaf
+    switch), groups and hosts in natural name order: ranks filled group by group keep neighbours together."""
+    groups: dict[str, list[str]] = {}
+    for leaf, members in view.leaves.items():
+        for h in members:
+            if h in view.hosts:
+                groups.setdefault(view.domain_of.get(h) or f"leaf:{leaf}", []).append(h)
+    ordered = sorted((sorted(hs, key=_natural) for hs in groups.values()), key=lambda hs: _natural(hs[0]))
+    return tuple(compress(hs) for hs in ordered)
+
+
+def _natural(name: str) -> tuple:
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
 
 
 def _block_directives(r: JobRequest, part: Partition, view: ClusterView, nodes: int, gpn: int,

@@ -242,6 +242,11 @@ def test_cli_submit_end_to_end(lab, site, clean):
     nodes = {ln.split(" on ")[1] for ln in lines}
     leaves = leaf_map(lab)
     assert len(nodes) == 2 and len({leaves[h] for h in nodes}) == 1
+    # the rank order the template wrote (SLURM_HOSTFILE, srun --distribution=arbitrary): each host's 8 ranks are
+    # consecutive, hosts in their leaf's order
+    ranks = {h: sorted(int(ln.split()[1]) for ln in lines if ln.endswith(f" on {h}")) for h in nodes}
+    first, second = sorted(nodes)
+    assert ranks[first] == list(range(8)) and ranks[second] == list(range(8, 16)), ranks
     # a refusal from the planner reaches the user as one line, before anything is submitted
     bad = lab.sh(f"cd {d} && {sys.executable} -m slurmtools submit --gpus 40 --tier standard -- true",
                  user="labuser", check=False)

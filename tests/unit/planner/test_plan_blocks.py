@@ -71,3 +71,13 @@ def test_release_without_segments_or_unknown_release_leaves_them_out_with_a_note
 def test_tree_partition_gets_no_segment(nvl):
     p = plan(nvl, partition="ib", tp_size=8)
     assert "segment" not in opts(p) and any("not placed by blocks" in n for n in p.notes)
+
+
+def test_rank_groups_follow_nvlink_domains_for_one_rank_per_gpu_templates(nvl):
+    site, view = nvl
+    mpi = TemplateShape("mpi", tasks="per-gpu", multi_node=True)
+    r = JobRequest(command=("a",), time_limit=3600, user="labuser", account="team", tier="production",
+                   partition="nvl", nodes=8, gpus_per_node=4)
+    p = plan_job(r, site, view, mpi, slurm=release_for("25.11"))
+    assert p.rank_groups == ("gpu[01-04]", "gpu[05-08]", "gpu[09-11]")  # the partition's NVLink domains
+    assert plan(nvl).rank_groups == ()  # one launcher per host (torchrun): no hostfile

@@ -143,7 +143,8 @@ def test_mpi_renders_one_task_per_gpu(site, fabric):
     info, plan = _plan(site, fabric, "mpi", gpus=16, tier="production", template_vars=(("mpi", "pmix"),))
     script = render(plan, info, site.source)
     assert "#SBATCH --ntasks-per-node=8" in script and "#SBATCH --gpu-bind=closest" in script
-    assert "srun --kill-on-bad-exit=1 --mpi=pmix " in script
+    assert "srun --kill-on-bad-exit=1 --distribution=arbitrary --mpi=pmix " in script
+    assert "export SLURM_HOSTFILE=" in script  # the rank order (groups: NVLink domain or leaf switch)
 
 
 def test_site_template_path_overrides_and_unquoted_multiline_values_are_refused(site, fabric, tmp_path, monkeypatch):
