@@ -125,19 +125,22 @@ _SHORT = {c.short: name for name, c in CARRIED.items() if c.short}
 
 
 def directive_words(script: str) -> list[str]:
-    """The words of the script's `#SBATCH` lines, as sbatch reads them: after the `#!` line, up to the first line
-    that is neither blank nor a comment; a `#` starting a word ends the line's options."""
+    """The words of the script's directives, by sbatch's own rules (25.11's opt.c): a line that starts with
+    `#SBATCH` (or the old `#SLURM`) at its first character; other lines whose first non-blank is `#`, and blank
+    lines, are skipped; any other line ends the directives. Quotes group, a backslash escapes, and an unquoted `#`
+    ends the line. (The policy layer reads scripts as job_submit.lua does, which is its own contract.)"""
     words: list[str] = []
     for i, line in enumerate(script.splitlines()):
-        s = line.strip()
-        if i == 0 and s.startswith("#!"):
+        if line.startswith("#SBATCH"):
+            body = line[len("#SBATCH"):]
+        elif line.startswith("#SLURM"):
+            body = line[len("#SLURM"):]
+        elif line.lstrip()[:1] in ("", "#"):
             continue
-        if not s or (s.startswith("#") and not s.startswith("#SBATCH")):
-            continue
-        if not s.startswith("#SBATCH"):
+        else:
             break
         try:
-            lexer = shlex.shlex(s[len("#SBATCH"):], posix=True, punctuation_chars=False)
+            lexer = shlex.shlex(body, posix=True, punctuation_chars=False)
             lexer.whitespace_split = True
             lexer.commenters = "#"
             words += list(lexer)

@@ -71,3 +71,11 @@ def test_what_sbatch_fills_in_itself():
     assert submit_kwargs("#!/bin/sh\ntrue\n", ["-n", "4", "-N", "2"])["ntasks"] == 4
     with pytest.raises(NotCarried, match="--ntasks without --nodes"):
         submit_kwargs("#!/bin/sh\ntrue\n", ["-n", "4"])
+
+
+def test_directive_lines_as_sbatch_reads_them():
+    """Only lines starting with #SBATCH at their first character count (sbatch 25.11, opt.c); an indented one is a
+    comment; an unquoted # inside a word ends the line, a quoted one does not."""
+    script = ('#!/bin/sh\n  #SBATCH -J indented\n#SBATCH --comment=a#b\n#SLURM -p old\n'
+              '#SBATCH --comment="c#d"\ntrue\n')
+    assert directive_words(script) == ["--comment=a", "-p", "old", "--comment=c#d"]
