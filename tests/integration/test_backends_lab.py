@@ -153,9 +153,14 @@ KNOWN_PYSLURM_DIFFERENCES = {"OOMKillStep"}
 
 
 def _job_fields(lab, job: int) -> dict[str, str]:
+    """`scontrol show job` of a job, without the fields that differ by nature; output paths with the job's own id
+    put back to `%j` (only there: a job id can also appear inside a folder name)."""
     out = lab.sh(f"scontrol show job -o {job}").stdout
     rec = dict(tok.split("=", 1) for tok in out.split() if "=" in tok and not tok.startswith("-"))
-    return {k: v.replace(str(job), "%j") for k, v in rec.items() if k not in VOLATILE}
+    for k in ("StdOut", "StdErr"):
+        if k in rec and rec[k].endswith(f"-{job}.out"):
+            rec[k] = rec[k][: -len(f"-{job}.out")] + "-%j.out"
+    return {k: v for k, v in rec.items() if k not in VOLATILE}
 
 
 @pytest.mark.slurm_release("25.11")
