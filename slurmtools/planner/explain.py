@@ -81,7 +81,7 @@ def plan_text(plan: Plan, note: str = "") -> str:
     if plan.rank_groups:
         lines.append(f"rank order: ranks fill one group before the next ({', '.join(plan.rank_groups)}): each is an "
                      "NVLink domain or a leaf switch's hosts, so neighbouring ranks share the fastest links "
-                     "(SLURM_HOSTFILE, srun --distribution=arbitrary)")
+                     "(the template turns it into a host file or node ranks)")
     for n in plan.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines)

@@ -111,8 +111,8 @@ class Plan:
     array_size: int = 0
     output: str = ""
     checkpoint_signal: str | None = None
-    #: rank order for one-rank-per-GPU templates: host groups (hostlist expressions, each an NVLink domain or a
-    #: leaf switch's hosts) in the order ranks fill them, so consecutive ranks share the fastest links
+    #: rank order of multi-node jobs: host groups (hostlist expressions, each an NVLink domain or a leaf switch's
+    #: hosts) in the order ranks fill them, so consecutive ranks share the fastest links
     rank_groups: tuple[str, ...] = ()
 
     def directive(self, option: str) -> Directive | None:
@@ -300,7 +300,7 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
         add("signal", f"B:{signal}@{tier_obj.signal_lead}",
             f"the batch shell gets SIG{signal} {human(tier_obj.signal_lead)} before the time limit (and at preemption, "
             f"with grace {human(tier_obj.grace_time)}); the script forwards it to the step so training can checkpoint")
-    rank_groups = _rank_groups(view) if nodes > 1 and tasks > 1 else ()
+    rank_groups = _rank_groups(view) if nodes > 1 and r.comm != "independent" else ()
     return Plan(request=r, template=tmpl, partition=part.name, tier=tier, qos=tier_obj.qos, account=account,
                 gpu_type=gpu_type, node_type=nt.name, nodes=nodes, gpus_per_node=gpn, tasks_per_node=tasks,
                 cpus_per_gpu=cpus_per_gpu, mem_per_gpu_mb=mem_per_gpu, time_limit=r.time_limit,

@@ -177,6 +177,9 @@ def test_torchrun_template_ranks_agree_across_two_nodes(lab, site, clean):
         by_node.setdefault(r["SLURMD_NODENAME"], []).append(int(r["RANK"]))
     assert len(by_node) == 2 and sorted(len(v) for v in by_node.values()) == [8, 8]
     assert sorted(sorted(v) for v in by_node.values()) == [list(range(8)), list(range(8, 16))]
+    # node ranks in the plan's rank order (static rendezvous): the first host of the leaf's order holds ranks 0-7
+    assert sorted(by_node[min(by_node)]) == list(range(8)), by_node
+    assert "--node-rank=" in script and "--rdzv-backend" not in script
     assert {r["NCCL_IB_HCA"] for r in recs} == {"=" + ",".join(f"mlx5_{i}" for i in range(8))}
     assert {r["SLURM_NTASKS"] for r in recs} == {"2"}  # one launcher task per node
 

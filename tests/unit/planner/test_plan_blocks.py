@@ -73,11 +73,13 @@ def test_tree_partition_gets_no_segment(nvl):
     assert "segment" not in opts(p) and any("not placed by blocks" in n for n in p.notes)
 
 
-def test_rank_groups_follow_nvlink_domains_for_one_rank_per_gpu_templates(nvl):
+def test_rank_groups_follow_nvlink_domains(nvl):
     site, view = nvl
     mpi = TemplateShape("mpi", tasks="per-gpu", multi_node=True)
     r = JobRequest(command=("a",), time_limit=3600, user="labuser", account="team", tier="production",
                    partition="nvl", nodes=8, gpus_per_node=4)
     p = plan_job(r, site, view, mpi, slurm=release_for("25.11"))
     assert p.rank_groups == ("gpu[01-04]", "gpu[05-08]", "gpu[09-11]")  # the partition's NVLink domains
-    assert plan(nvl).rank_groups == ()  # one launcher per host (torchrun): no hostfile
+    assert plan(nvl).rank_groups == p.rank_groups  # one launcher per host (torchrun): node ranks in that order
+    assert plan(nvl, comm="independent").rank_groups == ()  # ranks that do not talk: no order to keep
+    assert plan(nvl, nodes=1).rank_groups == ()

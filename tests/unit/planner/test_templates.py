@@ -44,6 +44,12 @@ while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
 exec "$@"
 """
 DUMP = [sys.executable, "-c", "import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))"]
+# the stand-in scontrol knows one thing, `show hostnames EXPR` (hostlist expansion, by the python-hostlist library)
+FAKE_SCONTROL = f"""#!{sys.executable}
+import sys, hostlist
+assert sys.argv[1:3] == ["show", "hostnames"], sys.argv
+print("\\n".join(hostlist.expand_hostlist(sys.argv[3])))
+"""
 
 
 def _plan(site, fabric, template, **kw):
@@ -59,6 +65,9 @@ def _run(script: str, tmp_path: Path, extra_env=None) -> subprocess.CompletedPro
     srun = bindir / "srun"
     srun.write_text(FAKE_SRUN)
     srun.chmod(srun.stat().st_mode | stat.S_IEXEC)
+    scontrol = bindir / "scontrol"
+    scontrol.write_text(FAKE_SCONTROL)
+    scontrol.chmod(scontrol.stat().st_mode | stat.S_IEXEC)
     path = tmp_path / "job.sh"
     path.write_text(script)
     env = {"PATH": f"{bindir}:{os.environ['PATH']}", "SLURM_JOB_ID": "4242", "SLURM_JOB_NUM_NODES": "1",
@@ -117,21 +126,38 @@ def test_torchrun_launcher_and_hostile_template_vars(site, fabric, tmp_path):
                        template_vars=(("torchrun", launcher), ("master_addr", "127.0.0.1\n#SBATCH --x $(touch PWNED)")))
     script = render(plan, info, site.source)
     assert directive_lines(script) == ["#SBATCH " + d.text for d in plan.directives]
-    r = _run(script, tmp_path, {"SLURM_JOB_NUM_NODES": "2"})
+    # the job got gpu05 and gpu03 (leaf2 and leaf1): rank order puts leaf1's host first; this task runs on gpu05
+    r = _run(script, tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_NODELIST": "gpu[03,05]",
+                                "SLURMD_NODENAME": "gpu05"})
     assert r.returncode == 0, r.stderr
     argv = json.loads((tmp_path / "argv.json").read_text())
     assert argv[0] == "127.0.0.1\n#SBATCH --x $(touch PWNED)"
-    assert argv[1:] == ["--nnodes=2", "--nproc-per-node=8", "--rdzv-backend=c10d",
-                        f"--rdzv-endpoint={argv[0]}:{20000 + 4242 % 20000}", "--rdzv-id=4242",
-                        "train.py", "$(touch PWNED)"]
+    assert argv[1:] == ["--nnodes=2", "--nproc-per-node=8", f"--master-addr={argv[0]}",
+                        f"--master-port={20000 + 4242 % 20000}", "--node-rank=1", "train.py", "$(touch PWNED)"]
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_torchrun_rank_zero_host_is_the_rendezvous_and_one_host_jobs_keep_c10d(site, fabric, tmp_path):
+    launcher = f"{sys.executable} -c \"import json,sys,os; json.dump([os.environ['MASTER_ADDR']]+sys.argv[1:], open('argv.json','w'))\""
+    info, plan = _plan(site, fabric, "torchrun", gpus=16, tier="production", command=("train.py",),
+                       template_vars=(("torchrun", launcher),))
+    env = {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_NODELIST": "gpu[16,01]", "SLURMD_NODENAME": "gpu01"}
+    assert _run(render(plan, info, site.source), tmp_path, env).returncode == 0
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[0] == "gpu01" and "--node-rank=0" in argv  # leaf1 before leaf4
+    info, plan = _plan(site, fabric, "torchrun", gpus=8, tier="production", command=("train.py",),
+                       template_vars=(("torchrun", launcher),))
+    assert plan.rank_groups == ()  # one host: torchrun's own c10d rendezvous, no order to keep
+    assert "--rdzv-backend=c10d" in render(plan, info, site.source)
 
 
 def test_accelerate_passes_machine_rank_per_host(site, fabric, tmp_path):
     launcher = f"{sys.executable} -c \"import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))\""
     info, plan = _plan(site, fabric, "accelerate", gpus=16, tier="production", command=("train.py", "a b"),
                        template_vars=(("accelerate", launcher), ("master_addr", "10.0.0.1")))
-    r = _run(render(plan, info, site.source), tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "1"})
+    r = _run(render(plan, info, site.source), tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "0",
+                                                          "SLURM_JOB_NODELIST": "gpu[03,05]",
+                                                          "SLURMD_NODENAME": "gpu05"})
     assert r.returncode == 0, r.stderr
     argv = json.loads((tmp_path / "argv.json").read_text())
     assert argv == ["--num_machines=2", "--num_processes=16", "--main_process_ip=10.0.0.1",
