@@ -218,6 +218,8 @@ _VALUE_OPTS = {
     "--time-min": None, "--distribution": None, "-m": None, "--gpu-bind": None, "--cpu-bind": None,
     "--reservation": None, "--uid": None, "--gid": None, "--priority": None, "--profile": None,
 }
+#: flags that may also carry a value (`--exclusive`, `--exclusive=topo`); ignored by admission control either way
+_OPTIONAL_VALUE = frozenset({"--exclusive"})
 _MEM = re.compile(r"^(\d+)([KMGT]?)$", re.IGNORECASE)
 _MEM_SCALE = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
@@ -253,7 +255,7 @@ def _apply(values: dict, args: list[str], where: str) -> list[str]:
         if a.startswith("--") and "=" in a:
             opt, val = a.split("=", 1)
             takes = _VALUE_OPTS.get(opt, "unknown")
-            if takes is False:
+            if takes is False and opt not in _OPTIONAL_VALUE:
                 raise RequestError(f"{where} {opt}: takes no value")
         else:
             opt, val = a, None

@@ -42,6 +42,13 @@ def test_gpus_per_socket_count():
     assert r.gpus_by_type() == {"h100": 40}
 
 
+def test_exclusive_with_or_without_a_value():
+    """sbatch's --exclusive[=user|mcs|topo]: the planner writes --exclusive=topo on block partitions (found when the
+    CLI's admission preflight refused the planner's own script)."""
+    script = "#!/bin/sh\n#SBATCH --exclusive=topo\n#SBATCH --segment=2\ntrue\n"
+    assert JobRequest.from_sbatch(["-N", "4", "--exclusive"], script=script).min_nodes == 4
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--gpus-per-socket=h100:4"], "needs --sockets-per-node"),
     (["--gpus=h100:4", "--gpus-per-task=1", "-n", "6"], "both with and without a type"),
