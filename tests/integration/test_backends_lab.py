@@ -141,7 +141,7 @@ CARRIED_CASES = [
      "--exclusive", "--mem=4G", "--comment=two#words"],
     ["-n", "3", "-N", "1", "--gres=gpu:h100:3", "--mem-per-cpu=1000", "-p", "gpu", "-w", "gpu03", "--no-requeue",
      "--gres-flags=enforce-binding"],
-    ["--gpus=h100:2", "-x", "gpu01", "--open-mode=append", "-D", "/tmp"],
+    ["--gpus=h100:2", "-x", "gpu01", "--open-mode=append", "-D", "/tmp", "-C", "leaf2", "-e", "/tmp/same-err.txt"],
     ["-N1-2", "--array=0-3%2", "-t", "1:00:00", "--dependency=singleton"],
     ["--segment=2", "-N4", "-p", "gpu", "-q", "production", "--signal=USR1@300"],
 ]
