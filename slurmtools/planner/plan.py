@@ -15,7 +15,8 @@ from typing import Mapping, Sequence
 
 from slurmtools.durations import human, slurm_time
 from slurmtools.hostlist import compress, expand
-from slurmtools.planner.packing import HostNeed, eligible_by_leaf, first_fit, leaves_of, min_leaves, pack, pack_empty
+from slurmtools.planner.packing import (HostNeed, _natural, eligible_by_leaf, first_fit, leaves_of, min_leaves, pack,
+                                        pack_empty)
 from slurmtools.planner.quality import Estimate, estimate
 from slurmtools.planner.request import BEST_TIER, JobRequest, RequestError
 from slurmtools.planner.view import ClusterView
@@ -470,10 +471,6 @@ def _rank_groups(view: ClusterView) -> tuple[str, ...]:
                 groups.setdefault(view.domain_of.get(h) or f"leaf:{leaf}", []).append(h)
     ordered = sorted((sorted(hs, key=_natural) for hs in groups.values()), key=lambda hs: _natural(hs[0]))
     return tuple(compress(hs) for hs in ordered)
-
-
-def _natural(name: str) -> tuple:
-    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
 
 
 def _block_directives(r: JobRequest, part: Partition, view: ClusterView, nodes: int, gpn: int,
