@@ -173,7 +173,7 @@ def gpu_counts(text: str | None) -> dict[str, int]:
         item = item.strip(" \t\n\r\f\v")
         if item.startswith("gres:") or item.startswith("gres/"):
             item = item[5:]
-        # 23.02 and later write some counts as `gpu:h100=2` (tres_per_task), 22.05 as `gpu:h100:2`
+        # 25.11 writes tres_per_task counts as `gpu:h100=2` (measured), 22.05 as `gpu:h100:2`
         item, eq, count_text = item.partition("=")
         parts = item.split(":")
         if parts[0] != "gpu":
