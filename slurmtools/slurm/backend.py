@@ -11,7 +11,7 @@ import abc
 from datetime import datetime
 from typing import Mapping, Sequence
 
-from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo
+from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo, UserAssociations
 
 
 class Backend(abc.ABC):
@@ -63,6 +63,18 @@ class Backend(abc.ABC):
     def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
                    all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:
         """Accounting records of jobs active in [start, end). `duplicates` keeps every run of a requeued job."""
+
+    def associations(self, user: str) -> UserAssociations:
+        """The user's associations (account, allowed QoS) and default account, as sbatch will check them.
+        No rows: accounting has no association for the user. Raises SlurmUnavailable when accounting cannot be
+        asked."""
+        from slurmtools.errors import SlurmUnavailable
+
+        raise SlurmUnavailable(self.name, f"the {self.name} backend cannot read Slurm's associations")
+
+    def accounting_users(self) -> list[str]:
+        """Every user name Slurm's accounting knows (to name them when a user is unknown)."""
+        return []
 
     @abc.abstractmethod
     def update_job(self, job_id: int, **fields: str) -> None:

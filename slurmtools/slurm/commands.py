@@ -18,13 +18,19 @@ from slurmtools.durations import parse_duration
 from slurmtools.errors import SlurmError, SlurmUnavailable
 from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
-from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo
+from slurmtools.slurm.model import (AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo, QosInfo,
+                                    UserAssociations)
 from slurmtools.slurm.readers.common import check_errors as _check_errors, num as _num, ts as _ts
 from slurmtools.slurm.tres import parse_tres
 
 _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out",
                 "Zero Bytes were transmitted", "Munge encode failed", "Could not establish a configuration source",
                 "Invalid communication protocol", "Unable to establish controller machine")
+
+#: sacctmgr association fields the identity check reads, in this order (the same names in 22.05 and 25.11)
+ASSOC_FIELDS = ("Cluster", "Account", "User", "Partition", "QOS", "DefaultQOS")
+#: a user name that can go into a `sacctmgr ... where` clause as one name (no list, no clause of its own)
+_USER_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._@-]*\$?$")
 
 #: sacct fields the accounting query reads (22.05 names; `restarts` does not exist there)
 #: JobName comes last: it is the one free-text field, and a "|" inside it can then be put back together
@@ -199,6 +205,19 @@ class CommandBackend(Backend):
                                max_wall_s=parse_duration(wall) if wall else None))
         return out
 
+    def associations(self, user: str) -> UserAssociations:
+        if not _USER_NAME.match(user or ""):
+            raise SlurmError("sacctmgr", f"{user!r} is not a user name sacctmgr can look up")
+        assoc = self.run(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}",
+                          "format=" + ",".join(ASSOC_FIELDS)])
+        default = self.run(["sacctmgr", "-n", "-P", "show", "user", "where", f"name={user}",
+                            "format=User,DefaultAccount"])
+        return parse_associations(user, assoc, default)
+
+    def accounting_users(self) -> list[str]:
+        out = self.run(["sacctmgr", "-n", "-P", "show", "user", "format=User"])
+        return sorted({ln.strip() for ln in out.splitlines() if ln.strip()})
+
     def accounting_dump(self, start: datetime, end: datetime, fields: Sequence[str] = ACCT_FIELDS,
                         job_ids: Sequence[int] | None = None, all_users: bool = True, steps: bool = True,
                         duplicates: bool = True) -> str:
@@ -231,6 +250,30 @@ def _check_errors(cmd: str, data: dict) -> None:
     if errs:
         e = errs[0]
         raise SlurmError(cmd, f"{cmd}: error: {e.get('error') or e.get('description') or e}")
+
+
+def parse_associations(user: str, assoc_text: str, user_text: str) -> UserAssociations:
+    """`sacctmgr -nP show assoc where user=U format=<ASSOC_FIELDS>` and `sacctmgr -nP show user where name=U
+    format=User,DefaultAccount` -> the user's associations. Rows of other users (none expected) are dropped."""
+    rows = []
+    for ln in assoc_text.splitlines():
+        if not ln.strip():
+            continue
+        parts = ln.split("|")
+        if len(parts) < len(ASSOC_FIELDS):
+            raise SlurmError("sacctmgr", f"sacctmgr show assoc: expected {len(ASSOC_FIELDS)} fields "
+                                         f"({','.join(ASSOC_FIELDS)}), got {ln!r}")
+        cluster, account, who, partition, qos, default_qos = parts[:len(ASSOC_FIELDS)]
+        if who != user:
+            continue
+        rows.append(Association(cluster=cluster, account=account, user=who, partition=partition,
+                                qos=tuple(q for q in qos.split(",") if q), default_qos=default_qos))
+    default = None
+    for ln in user_text.splitlines():
+        name, _, acct = ln.strip().partition("|")
+        if name == user and acct:
+            default = acct
+    return UserAssociations(user=user, default_account=default, rows=tuple(rows))
 
 
 def parse_kv_line(line: str) -> dict[str, str]:

@@ -121,3 +121,24 @@ class AcctRecord:
     @property
     def gpu_seconds(self) -> float:
         return self.alloc_gpus * self.elapsed_s
+
+
+@dataclass(frozen=True)
+class Association:
+    """One of a user's rows in Slurm's association table: what sbatch checks a job's account and QoS against."""
+
+    cluster: str
+    account: str
+    user: str
+    partition: str  # "" when the row holds for every partition
+    qos: tuple[str, ...]  # the QoS the user may ask for under this account (inherited ones included)
+    default_qos: str = ""  # "" when none is set (or the backend cannot read it)
+
+
+@dataclass(frozen=True)
+class UserAssociations:
+    """Everything Slurm's accounting knows of one user's right to submit: empty `rows` means sbatch refuses them."""
+
+    user: str
+    default_account: str | None
+    rows: tuple[Association, ...] = ()

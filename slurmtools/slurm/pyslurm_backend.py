@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 from slurmtools.errors import SlurmError
 from slurmtools.hostlist import expand
 from slurmtools.slurm.commands import CommandBackend
-from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo
+from slurmtools.slurm.model import AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo, UserAssociations
 from slurmtools.slurm.tres import gpus_in, parse_tres
 
 
@@ -115,6 +115,23 @@ class PyslurmBackend(CommandBackend):
                 for s in (j.steps or {}).values():
                     out.append(acct_record(j, s))
         return out
+
+    def associations(self, user: str) -> UserAssociations:
+        """Through `pyslurm.db.Associations` (filtered by user); the default account is the row Slurm marks as
+        default. pyslurm 25.11.2 has no default QoS (def_qos_id) on an association, so `default_qos` stays "";
+        the names of every user (`accounting_users`) are sacctmgr's, inherited."""
+        import pyslurm.db as db
+
+        found = _rpc("sacctmgr show assoc", db.Associations.load, db.AssociationFilter(users=[user]))
+        rows, default = [], None
+        for a in sorted(found.values(), key=lambda a: (a.cluster or "", a.account or "", a.partition or "")):
+            if a.user != user:
+                continue
+            rows.append(Association(cluster=a.cluster or "", account=a.account or "", user=a.user,
+                                     partition=a.partition or "", qos=tuple(a.qos or ())))
+            if a.is_default:
+                default = a.account
+        return UserAssociations(user=user, default_account=default, rows=tuple(rows))
 
     # -- acting -------------------------------------------------------------------------------------------------
     def submit(self, script: str, options: Sequence[str] = (), env: Mapping[str, str] | None = None,
