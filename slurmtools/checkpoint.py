@@ -259,13 +259,22 @@ class Checkpointer:
     # -- signals
 
     def install(self) -> None:
-        """Install the flag-setting handlers (main thread only, as Python requires)."""
+        """Install the flag-setting handlers (main thread only, as Python requires), then tell the batch wiring
+        that this program handles the warning signal: until then the wiring keeps it from the program, which a
+        signal it does not handle would kill."""
         for name in self._names:
             try:
                 signum = getattr(signal, "SIG" + name)
             except AttributeError:
                 raise CheckpointError(f"checkpoint: unknown signal {name!r}") from None
             signal.signal(signum, self._on_signal)
+        if self.job_id:
+            promise = signal_promise_path(self.job_id)
+            try:
+                promise.touch(mode=0o644, exist_ok=True)
+            except OSError as e:
+                self.log(f"could not leave {promise} (the batch wiring then keeps the warning signal from this "
+                         f"program unless SLURMTOOLS_FORWARD_SIGNAL=1): {e.strerror or e}")
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if self._got is None:  # the first signal decides; a later SIGTERM does not erase a USR1
@@ -449,6 +458,15 @@ def job_scratch_path(job_id: str | int) -> Path:
     """The per-job scratch folder the epilog cleans up (site pattern in SLURMTOOLS_SCRATCH_PATTERN)."""
     pattern = os.environ.get("SLURMTOOLS_SCRATCH_PATTERN") or "/tmp/slurmtools-job-{job_id}"
     return Path(pattern.replace("{job_id}", str(job_id)))
+
+
+def signal_promise_path(job_id: str | int) -> Path:
+    """Where the library says "this program handles the warning signal" (the batch wiring passes the signal on only
+    then). Every process on the batch host leaves it, so whichever rank runs there is enough."""
+    env = os.environ.get("SLURMTOOLS_SIGNAL_PROMISE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("TMPDIR") or "/tmp") / f"slurmtools-handles-signal-{job_id}"
 
 
 def requeue_marker_path(job_id: str | int) -> Path:

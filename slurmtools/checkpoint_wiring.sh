@@ -6,22 +6,60 @@
 #   slurmtools_run srun python train.py     # or: slurmtools_run python train.py
 #
 # Why: Slurm signals the batch shell, not the training process; bash runs a trap only after the foreground
-# child ends, so the step runs in the background and the shell waits, forwarding each signal to it.
+# child ends, so the step runs in the background and the shell waits, passing signals on to it.
+# The warning signals (USR1, USR2) reach the program only when it has said it handles them: slurmtools.checkpoint
+# leaves a promise file when it installs its handlers, or the script sets SLURMTOOLS_FORWARD_SIGNAL=1. Any other
+# program would die of the signal: it keeps running instead, and at the end of the grace time Slurm stops it and
+# queues it again (PreemptMode=REQUEUE), so a preempted plain program is requeued intact, never FAILED. Where
+# Slurm itself requeues a preempted job that ends in its grace time (the plan sets
+# SLURMTOOLS_PREEMPTED_EXIT_REQUEUED=1 for such a release), the program is stopped at the warning instead.
+# TERM and INT (Slurm's own stop, scancel) are always passed on.
 # The handlers use builtins only: a handler that forks (e.g. $(date)) crashed bash 5.2 during `wait`.
 # After the step ends, a requeue request left by the library (when it could not run scontrol itself, e.g. in a
 # container) is carried out here with `scontrol requeue`.
 
+_slurmtools_warning() {  # trap handler: builtins only
+    if [ "${SLURMTOOLS_FORWARD_SIGNAL:-0}" = 1 ] || [ -e "$_slurmtools_promise" ]; then
+        kill -"$1" "$_slurmtools_child" 2>/dev/null
+    else
+        _slurmtools_held=$1
+    fi
+}
+
+_slurmtools_held_warning() {  # runs after the trap, in normal code: may ask Slurm
+    # Where Slurm requeues a preempted job that ends within its grace time (SLURMTOOLS_PREEMPTED_EXIT_REQUEUED=1,
+    # from the plan's Slurm release), the program is stopped at once: it would lose the same work at the end of
+    # the grace time, and a job still running then gets its next run requeued too (Slurm 25.11.7).
+    if [ "${SLURMTOOLS_PREEMPTED_EXIT_REQUEUED:-0}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ] \
+       && scontrol show job "$SLURM_JOB_ID" 2>/dev/null | grep -q 'PreemptTime=[0-9]'; then
+        echo "slurmtools: SIG$1: the job is preempted and the program has not said it handles the warning: it is" \
+             "stopped now, and Slurm requeues the job" >&2
+        kill -TERM "$_slurmtools_child" 2>/dev/null
+        return
+    fi
+    echo "slurmtools: SIG$1 (preemption or time-limit warning) not passed on: the program has not said it" \
+         "handles it (slurmtools.checkpoint does; or SLURMTOOLS_FORWARD_SIGNAL=1); a preempted run is stopped" \
+         "and requeued by Slurm when the grace time ends" >&2
+}
+
 slurmtools_run() {
+    _slurmtools_promise="${SLURMTOOLS_SIGNAL_PROMISE:-${TMPDIR:-/tmp}/slurmtools-handles-signal-${SLURM_JOB_ID:-none}}"
+    rm -f -- "$_slurmtools_promise"  # a previous run's promise is not this run's
+    _slurmtools_held=
     "$@" &
     _slurmtools_child=$!
-    trap 'kill -USR1 "$_slurmtools_child" 2>/dev/null' USR1
-    trap 'kill -USR2 "$_slurmtools_child" 2>/dev/null' USR2
+    trap '_slurmtools_warning USR1' USR1
+    trap '_slurmtools_warning USR2' USR2
     trap 'kill -TERM "$_slurmtools_child" 2>/dev/null' TERM
     trap 'kill -INT "$_slurmtools_child" 2>/dev/null' INT
     local rc
     while :; do
         wait "$_slurmtools_child"
         rc=$?
+        if [ -n "$_slurmtools_held" ]; then
+            _slurmtools_held_warning "$_slurmtools_held"
+            _slurmtools_held=
+        fi
         # above 128: either a trap interrupted the wait (child still alive: wait again) or the child died of a signal
         if [ "$rc" -gt 128 ] && kill -0 "$_slurmtools_child" 2>/dev/null; then
             continue
@@ -34,6 +72,7 @@ slurmtools_run() {
         [ "$again" -ne 127 ] && rc=$again
     fi
     trap - USR1 USR2 TERM INT
+    rm -f -- "$_slurmtools_promise"
     local marker="${SLURMTOOLS_REQUEUE_MARKER:-${TMPDIR:-/tmp}/slurmtools-requeue-${SLURM_JOB_ID:-none}}"
     if [ -n "${SLURM_JOB_ID:-}" ] && [ -f "$marker" ]; then
         rm -f -- "$marker"

@@ -28,8 +28,13 @@ NodesOpt = typer.Option(None, "--nodes", help="Number of hosts (with --gpus-per-
 GpnOpt = typer.Option(None, "--gpus-per-node", help="GPUs on each host")
 TypeOpt = typer.Option(None, "--gpu-type", help="GPU type, e.g. h100 (default: the partition's only type)")
 TimeOpt = typer.Option("1h", "--time", help='Time limit: "90m", "2h", "1d", "2-00:00:00"')
-TierOpt = typer.Option("best", "--tier", help='Tier (QoS) name, or "best": the highest-priority tier you may use '
-                                              "that fits the job")
+TierOpt = typer.Option(None, "--tier", help='Tier (QoS) name (default: the site\'s default tier), or "best": the '
+                                            "highest-priority tier you may use that fits the job (the plan says when "
+                                            "that falls back to a lower tier)")
+SignalOpt = typer.Option(False, "--handles-signal", help="Your program handles the warning signal (SIGUSR1 at "
+                                                        "preemption and before the time limit) itself: pass it on. "
+                                                        "Without this, only programs using slurmtools.checkpoint get "
+                                                        "it; others run on and are requeued intact when preempted")
 CommOpt = typer.Option("allreduce", "--comm", help="How the ranks talk: allreduce | tensor-parallel | pipeline | "
                                                    "independent")
 TemplateOpt = typer.Option(None, "--template", help="Template name (see `slurmtools templates list`); default from "
@@ -66,7 +71,7 @@ def _pairs(values: Optional[List[str]], option: str) -> tuple[tuple[str, str], .
 
 
 def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-             output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None):
+             output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None, handles_signal=False):
     import shlex
 
     from slurmtools.durations import parse_duration
@@ -92,7 +97,7 @@ def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, n
                       gpu_type=gpu_type, time_limit=seconds, tier=tier, comm=comm, template=template, name=name,
                       account=account, user=user, partition=partition, output_dir=output_dir, workdir=workdir,
                       env=_pairs(env, "--env"), template_vars=_pairs(var, "--var"), sweep=tuple(sweeps),
-                      max_wait=wait, tp_size=tp_size)
+                      max_wait=wait, tp_size=tp_size, handles_signal=handles_signal)
 
 
 def _plan_and_render(req, site, state):
@@ -114,11 +119,12 @@ def _plan_and_render(req, site, state):
 # ------------------------------------------------------------------------------------------------ commands
 def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,
          gpus_per_node: Optional[int] = GpnOpt, gpu_type: Optional[str] = TypeOpt, time: str = TimeOpt,
-         tier: str = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt, name: str = NameOpt,
+         tier: Optional[str] = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt, name: str = NameOpt,
          account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
          output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
          var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt, max_wait: Optional[str] = WaitOpt,
-         tp_size: Optional[int] = TpOpt, idle: bool = IdleOpt, slurm_version: Optional[str] = SlurmVersionOpt,
+         tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt, idle: bool = IdleOpt,
+         slurm_version: Optional[str] = SlurmVersionOpt,
          site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
     from slurmtools.cli.common import load_site
@@ -126,7 +132,7 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal)
     site = load_site(site_path)
     state = gather(site, idle=idle, slurm_version=slurm_version)
     p, info, script = _plan_and_render(req, site, state)
@@ -143,11 +149,12 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
 
 def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,
            gpus_per_node: Optional[int] = GpnOpt, gpu_type: Optional[str] = TypeOpt, time: str = TimeOpt,
-           tier: str = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt, name: str = NameOpt,
+           tier: Optional[str] = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt, name: str = NameOpt,
            account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
            output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
            var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt,
-           max_wait: Optional[str] = WaitOpt, tp_size: Optional[int] = TpOpt, site_path: Optional[str] = SiteOpt,
+           max_wait: Optional[str] = WaitOpt, tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt,
+           site_path: Optional[str] = SiteOpt,
            json_out: bool = JsonOpt) -> None:
     """Plan, check admission (when the policy layer is installed), sbatch, and print the job id and output path."""
     import os
@@ -157,7 +164,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal)
     site = load_site(site_path)
     state = gather(site)
     if state.backend is None:

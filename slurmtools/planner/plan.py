@@ -164,7 +164,7 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     if nodes > 1 and not tmpl.multi_node:
         raise RequestError("--template", f"template {tmpl.name} runs on one node, but the job needs {nodes} nodes")
     total = nodes * gpn
-    tier, account = _tier(r, site, part, total, nodes)
+    tier, account = _tier(r, site, part, total, nodes, notes)
     # CPUs and memory per GPU: the GPU's own socket's share, so --gres-flags=enforce-binding can be met.
     gpus_per_socket = max(1, nt.gpus // nt.sockets)
     cpus_per_gpu = max(1, (nt.cores_per_socket * nt.threads_per_core) // gpus_per_socket)
@@ -245,7 +245,6 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
         env.append(("NCCL_IB_HCA", "=" + ",".join(hcas)))
         if len(nt.nics) >= nt.gpus:
             env.append(("NCCL_CROSS_NIC", "0"))
-    env.extend(r.env)
 
     d: list[Directive] = []
     add = lambda o, v, why: d.append(Directive(o, v, why))  # noqa: E731
@@ -295,12 +294,27 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     signal = None
     if tier_obj.preemptible:
         signal = tier_obj.checkpoint_signal
+        lead, why_lead = signal_lead(tier_obj.signal_lead, r.time_limit)
+        if why_lead:
+            notes.append(why_lead)
         add("requeue", None, f"tier {tier} is preemptible (by {', '.join(tier_obj.preempted_by)}): a preempted run is "
                              "queued again instead of lost")
         add("open-mode", "append", "a requeued run appends to the same output file instead of truncating it")
-        add("signal", f"B:{signal}@{tier_obj.signal_lead}",
-            f"the batch shell gets SIG{signal} {human(tier_obj.signal_lead)} before the time limit (and at preemption, "
-            f"with grace {human(tier_obj.grace_time)}); the script forwards it to the step so training can checkpoint")
+        when = (f"{human(lead)} before the time limit and at preemption" if lead else "at preemption only")
+        to = ("the script passes it on to your program (--handles-signal)" if r.handles_signal else
+              "the script passes it on only to a program that said it handles it (slurmtools.checkpoint does); "
+              "any other program runs on and Slurm requeues it, intact, when the grace time ends")
+        add("signal", f"B:{signal}@{lead}",
+            f"the batch shell gets SIG{signal} {when} (grace {human(tier_obj.grace_time)}); {to}")
+        env.append(("SLURMTOOLS_SIGNAL_LEAD", str(lead)))
+        if r.handles_signal:
+            env.append(("SLURMTOOLS_FORWARD_SIGNAL", "1"))
+        elif slurm is not None and slurm.preempted_exit_requeued:
+            # the wiring stops a program that keeps no checkpoint at preemption: Slurm requeues it cleanly
+            env.append(("SLURMTOOLS_PREEMPTED_EXIT_REQUEUED", "1"))
+    elif r.handles_signal:
+        notes.append(f"--handles-signal: tier {tier} is never preempted; no warning signal is asked for")
+    env.extend(r.env)  # the user's last: they may override ours
     rank_groups = _rank_groups(view) if nodes > 1 and r.comm != "independent" else ()
     return Plan(request=r, template=tmpl, partition=part.name, tier=tier, qos=tier_obj.qos, account=account,
                 gpu_type=gpu_type, node_type=nt.name, nodes=nodes, gpus_per_node=gpn, tasks_per_node=tasks,
@@ -393,7 +407,8 @@ def _user_accounts(site: Site, user: str) -> list[str]:
     return [a.name for a in site.accounts.values() if user in a.users]
 
 
-def _tier(r: JobRequest, site: Site, part: Partition, gpus: int, nodes: int) -> tuple[str, str | None]:
+def _tier(r: JobRequest, site: Site, part: Partition, gpus: int, nodes: int,
+          notes: list[str]) -> tuple[str, str | None]:
     user = r.user or _whoami()
     if r.account:
         if r.account not in site.accounts:
@@ -419,31 +434,60 @@ def _tier(r: JobRequest, site: Site, part: Partition, gpus: int, nodes: int) -> 
             return f"{human(r.time_limit)} is over partition {part.name}'s {human(part.max_time)} time limit"
         return None
 
-    if r.tier != BEST_TIER:
-        if r.tier not in site.tiers:
-            raise RequestError("--tier", f"unknown tier {r.tier!r} (known: {', '.join(site.tiers)}, or best)")
-        why = misfit(site.tiers[r.tier])
-        if why:
-            raise RequestError("--tier", why)
-        return r.tier, account
-    reasons = []
-    for t in site.tiers_by_priority():
-        why = misfit(t)
-        if why is None:
-            return t.name, account
-        reasons.append(why)
-    raise RequestError("--tier", "no tier fits: " + "; ".join(reasons))
+    if r.tier == BEST_TIER:
+        reasons = []
+        for t in site.tiers_by_priority():
+            why = misfit(t)
+            if why is None:
+                if reasons:  # a fallback is the user's choice (--tier best), and the plan says so
+                    notes.append(f"--tier best: tier {t.name} ({_preemption(t)}) because " + "; ".join(reasons))
+                return t.name, account
+            reasons.append(why)
+        raise RequestError("--tier", "no tier fits: " + "; ".join(reasons))
+    name = r.tier if r.tier is not None else site.default_tier
+    if name not in site.tiers:
+        raise RequestError("--tier", f"unknown tier {name!r} (known: {', '.join(site.tiers)}, or best)")
+    why = misfit(site.tiers[name])
+    if why:
+        fits = [f"{t.name} ({_preemption(t)})" for t in site.tiers_by_priority() if misfit(t) is None]
+        which = "the tier you asked for" if r.tier is not None else "the site's default tier"
+        raise RequestError("--tier", f"{why} ({which}); "
+                           + (f"tiers that fit: {', '.join(fits)}: choose one with --tier" if fits
+                              else "no tier fits"))
+    return name, account
+
+
+def _preemption(t: Tier) -> str:
+    return f"preemptible by {', '.join(t.preempted_by)}" if t.preemptible else "never preempted"
 
 
 def _tier_why(r: JobRequest, t: Tier, gpus: int, nodes: int) -> str:
-    how = "the tier you asked for" if r.tier != BEST_TIER else "the highest-priority tier you may use that fits"
+    how = {None: "the site's default tier", BEST_TIER: "the highest-priority tier you may use that fits"}.get(
+        r.tier, "the tier you asked for")
     lim = []
     if t.max_gpus_per_job:
         lim.append(f"{gpus} <= {t.max_gpus_per_job} GPUs per job")
     if t.max_nodes:
         lim.append(f"{nodes} <= {t.max_nodes} nodes")
-    pre = (f"preemptible by {', '.join(t.preempted_by)}" if t.preemptible else "never preempted")
-    return f"tier {t.name}: {how} ({pre}; limits checked: {', '.join(lim) or 'none'})"
+    return f"tier {t.name}: {how} ({_preemption(t)}; limits checked: {', '.join(lim) or 'none'})"
+
+
+def signal_lead(tier_lead: int, time_limit: int) -> tuple[int, str | None]:
+    """The --signal lead that fits the time limit, and why it differs from the tier's (None: it does not).
+
+    Slurm sends the warning when at most lead + 30 s remain and checks every 30 s (measured: up to 60 s early),
+    so a lead near the time limit warns at start. Kept within half the time limit, the warning comes after the
+    job has run; below 4 minutes there is no room for one, and @0 warns at preemption only."""
+    if 2 * tier_lead <= time_limit:
+        return tier_lead, None
+    if time_limit >= 240:
+        lead = time_limit // 2
+        return lead, (f"--signal lead shortened from the tier's {human(tier_lead)} to {human(lead)}, half the "
+                      f"{human(time_limit)} time limit: Slurm sends the warning up to 60 s early, so the tier's lead "
+                      "would warn at or near the start")
+    return 0, (f"--signal lead 0 (no time-limit warning, the warning comes at preemption only): a "
+               f"{human(time_limit)} time limit leaves no room for the tier's {human(tier_lead)} lead, and Slurm "
+               "sends the warning up to 60 s early")
 
 
 def _whoami() -> str:

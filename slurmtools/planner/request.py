@@ -32,7 +32,9 @@ class JobRequest:
     gpus_per_node: int | None = None
     gpu_type: str | None = None
     time_limit: int = 3600  # seconds
-    tier: str = BEST_TIER  # a tier name, or "best": the highest-priority tier this user may use that fits
+    #: a tier name; "best": the highest-priority tier this user may use that fits (a fallback the plan states);
+    #: None: the site's default tier
+    tier: str | None = None
     comm: str = "allreduce"
     template: str | None = None  # None: chosen from the job's shape
     name: str = "job"
@@ -47,6 +49,8 @@ class JobRequest:
     max_wait: int | None = None  # cap on the wait for a tighter placement, seconds; None: planner default
     #: GPUs in one tensor-parallel group (they exchange activations every layer): sizes --segment on block fabrics
     tp_size: int | None = None
+    #: the program handles the warning signal itself (else only slurmtools.checkpoint's promise lets it through)
+    handles_signal: bool = False
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:

@@ -174,25 +174,92 @@ def test_real_signal_then_resume_gives_uninterrupted_result(tmp_path, sig):
     assert sorted(steps) == list(range(40))  # every step ran exactly once: none lost, none repeated
 
 
-def test_wiring_forwards_signals_to_background_step(tmp_path):
-    """bash batch-script wiring: USR1 to the shell reaches the training process, which saves and exits."""
-    ck, log = tmp_path / "ck", tmp_path / "log"
+def _run_wiring_job(tmp_path, command: str, env: dict[str, str], ready, signum=signal.SIGUSR1):
     script = tmp_path / "job.sh"
     script.write_text(f"""#!/bin/bash
 source {C.wiring_path()}
-slurmtools_run {sys.executable} {TRAINER} {ck} {log} --steps 400 --step-seconds 0.02
+slurmtools_run {command}
 echo "rc=$?"
 """)
-    p = subprocess.Popen(["bash", str(script)], env=no_slurm_env(), stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(["bash", str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
-    while time.time() < deadline and not (log.exists() and log.read_text().count(" step ") >= 5):
+    while time.time() < deadline and not ready():
         time.sleep(0.01)
-    p.send_signal(signal.SIGUSR1)
-    out, _ = p.communicate(timeout=60)
+    assert ready(), "the step never got going"
+    p.send_signal(signum)
+    return p.communicate(timeout=60)
+
+
+def test_wiring_passes_the_warning_on_when_the_script_says_so(tmp_path):
+    """SLURMTOOLS_FORWARD_SIGNAL=1 (the plan's --handles-signal): USR1 to the shell reaches the training process,
+    which saves and exits (here the trainer's handlers are installed but it is not in a job, so it leaves no
+    promise of its own)."""
+    ck, log = tmp_path / "ck", tmp_path / "log"
+    out, _ = _run_wiring_job(tmp_path, f"{sys.executable} {TRAINER} {ck} {log} --steps 400 --step-seconds 0.02",
+                             no_slurm_env(SLURMTOOLS_FORWARD_SIGNAL="1"),
+                             lambda: log.exists() and log.read_text().count(" step ") >= 5)
     lines = log.read_text().splitlines()
     assert any(" saved " in ln and "signal=USR1" in ln for ln in lines), lines
     assert not any(" done " in ln for ln in lines)
     assert out.strip() == "rc=0"
+
+
+def test_wiring_passes_the_warning_on_once_the_library_promised_to_handle_it(tmp_path):
+    """In a job, the Checkpointer leaves its promise when it installs its handlers; then the warning reaches it."""
+    ck, log = tmp_path / "ck", tmp_path / "log"
+    promise = tmp_path / "promise"
+    env = no_slurm_env(SLURM_JOB_ID="4243", SLURMTOOLS_SIGNAL_PROMISE=str(promise),
+                       SLURMTOOLS_REQUEUE_MARKER=str(tmp_path / "requeue"), PATH="/usr/bin:/bin")
+    out, err = _run_wiring_job(tmp_path, f"{sys.executable} {TRAINER} {ck} {log} --steps 400 --step-seconds 0.02",
+                               env, lambda: log.exists() and log.read_text().count(" step ") >= 5)
+    lines = log.read_text().splitlines()
+    assert any(" saved " in ln and "signal=USR1" in ln for ln in lines), (lines, err)
+    assert not promise.exists()  # the wiring clears it when the step ends: the next run must promise again
+
+
+def test_wiring_keeps_the_warning_from_a_program_that_did_not_promise(tmp_path):
+    """A plain program (here one that USR1 would kill) keeps running through the warning and ends normally:
+    under Slurm, a preempted run is then stopped and requeued by Slurm at the end of the grace time, intact."""
+    started = tmp_path / "started"
+    code = f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(1.5); print('finished')"
+    prog = tmp_path / "plain.py"
+    prog.write_text(code)
+    # a stale promise from an earlier run of the same job id must not count
+    promise = tmp_path / "promise"
+    promise.touch()
+    out, err = _run_wiring_job(tmp_path, f"{sys.executable} {prog}",
+                               no_slurm_env(SLURM_JOB_ID="4244", SLURMTOOLS_SIGNAL_PROMISE=str(promise)),
+                               started.exists)
+    assert out.split() == ["finished", "rc=0"], (out, err)
+    assert "SIGUSR1 (preemption or time-limit warning) not passed on" in err
+
+
+def test_wiring_stops_a_preempted_plain_program_where_slurm_requeues_it(tmp_path):
+    """SLURMTOOLS_PREEMPTED_EXIT_REQUEUED=1 (a release that requeues a preempted job ending in its grace time): the
+    wiring asks Slurm whether the warning was a preemption and, if so, stops the program at once. The `scontrol`
+    here is a stand-in answering like `scontrol show job` of a preempted job: this tests our bash (the 25.11 lab
+    test proves Slurm's side)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "scontrol").write_text("#!/bin/sh\necho 'JobId=4245 JobState=RUNNING PreemptTime=2026-11-23T22:00:00'\n")
+    (bindir / "scontrol").chmod(0o755)
+    started = tmp_path / "started"
+    prog = tmp_path / "plain.py"
+    prog.write_text(f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(30)")
+    env = no_slurm_env(SLURM_JOB_ID="4245", SLURMTOOLS_SIGNAL_PROMISE=str(tmp_path / "promise"),
+                       SLURMTOOLS_PREEMPTED_EXIT_REQUEUED="1", PATH=f"{bindir}:/usr/bin:/bin")
+    out, err = _run_wiring_job(tmp_path, f"{sys.executable} {prog}", env, started.exists)
+    assert out.strip() == f"rc={128 + signal.SIGTERM}", (out, err)
+    assert "the job is preempted" in err
+
+
+def test_wiring_always_passes_term_on(tmp_path):
+    """Slurm's own stop (SIGTERM at the end of the grace time, scancel) reaches every program."""
+    started = tmp_path / "started"
+    prog = tmp_path / "plain.py"
+    prog.write_text(f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(30)")
+    out, _ = _run_wiring_job(tmp_path, f"{sys.executable} {prog}", no_slurm_env(), started.exists, signal.SIGTERM)
+    assert out.strip() == f"rc={128 + signal.SIGTERM}"
 
 
 def test_requeue_marker_when_no_scontrol_and_wiring_acts_on_it(tmp_path):

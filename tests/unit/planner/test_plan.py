@@ -86,13 +86,29 @@ def test_job_that_does_not_fit_now_queues_with_the_empty_optimum(site, fabric):
     assert opts(p)["switches"].startswith("1@")
 
 
+def test_default_tier_is_the_sites(site, fabric):
+    v = from_fabric(fabric)
+    p = plan_job(req(gpus=8, tier=None), site, v, TORCHRUN)
+    assert site.default_tier == "standard" and p.tier == "standard"
+    assert "the site's default tier" in p.directive("qos").why
+    # over the default tier's limit: refused, naming the tiers that fit; never a silent move to another tier
+    with pytest.raises(ConfigError, match=r"--tier: 64 GPUs is over tier standard's 32 GPUs per job \(the site's "
+                                          r"default tier\); tiers that fit: production \(never preempted\), "
+                                          r"scavenger"):
+        plan_job(req(gpus=64, tier=None), site, v, TORCHRUN)
+
+
 def test_best_tier_and_limits(site, fabric):
     v = from_fabric(fabric)
-    assert plan_job(req(gpus=64), site, v, TORCHRUN).tier == "production"
-    # 96 GPUs: over production's 64 and standard's 32; scavenger allows 128 for up to 12 h
-    assert plan_job(req(gpus=96, time_limit=3600), site, v, TORCHRUN).tier == "scavenger"
+    p = plan_job(req(gpus=64, tier="best"), site, v, TORCHRUN)
+    assert p.tier == "production" and not any("--tier best" in n for n in p.notes)
+    # 96 GPUs: over production's 64 and standard's 32; scavenger allows 128 for up to 12 h; the fallback is stated
+    p = plan_job(req(gpus=96, time_limit=3600, tier="best"), site, v, TORCHRUN)
+    assert p.tier == "scavenger"
+    assert any(n.startswith("--tier best: tier scavenger (preemptible by production, standard) because 96 GPUs "
+                            "is over tier production's 64") for n in p.notes), p.notes
     with pytest.raises(ConfigError, match="--tier: no tier fits"):
-        plan_job(req(gpus=96, time_limit=86400), site, v, TORCHRUN)
+        plan_job(req(gpus=96, time_limit=86400, tier="best"), site, v, TORCHRUN)
     with pytest.raises(ConfigError, match="--tier: 40 GPUs is over tier standard's 32"):
         plan_job(req(gpus=40, tier="standard"), site, v, TORCHRUN)
     with pytest.raises(ConfigError, match="--account: unknown account"):
@@ -110,8 +126,35 @@ def test_preemptible_tier_gets_requeue_append_and_batch_signal(site, fabric):
     assert "requeue" in o and o["requeue"] is None
     assert o["open-mode"] == "append"
     assert o["signal"] == "B:USR1@120"  # scavenger: signal_lead 2m
+    assert ("SLURMTOOLS_SIGNAL_LEAD", "120") in p.env and "SLURMTOOLS_FORWARD_SIGNAL" not in dict(p.env)
+    assert "only to a program that said it handles it" in p.directive("signal").why
     p2 = plan_job(req(gpus=8, tier="production"), site, from_fabric(fabric), TORCHRUN)
     assert "signal" not in opts(p2) and "requeue" not in opts(p2)
+
+
+def test_handles_signal_passes_the_warning_on(site, fabric):
+    p = plan_job(req(gpus=8, tier="scavenger", handles_signal=True), site, from_fabric(fabric), TORCHRUN)
+    assert ("SLURMTOOLS_FORWARD_SIGNAL", "1") in p.env
+    assert "--handles-signal" in p.directive("signal").why
+
+
+@pytest.mark.parametrize("time_limit, lead, note", [
+    (3600, 300, None),  # the tier's 5 m lead fits
+    (600, 300, None),  # exactly half
+    (300, 150, "shortened from the tier's 5m to 150s"),  # the issue's --time 5m: it used to warn at start
+    (240, 120, "shortened"),
+    (239, 0, "lead 0 (no time-limit warning"),
+    (60, 0, "at preemption only"),
+])
+def test_signal_lead_fits_inside_the_time_limit(site, fabric, time_limit, lead, note):
+    p = plan_job(req(gpus=8, tier="standard", time_limit=time_limit), site, from_fabric(fabric), TORCHRUN)
+    assert opts(p)["signal"] == f"B:USR1@{lead}"
+    # Slurm warns when at most lead + 30 s remain and checks every 30 s: the warning never comes in the first minute
+    assert lead == 0 or time_limit - lead - 60 >= 60
+    if note is None:
+        assert not any("--signal" in n for n in p.notes)
+    else:
+        assert any(note in n for n in p.notes), p.notes
 
 
 def test_whole_hosts_for_multi_node(site, fabric):

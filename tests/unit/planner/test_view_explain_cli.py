@@ -66,7 +66,7 @@ def _cli(*args, env_extra=None):
 
 
 def test_cli_plan_without_slurm_says_so_and_plans_idle():
-    p = _cli("plan", "--json", "--gpus", "40", "--user", "labuser", "--account", "vision", "--", "python", "t.py")
+    p = _cli("plan", "--json", "--gpus", "40", "--user", "labuser", "--account", "vision", "--tier", "best", "--", "python", "t.py")
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert "no Slurm reachable" in d["note"] and d["live"] is False
