@@ -127,6 +127,7 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
          slurm_version: Optional[str] = SlurmVersionOpt,
          site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
+    from slurmtools.cli import job_checks as checks
     from slurmtools.cli.common import load_site
     from slurmtools.planner.explain import plan_dict, plan_text
     from slurmtools.planner.live import gather
@@ -135,13 +136,19 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
                    output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal)
     site = load_site(site_path)
     state = gather(site, idle=idle, slurm_version=slurm_version)
+    ident, req = checks.identity(req, site, state, idle=idle)
     p, info, script = _plan_and_render(req, site, state)
+    p = checks.after_plan(p, ident)
+    problems, folder_notes = checks.folders(req, ident.user)  # submit refuses these; a plan only warns
     if json_out:
         d = plan_dict(p, state.note)
         d["script"] = script
         d["template_path"] = str(info.path)
+        d["warnings"] = problems + folder_notes
         print_json(d)
         return
+    for w in problems + folder_notes:
+        typer.echo(f"slurmtools: warning: {w}", err=True)
     typer.echo(plan_text(p, state.note))
     typer.echo(f"\n# ---- sbatch script (template {info.name}: {info.path})")
     typer.echo(script, nl=False)
@@ -159,6 +166,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     """Plan, check admission (when the policy layer is installed), sbatch, and print the job id and output path."""
     import os
 
+    from slurmtools.cli import job_checks as checks
     from slurmtools.cli.common import load_site
     from slurmtools.planner.explain import plan_dict
     from slurmtools.planner.live import gather
@@ -169,7 +177,12 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     state = gather(site)
     if state.backend is None:
         fail(f"cannot submit: {state.note.split(';')[0]}", code=4)
+    ident, req = checks.identity(req, site, state)
     p, info, script = _plan_and_render(req, site, state)
+    p = checks.after_plan(p, ident)
+    problems, folder_notes = checks.folders(req, ident.user)
+    if problems:
+        fail(problems[0], code=2)
     preflight_msg = _preflight(script, req, site, state.backend)
     cwd = req.workdir or os.getcwd()
     job_id = state.backend.submit(script, options=(), env=dict(os.environ), cwd=cwd)
@@ -181,6 +194,8 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
         print_json(d)
         return
     typer.echo(preflight_msg)
+    for n in ident.notes + tuple(folder_notes):
+        typer.echo(f"note: {n}")
     typer.echo(f"submitted job {job_id}: {p.nodes} x {p.gpus_per_node} {p.gpu_type} GPUs, tier {p.tier}, "
                f"{'--switches=' + str(p.switches) + '@' + str(p.switch_wait) + 's' if p.switches else 'no switch limit'}")
     typer.echo(f"output: {out_path}" + (" (%a: the array task id)" if "%a" in out_path else ""))
