@@ -70,7 +70,8 @@ def job_user(name: str) -> JobUser | None:
 
 
 def folder_chain(path: str) -> list[FolderFacts]:
-    """stat() of every component of `path` from the root down, ending at the first one that does not exist."""
+    """stat() of every component of `path` from the root down to the first that does not exist or is no folder,
+    then the folder itself (as missing) when the walk stopped above it."""
     real = os.path.realpath(path)
     parts = [p for p in real.split(os.sep) if p]
     out = []
@@ -78,10 +79,7 @@ def folder_chain(path: str) -> list[FolderFacts]:
         cur = os.sep + os.sep.join(parts[:i])
         try:
             st = os.stat(cur)
-        except FileNotFoundError:
-            out.append(FolderFacts(cur, exists=False))
-            break
-        except NotADirectoryError:
+        except (FileNotFoundError, NotADirectoryError):
             out.append(FolderFacts(cur, exists=False))
             break
         facts = FolderFacts(cur, exists=True, is_dir=os.path.isdir(cur), mode=st.st_mode, uid=st.st_uid,
@@ -94,6 +92,8 @@ def folder_chain(path: str) -> list[FolderFacts]:
         out.append(facts)
         if not facts.is_dir:
             break
+    if out[-1].path != real:
+        out.append(FolderFacts(real, exists=False))
     return out
 
 

@@ -107,3 +107,42 @@ def test_compress_agrees_with_the_library_on_fabric_names():
     names = [f"node{i:05d}" for i in range(1, 2049, 3)] + ["leaf1", "leaf2", "leaf10", "spine-a"]
     assert compress(names) == lib.collect_hostlist(names)
     assert set(expand(compress(names))) == set(names)
+
+
+@pytest.mark.parametrize("release", ["22.05.8", "25.11.7"])
+def test_real_sacctmgr_associations_of_labuser(release):
+    """The lab's `sacctmgr -nP show assoc where user=labuser format=<ASSOC_FIELDS>` and `show user` output."""
+    from slurmtools.slurm.commands import parse_associations
+    from slurmtools.slurm.model import Association
+
+    d = TEST_DATA / "slurm"
+    ua = parse_associations("labuser", (d / f"sacctmgr-assoc-labuser-{release}.txt").read_text(),
+                            (d / f"sacctmgr-user-labuser-{release}.txt").read_text())
+    assert ua.user == "labuser" and ua.default_account == "vision"
+    assert ua.rows == (Association("lab", "nlp", "labuser", "", ("production", "scavenger", "standard"), "standard"),
+                       Association("lab", "vision", "labuser", "", ("production", "scavenger", "standard"),
+                                   "standard"))
+
+
+@pytest.mark.parametrize("release", ["22.05.8", "25.11.7"])
+def test_real_sacctmgr_associations_of_root_with_no_default_qos(release):
+    from slurmtools.slurm.commands import parse_associations
+
+    d = TEST_DATA / "slurm"
+    ua = parse_associations("root", (d / f"sacctmgr-assoc-root-{release}.txt").read_text(),
+                            (d / f"sacctmgr-user-root-{release}.txt").read_text())
+    assert ua.default_account == "vision"
+    root = next(r for r in ua.rows if r.account == "root")
+    assert root.qos == ("normal",) and root.default_qos == ""
+    users = (d / f"sacctmgr-users-{release}.txt").read_text().split()
+    assert users == ["alice", "bob", "carol", "labuser", "root"]
+
+
+def test_sacctmgr_associations_of_an_unknown_user_and_short_rows():
+    from slurmtools.errors import SlurmError
+    from slurmtools.slurm.commands import parse_associations
+
+    ua = parse_associations("mallory", "", "")  # what sacctmgr prints (rc 0) for a user it does not know
+    assert ua.rows == () and ua.default_account is None
+    with pytest.raises(SlurmError, match="expected 6 fields"):
+        parse_associations("x", "lab|vision|x\n", "")
