@@ -156,7 +156,8 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
 
 def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,
            gpus_per_node: Optional[int] = GpnOpt, gpu_type: Optional[str] = TypeOpt, time: str = TimeOpt,
-           tier: Optional[str] = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt, name: str = NameOpt,
+           tier: Optional[str] = TierOpt, comm: str = CommOpt, template: Optional[str] = TemplateOpt,
+           name: str = NameOpt,
            account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
            output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
            var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt,

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -184,23 +185,91 @@ def test_torchrun_template_ranks_agree_across_two_nodes(lab, site, clean):
     assert {r["SLURM_NTASKS"] for r in recs} == {"2"}  # one launcher task per node
 
 
-def test_checkpoint_signal_reaches_the_python_step(lab, site, clean):
+def test_the_warning_never_comes_at_start_and_reaches_a_program_that_handles_it(lab, site, clean):
+    """Item 2 of issue 10: `--tier standard --time 5m` used to get the tier's 5-minute lead and be warned at once.
+    The lead now fits inside the limit; a 1-minute job gets @0 (warned at preemption only). --handles-signal passes
+    the warning on to a program that asks for it."""
     d = workdir(lab)
-    marker = d / "signal.marker"
-    # scavenger: preemptible, --signal=B:USR1@120; with a 3-minute limit the warning is due 60 s after start
-    plan, script = plan_for(lab, site, "python", gpus=1, tier="scavenger", time_limit=180,
+    marker, short = d / "signal.marker", d / "short.marker"
+    plan, script = plan_for(lab, site, "python", gpus=1, tier="standard", time_limit=300, handles_signal=True,
                             command=("python3", str(d / "sig_step.py"), str(marker), "USR1"))
-    assert plan.directive("signal").value == "B:USR1@120"
+    assert plan.directive("signal").value == "B:USR1@150"
+    assert any("shortened" in n for n in plan.notes)
     assert "#SBATCH --requeue" in script and "#SBATCH --open-mode=append" in script
+    plan1, script1 = plan_for(lab, site, "python", gpus=1, tier="standard", time_limit=60, handles_signal=True,
+                              command=("python3", str(d / "sig_step.py"), str(short), "USR1"))
+    assert plan1.directive("signal").value == "B:USR1@0"
     job = sbatch(lab, script, d)
+    job1 = sbatch(lab, script1, d)  # sbatch and the site's job_submit.lua accept @0
     lab.wait_state(job, "RUNNING", timeout=60)
-    end = time.monotonic() + 170
+    end = time.monotonic() + 200
     while time.monotonic() < end and not marker.exists():
         time.sleep(1)
     log = (d / f"plab-{job}.out").read_text() if (d / f"plab-{job}.out").exists() else ""
     assert marker.exists(), f"no signal reached the step; job output:\n{log}"
     assert marker.read_text().startswith("SIGUSR1 ")
+    # the step started, then the warning came: not at start (Slurm sends it when at most lead + 30 s remain and
+    # checks every 30 s, so 150 s before the end of 300 s is 90 to 120 s in)
+    waited = marker.stat().st_mtime - Path(str(marker) + ".started").stat().st_mtime
+    assert waited >= 60, f"the warning came {waited:.0f} s after the step started"
     assert lab.wait_state(job, ("COMPLETED", "FAILED", "TIMEOUT"), timeout=60) == "COMPLETED"
+    # the 1-minute job ran to its limit without a warning
+    assert lab.wait_state(job1, ("COMPLETED", "FAILED", "TIMEOUT"), timeout=120) == "TIMEOUT"
+    assert Path(str(short) + ".started").exists() and not short.exists()
+
+
+def test_a_plain_program_on_a_preemptible_tier_is_requeued_intact(lab, site, clean, tmp_path):
+    """Item 1 of issue 10: a scavenger job running a program that knows nothing of signals (`sleep`) used to die of
+    the forwarded SIGUSR1 (FAILED 10:0). Now Slurm requeues it, it runs again to the end, and sacct and the report
+    both say "preempted"."""
+    d = workdir(lab)
+    since = datetime.now().replace(microsecond=0)
+    lab.sh("sacctmgr -i modify qos where name=scavenger set GraceTime=5")
+    job = high = None
+    try:
+        cmd = (f"cd {d} && {sys.executable} -m slurmtools submit --gpus 8 --tier scavenger --time 10m "
+               f"--name plain --output-dir {d} -- bash -c 'echo \"start run $SLURM_RESTART_COUNT\"; "
+               f"if [ \"${{SLURM_RESTART_COUNT:-0}}\" = 0 ]; then sleep 300; else sleep 2; fi; "
+               f"echo \"end run $SLURM_RESTART_COUNT\"'")
+        p = lab.sh(cmd, user="labuser", check=False)
+        assert p.returncode == 0, p.stdout + p.stderr
+        job = int(p.stdout.split("submitted job ")[1].split(":")[0])
+        lab.wait_state(job, "RUNNING", 60)
+        node = lab.sh(f"squeue -h -j {job} -o %N").stdout.strip()
+        out = d / f"plain-{job}.out"
+        end = time.monotonic() + 60
+        while time.monotonic() < end and "start run" not in (out.read_text() if out.exists() else ""):
+            time.sleep(0.5)
+        high = int(lab.sh(f"cd {d} && sbatch --parsable -A vision --qos=production -w {node} --exclusive "
+                          f"--gres=gpu:h100:8 -o /dev/null --wrap 'sleep 5'", user="labuser").stdout.strip())
+        lab.wait_state(job, "PENDING", 120)  # requeued: back in the queue, not FAILED
+        lab.wait_state(high, "COMPLETED", 120)
+        lab.wait_nodes_idle()
+        lab.sh(f"scontrol update JobId={job} StartTime=now")
+        assert lab.wait_state(job, ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), timeout=120) == "COMPLETED"
+        lab.wait_accounting(job)
+    finally:
+        for j in (job, high):
+            if j:
+                subprocess.run(["scancel", str(j)], env=lab.env)
+        lab.sh("sacctmgr -i modify qos where name=scavenger set GraceTime=60")
+    text = out.read_text()
+    assert "User defined signal" not in text, text
+    assert "not passed on" in text or "it is stopped now" in text, text
+    assert text.count("start run") == 2 and text.count("end run 1") == 1, text  # the rerun ran to its end
+    states = lab.sh(f"sacct -n -X -D -P -j {job} -o State").stdout.split()
+    assert states == ["PREEMPTED", "COMPLETED"], states
+    until = datetime.now().replace(microsecond=0) + timedelta(seconds=2)
+    time.sleep(2)
+    rep = tmp_path / "rep"
+    r = subprocess.run([sys.executable, "-m", "slurmtools", "report", "--since", since.isoformat(),
+                        "--until", until.isoformat(), "--format", "json", "--out", str(rep), "--history", "0"],
+                       capture_output=True, text=True, env=lab.env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((rep / "report.json").read_text())
+    tiers = {t["tier"]: t for t in doc["tables"]["preemption_by_tier"]}
+    assert tiers["scavenger"]["preempted_runs"] == 1, tiers
+    assert doc["summary"]["failed_runs"] == 0, doc["summary"]
 
 
 def test_cli_plan_is_live_and_explain_reports_placement(lab, site, clean):

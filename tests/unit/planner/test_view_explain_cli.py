@@ -75,13 +75,19 @@ def test_cli_plan_without_slurm_says_so_and_plans_idle():
 
 
 def test_cli_errors_are_one_line_without_traceback():
-    for args in (["plan", "--gpus", "12", "--", "x"], ["plan", "--gpus", "8", "--time", "soon", "--", "x"],
-                 ["plan", "--gpus", "8", "--template", "nope", "--", "x"], ["templates", "show", "nope"],
-                 ["plan", "--gpus", "8", "--name", "a\nb", "--", "x"]):
+    """Each bad input is refused by the check meant for it (the named option), in one line."""
+    me = ["--user", "labuser"]  # a user of the site's accounts, so the identity check passes
+    for args, option in ((["plan", *me, "--gpus", "12", "--", "x"], "--gpus"),
+                         (["plan", *me, "--gpus", "8", "--time", "soon", "--", "x"], "--time"),
+                         (["plan", *me, "--gpus", "8", "--template", "nope", "--", "x"], "nope"),
+                         (["templates", "show", "nope"], "nope"),
+                         (["plan", *me, "--gpus", "8", "--name", "a\nb", "--", "x"], "--name"),
+                         (["plan", "--user", "mallory", "--gpus", "8", "--", "x"], "--user")):
         p = _cli(*args)
         assert p.returncode == 2, (args, p.stderr)
         assert "Traceback" not in p.stderr and p.stderr.startswith("slurmtools: error: ")
         assert len(p.stderr.strip().splitlines()) == 1
+        assert option in p.stderr, (args, p.stderr)
 
 
 def test_cli_templates_list_and_show():
