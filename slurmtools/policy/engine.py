@@ -26,13 +26,13 @@ def load_fabric_for(site: "Site"):
 
 
 def current_usage(site: "Site", backend: "Backend", now: datetime | None = None) -> tuple[dict[str, float], str]:
-    """GPU-hours per account this month from the backend's accounting (the lowest tier is free)."""
-    from slurmtools.policy.usage import gpu_hours_by_account, month_window
+    """GPU-hours per account this month from the backend's accounting (tiers with `charged = false` are free)."""
+    from slurmtools.policy.usage import gpu_hours_by_account, month_window, uncharged_tiers
 
     now = now or datetime.now().astimezone()  # aware local time: sacct times are aware; budgets are per local month
     start, end, month = month_window(now)
     recs = backend.accounting(start, end, all_users=True, steps=False)
-    return gpu_hours_by_account(recs, start, end, free_tiers=(site.lowest_tier.name,)), month
+    return gpu_hours_by_account(recs, start, end, free_tiers=uncharged_tiers(site)), month
 
 
 def preflight(request: JobRequest, site: "Site", backend: "Backend | None" = None,

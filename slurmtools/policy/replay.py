@@ -15,6 +15,7 @@ from typing import Iterable
 
 from slurmtools.policy.base import Decision, PolicyContext, evaluate, load_policies
 from slurmtools.policy.request import JobRequest
+from slurmtools.policy.usage import uncharged_tiers
 from slurmtools.slurm.model import AcctRecord
 from slurmtools.slurm.tres import parse_tres
 
@@ -73,7 +74,7 @@ def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
     all_pols = load_policies(site, fabric)
     pols = [p for p in all_pols if p.name not in NEEDS_SCRIPT]
     skipped = tuple(p.name for p in all_pols if p.name in NEEDS_SCRIPT)
-    lowest = site.lowest_tier.name
+    free = uncharged_tiers(site)  # the budget's own definition of what is not charged
     pending: list[tuple[float, str, str, float]] = []  # heap of (end, month, account, GPU-hours) of admitted jobs
     spent: dict[tuple[str, str], float] = {}  # (month, account) -> GPU-hours of admitted jobs ended so far
     buckets: dict[tuple[str, str], Bucket] = {}
@@ -104,6 +105,6 @@ def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
             b.reasons[d.policy] = b.reasons.get(d.policy, 0) + 1
             changed.append((r.job_id, r.account, tier, d))
         final_qos = new_qos or r.qos
-        if final_qos != lowest and r.end is not None:
+        if final_qos not in free and r.end is not None:
             heapq.heappush(pending, (r.end.timestamp(), r.end.strftime("%Y-%m"), r.account, gh))
     return ReplayReport(jobs=len(allocs), skipped_policies=skipped, buckets=buckets, changed=changed)

@@ -16,10 +16,17 @@ def month_window(now: datetime) -> tuple[datetime, datetime, str]:
     return start, now, now.strftime("%Y-%m")
 
 
+def uncharged_tiers(site) -> tuple[str, ...]:
+    """The tiers whose GPU-hours are not charged against an account's monthly budget (`charged = false` in the
+    site file). The one definition of "charged": admission (`current_usage`, the usage file, `replay`) and the
+    report's budget table both go through it, so they cannot disagree on how much of a budget is spent."""
+    return tuple(t.name for t in site.tiers.values() if not t.charged)
+
+
 def gpu_hours_by_account(records: Iterable[AcctRecord], start: datetime, end: datetime,
                          free_tiers: tuple[str, ...] = ()) -> dict[str, float]:
-    """GPU-hours of allocations inside [start, end), per account. Jobs in `free_tiers` (the lowest tier runs on
-    idle capacity at no charge) are not counted; a job still running counts up to `end`."""
+    """GPU-hours of allocations inside [start, end), per account. Jobs in `free_tiers` (`uncharged_tiers(site)`)
+    are not counted; a job still running counts up to `end`."""
     out: dict[str, float] = {}
     for r in records:
         if r.step is not None or r.start is None or r.alloc_gpus <= 0 or r.qos in free_tiers:

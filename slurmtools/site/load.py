@@ -129,7 +129,7 @@ def _tier(name: str, t: Table, partitions: dict) -> Tier:
         max_gpus_per_user=t.int("max_gpus_per_user", None, minimum=1),
         max_walltime=t.duration("max_walltime", "7d"), max_nodes=t.int("max_nodes", None, minimum=1),
         partitions=parts, checkpoint_signal=t.str("checkpoint_signal", "USR1", choices=_SIGNALS),
-        signal_lead=t.duration("signal_lead", "5m"),
+        signal_lead=t.duration("signal_lead", "5m"), charged=t.bool("charged", True),
     )
 
 

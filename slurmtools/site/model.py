@@ -51,6 +51,9 @@ class Tier:
     checkpoint_signal: str = "USR1"
     #: seconds of warning before the time limit
     signal_lead: int = 300
+    #: whether this tier's GPU-hours count against the accounts' monthly budgets (`charged = false`: idle capacity
+    #: given away, e.g. a scavenger tier); read by `slurmtools.policy.usage.charged_tiers`
+    charged: bool = True
 
     @property
     def qos(self) -> str:
