@@ -78,7 +78,7 @@ def _run(script: str, tmp_path: Path, extra_env=None) -> subprocess.CompletedPro
 
 def test_bundled_templates_are_listed(site):
     names = {t.name for t in list_templates(site.source)}
-    assert {"python", "torchrun", "accelerate", "mpi", "array"} <= names
+    assert {"python", "torchrun", "accelerate", "deepspeed", "mpi", "array"} <= names
     assert "_base" not in names
 
 
@@ -152,17 +152,81 @@ def test_torchrun_rank_zero_host_is_the_rendezvous_and_one_host_jobs_keep_c10d(s
 
 
 def test_accelerate_passes_machine_rank_per_host(site, fabric, tmp_path):
-    launcher = f"{sys.executable} -c \"import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))\""
     info, plan = _plan(site, fabric, "accelerate", gpus=16, tier="production", command=("train.py", "a b"),
-                       template_vars=(("accelerate", launcher), ("master_addr", "10.0.0.1")))
+                       template_vars=(("accelerate", ARGV_LAUNCHER), ("master_addr", "10.0.0.1")))
     r = _run(render(plan, info, site.source), tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "0",
                                                           "SLURM_JOB_NODELIST": "gpu[03,05]",
                                                           "SLURMD_NODENAME": "gpu05"})
     assert r.returncode == 0, r.stderr
     argv = json.loads((tmp_path / "argv.json").read_text())
-    assert argv == ["--num_machines=2", "--num_processes=16", "--main_process_ip=10.0.0.1",
-                    f"--main_process_port={20000 + 4242}", "--rdzv_backend=c10d", "--machine_rank=1",
-                    "train.py", "a b"]
+    # --num_processes is the job's total; static rendezvous (no --rdzv_backend=c10d), so --machine_rank holds
+    assert argv == ["--multi_gpu", "--num_machines=2", "--num_processes=16", "--main_process_ip=10.0.0.1",
+                    f"--main_process_port={20000 + 4242}", "--machine_rank=1", "train.py", "a b"]
+
+
+def test_accelerate_on_one_gpu_does_not_ask_for_multi_gpu(site, fabric, tmp_path):
+    # accelerate refuses --multi_gpu with fewer than 2 processes
+    info, plan = _plan(site, fabric, "accelerate", gpus=1, command=("train.py",),
+                       template_vars=(("accelerate", ARGV_LAUNCHER),))
+    assert _run(render(plan, info, site.source), tmp_path, {"SLURM_NODEID": "0"}).returncode == 0
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert "--multi_gpu" not in argv and "--num_processes=1" in argv and "--machine_rank=0" in argv
+
+
+# The user's documented forms. A first word that is a script path is handed to the launcher as its script (the
+# launcher's Python runs it); anything else runs as given behind the launcher's no-python flag.
+FORMS = {
+    "python-script": (("python", "train.py", "--lr", "3e-4"), True),
+    "script-path": (("train.py", "--lr", "3e-4"), False),
+    "python-module": (("python", "-m", "pkg.mod", "--lr", "3e-4"), True),
+    "hostile": (("python", "train.py") + tuple(HOSTILE), True),
+}
+NO_PYTHON = {"torchrun": "--no-python", "accelerate": "--no_python", "deepspeed": "--no_python"}
+ARGV_LAUNCHER = f"{sys.executable} -c \"import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))\""
+
+
+@pytest.mark.parametrize("template", sorted(NO_PYTHON))
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_launcher_templates_pass_each_command_form(site, fabric, tmp_path, template, form):
+    command, no_python = FORMS[form]
+    info, plan = _plan(site, fabric, template, gpus=16, tier="production", command=command,
+                       template_vars=((template, ARGV_LAUNCHER),))
+    script = render(plan, info, site.source)
+    r = _run(script, tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[03,05]",
+                                "SLURMD_NODENAME": "gpu05", "TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    # the command arrives last and word for word (each hostile string is still one argument)
+    assert argv[len(argv) - len(command):] == list(command)
+    opts = argv[:len(argv) - len(command)]
+    assert all(o.startswith("--") for o in opts), opts  # nothing of the command leaked in front
+    assert (NO_PYTHON[template] in opts) == no_python
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_deepspeed_runs_one_launcher_per_host_without_ssh(site, fabric, tmp_path):
+    info, plan = _plan(site, fabric, "deepspeed", gpus=16, tier="production", command=("train.py",),
+                       template_vars=(("deepspeed", ARGV_LAUNCHER), ("master_addr", "10.0.0.1")))
+    script = render(plan, info, site.source)
+    assert directive_lines(script) == ["#SBATCH " + d.text for d in plan.directives]
+    # the job got gpu05 and gpu03 (leaf2 and leaf1): rank order puts leaf1's host first; this task runs on gpu05
+    r = _run(script, tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_NODELIST": "gpu[03,05]",
+                                "SLURMD_NODENAME": "gpu05", "TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    hostfile = tmp_path / "slurmtools-deepspeed-hosts-4242-gpu05"
+    assert argv == ["--no_ssh", "--num_nodes=2", "--num_gpus=8", "--master_addr=10.0.0.1",
+                    f"--master_port={20000 + 4242}", "--no_local_rank", f"--hostfile={hostfile}", "--node_rank=1",
+                    "train.py"]
+    assert hostfile.read_text() == "gpu03 slots=8\ngpu05 slots=8\n"
+    # one host, no rank groups: the allocation's own order
+    info, plan = _plan(site, fabric, "deepspeed", gpus=8, command=("train.py",),
+                       template_vars=(("deepspeed", ARGV_LAUNCHER),))
+    r = _run(render(plan, info, site.source), tmp_path, {"SLURM_JOB_NODELIST": "gpu07", "SLURMD_NODENAME": "gpu07",
+                                                          "TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert "--master_addr=gpu07" in argv and "--node_rank=0" in argv and "--no_python" not in argv
 
 
 def test_mpi_renders_one_task_per_gpu(site, fabric):
