@@ -125,7 +125,8 @@ def report(
     jobs, history, notes, _ = ingest.load_jobs(s, u, history_since=load_since, sacct_file=sacct_file,
                                                backend=backend, cache_dir=cache_dir, progress=progress)
     cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
-                                               events_source=events_file or "sacctmgr show event")
+                                               events_source=events_file or "sacctmgr show event",
+                                               first_job=ingest.first_job(jobs, history))
     ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
     epilog, enotes = ingest.load_epilog(ep_path)
     if epilog_dir is None and enotes and "folder missing" in enotes[0]:

@@ -66,10 +66,8 @@ def nodes_from_backend(nodes) -> list[NodeGpus]:
     return out
 
 
-def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
-    """`sacctmgr -P show event format=NodeName,TimeStart,TimeEnd,State,Reason` -> node, start, end, state.
-
-    Cluster-wide events (no NodeName) are dropped; an open event (TimeEnd `Unknown`) has end NaT."""
+def _read_event_rows(text: str, source: str) -> pd.DataFrame:
+    """Every event row (node and cluster-wide; a cluster-wide one has an empty node), times parsed."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     cols = {"node": "str", "start": "datetime64[s]", "end": "datetime64[s]", "state": "str"}
     if not lines:
@@ -83,7 +81,7 @@ def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
     df = pd.read_csv(io.StringIO("\n".join(lines)), sep="|", dtype=str, keep_default_na=False,
                      quoting=3, header=0, names=head, usecols=list(need), index_col=False)
     df = df.rename(columns=need)
-    df = df[df["node"].str.strip() != ""]
+    df["node"] = df["node"].str.strip()
     for c in ("start", "end"):
         vals = df[c].where(~df[c].isin(["Unknown", "None", ""]))
         conv = pd.to_datetime(vals, format="%Y-%m-%dT%H:%M:%S", errors="coerce")
@@ -96,12 +94,40 @@ def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
     if df["start"].isna().any():
         i = int(df["start"].isna().to_numpy().nonzero()[0][0])
         raise ParseError(source, int(df.index[i]) + 2, "field TimeStart: missing")
+    return df.astype(cols)
+
+
+def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
+    """`sacctmgr -P show event format=NodeName,TimeStart,TimeEnd,State,Reason` -> node, start, end, state.
+
+    Cluster-wide events (no NodeName) are dropped (see `first_event`); an open event (TimeEnd `Unknown`) has
+    end NaT."""
+    df = _read_event_rows(text, source)
+    df = df[df["node"] != ""]
     # node names may be hostlists ("gpu[01-02]")
     from slurmtools.hostlist import expand
 
     if df["node"].str.contains(r"[\[,]", regex=True).any():
         df = df.assign(node=df["node"].map(lambda s: expand(s))).explode("node")
-    return df.astype(cols).reset_index(drop=True)
+    return df.astype({"node": "str"}).reset_index(drop=True)
+
+
+def first_event(text: str, source: str = "sacctmgr show event") -> pd.Timestamp | None:
+    """The start of the earliest event in `sacctmgr show event` text, cluster-wide ones included: slurmdbd
+    records `Cluster Registered TRES` when a cluster first registers, so this is the cluster's first record."""
+    df = _read_event_rows(text, source)
+    return pd.Timestamp(df["start"].min()) if len(df) else None
+
+
+def counted_from(since: datetime, *records) -> pd.Timestamp | None:
+    """When capacity starts counting: the earliest of `records` (the cluster's first accounting event, its
+    first job), if that is after `since`; None when the cluster was already there at `since` or nothing is known.
+    Capacity is never counted before the cluster's first record."""
+    known = [pd.Timestamp(r) for r in records if r is not None and not pd.isna(r)]
+    if not known:
+        return None
+    first = min(known)
+    return first if first > pd.Timestamp(since) else None
 
 
 def down_seconds(events: pd.DataFrame, since: datetime, until: datetime) -> dict[str, float]:
@@ -130,13 +156,17 @@ def down_seconds(events: pd.DataFrame, since: datetime, until: datetime) -> dict
 
 
 def capacity_table(nodes: list[NodeGpus], events: pd.DataFrame | None, since: datetime,
-                   until: datetime) -> pd.DataFrame:
-    """One row per node and GPU type: gpus, gpu_hours (the window), down_gpu_hours, available_gpu_hours."""
-    secs = (pd.Timestamp(until) - pd.Timestamp(since)).total_seconds()
-    down = down_seconds(events, since, until) if events is not None else {}
+                   until: datetime, start: datetime | None = None) -> pd.DataFrame:
+    """One row per node and GPU type: gpus, gpu_hours (the window), down_gpu_hours, available_gpu_hours, and
+    `counted_from`: the window's start, or `start` (the cluster's first record, see `counted_from`) when later."""
+    lo = max(pd.Timestamp(since), pd.Timestamp(start)) if start is not None else pd.Timestamp(since)
+    lo = min(lo, pd.Timestamp(until))
+    secs = (pd.Timestamp(until) - lo).total_seconds()
+    down = down_seconds(events, lo, until) if events is not None else {}
     rows = [{"node": n.node, "gpu_type": n.gpu_type, "partitions": ",".join(n.partitions), "gpus": n.gpus,
              "gpu_hours": n.gpus * secs / 3600, "down_gpu_hours": n.gpus * down.get(n.node, 0.0) / 3600}
             for n in nodes]
     df = pd.DataFrame(rows, columns=["node", "gpu_type", "partitions", "gpus", "gpu_hours", "down_gpu_hours"])
     df["available_gpu_hours"] = df["gpu_hours"] - df["down_gpu_hours"]
+    df["counted_from"] = pd.Series([lo] * len(df), dtype="datetime64[s]")
     return df

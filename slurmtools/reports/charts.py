@@ -1,128 +1,169 @@
-"""Small inline SVG charts for the HTML report: no JavaScript, no CDN, readable offline and in e-mail archives.
+"""The HTML report's charts, drawn by matplotlib as SVG and inlined in the page: no JavaScript, no CDN, readable
+offline and in e-mail archives.
 
-Every label that can come from users (user, account, tier names) passes through `markupsafe.escape`; the result
-is returned as `Markup` so the (autoescaping) template inserts it as is.
+matplotlib is imported inside the functions (only writing HTML pays for it) and driven through `Figure` alone,
+never pyplot, so no global state or GUI backend is touched. Text is written as SVG `<text>` (svg.fonttype none),
+which matplotlib XML-escapes; labels that can come from users (user, account, tier names) additionally have `$`
+escaped so matplotlib never reads them as mathtext. The SVG's own `<style>` is dropped: inlined, it would style
+the whole page.
 """
 
 from __future__ import annotations
 
+import io
+import math
+import re
+
 from markupsafe import Markup, escape
+
+from slurmtools.reports import fmt
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
 
-def _fmt(v: float) -> str:
+def _safe(label: str, width: int | None = None) -> str:
+    """A user-supplied label as literal text for matplotlib (no mathtext), shortened to `width` characters."""
+    s = str(label).replace("\n", " ")
+    if width is not None and len(s) > width:
+        s = s[:width - 1] + "…"
+    return s.replace("$", r"\$")
+
+
+def _figure(width_in: float, height_in: float):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width_in, height_in), layout="constrained")
+    return fig, fig.subplots()
+
+
+def _style(ax, title: str) -> None:
+    ax.set_title(_safe(title), loc="left", fontsize=11, fontweight="bold")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.tick_params(labelsize=8)
+    ax.set_axisbelow(True)
+
+
+def _value_axis(axis, integer: bool) -> None:
+    """Readable tick labels; a count axis (runs) gets whole numbers only."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5, integer=integer, min_n_ticks=2))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt.count(v) if integer else _tick(v)))
+
+
+def _tick(v: float) -> str:
     if abs(v) >= 10000:
-        return f"{v / 1000:.0f}k"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    return f"{v:.3g}"
+        return f"{v / 1000:,.0f}k"
+    if v == int(v):
+        return f"{int(v):,}"
+    return f"{v:,.3g}"
 
 
-def stacked_bars(title: str, labels: list[str], series: dict[str, list[float]], line: list[float] | None = None,
-                 line_label: str = "", width: int = 760, height: int = 260, unit: str = "") -> Markup:
-    """Bars stacked by series (e.g. tiers) per label (e.g. day), with an optional line (e.g. capacity)."""
-    left, right, top, bottom = 56, 140, 28, 40
-    pw, ph = width - left - right, height - top - bottom
-    n = max(len(labels), 1)
-    totals = [sum(s[i] for s in series.values()) for i in range(len(labels))]
-    vmax = max(totals + (line or []) + [1e-9])
-    bw = pw / n
-    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-           f'<title>{escape(title)}</title>',
-           f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
-    for k in range(5):
-        y = top + ph - ph * k / 4
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
-                   f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">'
-                   f'{_fmt(vmax * k / 4)}</text>')
-    for i, lab in enumerate(labels):
-        base = 0.0
-        for si, (name, vals) in enumerate(series.items()):
-            v = vals[i]
-            if v <= 0:
-                continue
-            h = ph * v / vmax
-            y = top + ph - ph * (base + v) / vmax
-            out.append(f'<rect class="bar" x="{left + i * bw + 1:.1f}" y="{y:.1f}" width="{max(bw - 2, 1):.1f}" '
-                       f'height="{h:.1f}" fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(lab)} '
-                       f'{escape(name)}: {_fmt(v)}{escape(unit)}</title></rect>')
-            base += v
-        step = max(1, n // 8)
-        if i % step == 0:
-            out.append(f'<text x="{left + i * bw + bw / 2:.1f}" y="{top + ph + 14}" font-size="10" '
-                       f'text-anchor="middle">{escape(lab)}</text>')
-    if line:
-        pts = " ".join(f"{left + i * bw + bw / 2:.1f},{top + ph - ph * v / vmax:.1f}" for i, v in enumerate(line))
-        out.append(f'<polyline points="{pts}" fill="none" stroke="#000" stroke-width="1.5" stroke-dasharray="4 3"/>')
-    ly = top
-    for si, name in enumerate(series):
-        out.append(f'<rect x="{left + pw + 10}" y="{ly}" width="10" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
-                   f'<text x="{left + pw + 24}" y="{ly + 9}" font-size="11">{escape(name)}</text>')
-        ly += 16
-    if line:
-        out.append(f'<line x1="{left + pw + 10}" x2="{left + pw + 20}" y1="{ly + 5}" y2="{ly + 5}" stroke="#000" '
-                   f'stroke-dasharray="4 3"/><text x="{left + pw + 24}" y="{ly + 9}" font-size="11">'
-                   f'{escape(line_label)}</text>')
-    out.append("</svg>")
-    return Markup("".join(out))
+def _svg(fig, name: str, title: str) -> Markup:
+    """The figure as one inline `<svg>` element, with an accessible name."""
+    import matplotlib
+
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r"<style[^>]*>.*?</style>", "", text, count=1, flags=re.S)
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
+    text = text.replace("<svg ", f'<svg class="chart" data-chart="{name}" role="img" '
+                                 f'aria-label="{escape(title)}" ', 1)
+    return Markup(text.strip())
 
 
-def hbars(title: str, items: list[tuple[str, float]], width: int = 370, unit: str = "", color: str = PALETTE[0]
-          ) -> Markup:
-    """Horizontal bars, one per (label, value), largest first as given."""
-    row = 18
-    left, top = 120, 26
-    height = top + row * max(len(items), 1) + 8
-    vmax = max([v for _, v in items] + [1e-9])
-    pw = width - left - 60
-    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-           f'<title>{escape(title)}</title>',
-           f'<text x="4" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
-    for i, (lab, v) in enumerate(items):
-        y = top + i * row
-        short = lab if len(lab) <= 18 else lab[:17] + "…"
-        out.append(f'<text x="{left - 4}" y="{y + 12}" font-size="11" text-anchor="end">{escape(short)}</text>'
-                   f'<rect class="bar" x="{left}" y="{y + 2}" width="{max(pw * v / vmax, 0.5):.1f}" height="{row - 5}" '
-                   f'fill="{color}"><title>{escape(lab)}: {_fmt(v)}{escape(unit)}</title></rect>'
-                   f'<text x="{left + pw * v / vmax + 4:.1f}" y="{y + 12}" font-size="10">{_fmt(v)}</text>')
+def _gid(artists, name: str, start: int = 0) -> int:
+    """Give each bar an id the browser test can count (`<name>-bar-<n>`); returns the next free number."""
+    for i, a in enumerate(artists, start):
+        a.set_gid(f"{name}-bar-{i}")
+    return start + len(artists)
+
+
+def stacked_bars(name: str, title: str, labels: list[str], series: dict[str, list[float]],
+                 line: list[float] | None = None, line_label: str = "", ylabel: str = "") -> Markup:
+    """Bars stacked by series (e.g. tiers) per label (e.g. hour), with an optional step line (e.g. capacity)
+    drawn across each bar's whole width, so even a single bucket shows it."""
+    import numpy as np
+
+    fig, ax = _figure(9.5, 3.4)
+    _style(ax, title)
+    n = len(labels)
+    x = np.arange(n)
+    base = np.zeros(n)
+    nbar = 0
+    for si, (sname, vals) in enumerate(series.items()):
+        v = np.asarray(vals, dtype=float)
+        bars = ax.bar(x, v, bottom=base, width=0.85, color=PALETTE[si % len(PALETTE)], label=_safe(sname, 24))
+        nbar = _gid([b for b, val in zip(bars, v) if val > 0], name, nbar)
+        base = base + v
+    if line is not None and n:
+        y = list(line) + [line[-1]]
+        ax.step(np.arange(n + 1) - 0.5, y, where="post", color="#000", linewidth=1.3, linestyle="--",
+                label=_safe(line_label))
+    step = max(1, math.ceil(n / 8))
+    ax.set_xticks(x[::step], [_safe(s) for s in labels[::step]])
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(bottom=0)
+    _value_axis(ax.yaxis, integer=False)
+    if ylabel:
+        ax.set_ylabel(_safe(ylabel), fontsize=8)
+    ax.grid(axis="y", color="#ddd")
+    if series or line is not None:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    return _svg(fig, name, title)
+
+
+def hbars(name: str, title: str, items: list[tuple[str, float]], color: str = PALETTE[0]) -> Markup:
+    """Horizontal bars, one per (label, value), the first on top; each value written at its bar's end."""
+    fig, ax = _figure(4.8, 0.9 + 0.24 * max(len(items), 1))
+    _style(ax, title)
     if not items:
-        out.append(f'<text x="4" y="{top + 12}" font-size="11">no data</text>')
-    out.append("</svg>")
-    return Markup("".join(out))
+        ax.text(0.0, 0.5, "no data", transform=ax.transAxes, fontsize=9)
+        ax.set_axis_off()
+        return _svg(fig, name, title)
+    y = list(range(len(items)))
+    vals = [float(v) for _, v in items]
+    bars = ax.barh(y, vals, color=color, height=0.7)
+    _gid(bars, name)
+    ax.set_yticks(y, [_safe(lab, 18) for lab, _ in items])
+    ax.invert_yaxis()
+    top = max(vals + [1e-9])
+    for yi, v in zip(y, vals):
+        ax.text(v + top * 0.01, yi, fmt.num(v), va="center", fontsize=7)
+    ax.set_xlim(0, top * 1.18)
+    _value_axis(ax.xaxis, integer=False)
+    ax.grid(axis="x", color="#eee")
+    return _svg(fig, name, title)
 
 
-def grouped_bars(title: str, labels: list[str], series: dict[str, list[float]], width: int = 760,
-                 height: int = 240) -> Markup:
-    """Bars side by side per label (e.g. wait-time bins per tier)."""
-    left, right, top, bottom = 56, 140, 28, 40
-    pw, ph = width - left - right, height - top - bottom
-    n, k = max(len(labels), 1), max(len(series), 1)
-    vmax = max([v for s in series.values() for v in s] + [1e-9])
-    gw = pw / n
-    bw = (gw - 6) / k
-    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
-           f'<title>{escape(title)}</title>',
-           f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(title)}</text>']
-    for q in range(5):
-        y = top + ph - ph * q / 4
-        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
-                   f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{_fmt(vmax * q / 4)}</text>')
-    for i, lab in enumerate(labels):
-        for si, (name, vals) in enumerate(series.items()):
-            v = vals[i]
-            h = ph * v / vmax
-            out.append(f'<rect class="bar" x="{left + i * gw + 3 + si * bw:.1f}" y="{top + ph - h:.1f}" '
-                       f'width="{max(bw - 1, 1):.1f}" height="{h:.1f}" fill="{PALETTE[si % len(PALETTE)]}">'
-                       f'<title>{escape(name)} {escape(lab)}: {_fmt(v)}</title></rect>')
-        out.append(f'<text x="{left + i * gw + gw / 2:.1f}" y="{top + ph + 14}" font-size="10" '
-                   f'text-anchor="middle">{escape(lab)}</text>')
-    for si, name in enumerate(series):
-        out.append(f'<rect x="{left + pw + 10}" y="{top + si * 16}" width="10" height="10" '
-                   f'fill="{PALETTE[si % len(PALETTE)]}"/><text x="{left + pw + 24}" y="{top + si * 16 + 9}" '
-                   f'font-size="11">{escape(name)}</text>')
-    out.append("</svg>")
-    return Markup("".join(out))
+def grouped_bars(name: str, title: str, labels: list[str], series: dict[str, list[float]],
+                 count_axis: bool = True, ylabel: str = "") -> Markup:
+    """Bars side by side per label (e.g. wait-time bins per tier); a count axis has whole-number ticks."""
+    import numpy as np
+
+    fig, ax = _figure(9.5, 3.2)
+    _style(ax, title)
+    n, k = len(labels), max(len(series), 1)
+    x = np.arange(n)
+    w = 0.8 / k
+    nbar = 0
+    for si, (sname, vals) in enumerate(series.items()):
+        bars = ax.bar(x - 0.4 + w * (si + 0.5), np.asarray(vals, dtype=float), width=w,
+                      color=PALETTE[si % len(PALETTE)], label=_safe(sname, 24))
+        nbar = _gid(bars, name, nbar)
+    ax.set_xticks(x, [_safe(s) for s in labels])
+    ax.set_ylim(bottom=0)
+    top = max([float(v) for vals in series.values() for v in vals] + [0.0])
+    if top < 1:
+        ax.set_ylim(0, 1)
+    _value_axis(ax.yaxis, integer=count_axis)
+    if ylabel:
+        ax.set_ylabel(_safe(ylabel), fontsize=8)
+    ax.grid(axis="y", color="#ddd")
+    if series:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    return _svg(fig, name, title)

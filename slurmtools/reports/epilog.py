@@ -134,7 +134,7 @@ def parse_record(d: dict) -> dict:
 
 COLUMNS = {"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]", "end": "datetime64[s]", "gpus": "int32",
            "gpu_util_pct": "float32", "gpu_mem_mb": "float32", "user": "str", "tier": "str", "nodes": "int32",
-           "last_checkpoint": "datetime64[s]", "preempted_reported": "bool"}
+           "last_checkpoint": "datetime64[s]", "preempted_reported": "bool", "time_limit_reported": "bool"}
 
 
 def merge_records(recs: list[dict]) -> pd.DataFrame:
@@ -159,7 +159,8 @@ def merge_records(recs: list[dict]) -> pd.DataFrame:
         m["gpu_util_pct"] = float(np.mean(u)) if u else np.nan
         rows.append(m)
     frame = pd.DataFrame(rows, columns=list(COLUMNS)) if rows else pd.DataFrame(columns=list(COLUMNS))
-    frame["preempted_reported"] = frame["preempted_reported"].astype(object).fillna(False).astype(bool)
+    for c in ("preempted_reported", "time_limit_reported"):
+        frame[c] = frame[c].astype(object).fillna(False).astype(bool)
     return frame.astype(COLUMNS)
 
 
@@ -187,9 +188,10 @@ STOP_EVENTS = ("preempted", "requeued", "time_limit")
 def checkpoints_from_decisions(path: str | Path) -> tuple[pd.DataFrame, list[str]]:
     """What the decision log (`slurmtools.audit`) knows of job runs: the last-checkpoint time from events
     `preempted`, `requeued` and `time_limit` whose details carry `last_checkpoint` (epoch seconds or an ISO time)
-    and `run`, and whether a `preempted` event was logged for the run (a job that checkpoints and requeues itself
-    during the grace time ends REQUEUED in sacct, not PREEMPTED).
-    -> frame (job_id_raw, run, last_checkpoint, preempted), one row per run; a missing log gives no rows."""
+    and `run`, and whether a `preempted` or a `time_limit` event was logged for the run (a job that checkpoints
+    and requeues itself ends REQUEUED in sacct whichever the cause; only the log tells them apart).
+    -> frame (job_id_raw, run, last_checkpoint, preempted, time_limit), one row per run; a missing log gives no
+    rows."""
     from slurmtools import audit
 
     rows, problems = [], []
@@ -199,23 +201,24 @@ def checkpoints_from_decisions(path: str | Path) -> tuple[pd.DataFrame, list[str
             kind = ev.get("event")
             if kind not in STOP_EVENTS or not isinstance(det, dict):
                 continue
-            if det.get("last_checkpoint") is None and kind != "preempted":
+            if det.get("last_checkpoint") is None and kind not in ("preempted", "time_limit"):
                 continue
             try:
                 job = int(str(ev.get("job")).split("_")[0].split(".")[0])
                 ck = _time(det["last_checkpoint"]) if det.get("last_checkpoint") is not None else pd.NaT
-                rows.append((job, int(det.get("run") or 0), ck, kind == "preempted"))
+                rows.append((job, int(det.get("run") or 0), ck, kind == "preempted", kind == "time_limit"))
             except (TypeError, ValueError, OverflowError):
                 problems.append(f"{path}: event {kind} of job {ev.get('job')!r}: unreadable "
                                 f"run or last_checkpoint; ignored")
     except audit.AuditError as exc:
         problems.append(str(exc))
-    f = pd.DataFrame(rows, columns=["job_id_raw", "run", "last_checkpoint", "preempted"]).astype(
-        {"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]", "preempted": "bool"})
+    types = {"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]", "preempted": "bool",
+             "time_limit": "bool"}
+    f = pd.DataFrame(rows, columns=list(types)).astype(types)
     f = f.groupby(["job_id_raw", "run"], as_index=False).agg(last_checkpoint=("last_checkpoint", "max"),
-                                                             preempted=("preempted", "any"))
-    return f.astype({"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]",
-                     "preempted": "bool"}), problems
+                                                             preempted=("preempted", "any"),
+                                                             time_limit=("time_limit", "any"))
+    return f.astype(types), problems
 
 
 def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:
@@ -223,13 +226,16 @@ def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:
     the log knows get a row of their own (no utilisation)."""
     if not len(ck):
         return frame
-    ck = ck.rename(columns={"last_checkpoint": "_ck", "preempted": "_pre"})
-    if "_pre" not in ck.columns:
-        ck["_pre"] = False
+    ck = ck.rename(columns={"last_checkpoint": "_ck", "preempted": "_pre", "time_limit": "_tl"})
+    for c in ("_pre", "_tl"):
+        if c not in ck.columns:
+            ck[c] = False
     m = frame.merge(ck, on=["job_id_raw", "run"], how="outer")
     m["last_checkpoint"] = m[["last_checkpoint", "_ck"]].max(axis=1)
     m["preempted_reported"] = (m["preempted_reported"].astype(object).fillna(False).astype(bool)
                                | m["_pre"].astype(object).fillna(False).astype(bool))
-    m = m.drop(columns=["_ck", "_pre"])
+    m["time_limit_reported"] = (m["time_limit_reported"].astype(object).fillna(False).astype(bool)
+                                | m["_tl"].astype(object).fillna(False).astype(bool))
+    m = m.drop(columns=["_ck", "_pre", "_tl"])
     m = m.fillna({"gpus": 0, "nodes": 0, "user": "", "tier": ""})
     return m[list(COLUMNS)].astype(COLUMNS)

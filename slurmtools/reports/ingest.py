@@ -134,10 +134,24 @@ def _range(a: date, b: date) -> list[date]:
     return out
 
 
+def first_job(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.Timestamp | None:
+    """The earliest sign of a job in what was loaded: a run's submit or start time, or the first cached day."""
+    times = []
+    for c in ("submit", "start"):
+        if c in jobs.columns and jobs[c].notna().any():
+            times.append(pd.Timestamp(jobs[c].min()))
+    if history is not None and len(history):
+        times.append(pd.Timestamp(history["day"].min()))
+    return min(times) if times else None
+
+
 def load_capacity(site, since: datetime, until: datetime, *, backend=None, events_text: str | None = None,
-                  events_source: str = "sacctmgr show event") -> tuple[pd.DataFrame | None, pd.DataFrame | None,
-                                                                     list[str]]:
-    from slurmtools.reports.capacity import capacity_table, nodes_from_backend, nodes_from_site, read_events
+                  events_source: str = "sacctmgr show event", first_job: datetime | None = None
+                  ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, list[str]]:
+    """(capacity table, node events, notes). Capacity counts from the cluster's first record (its first
+    accounting event, or `first_job`, whichever is earlier) when that is inside the window, never before."""
+    from slurmtools.reports.capacity import (capacity_table, counted_from, first_event, nodes_from_backend,
+                                             nodes_from_site, read_events)
 
     notes = []
     nodes = None
@@ -153,16 +167,25 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
     else:
         notes.append("capacity unknown: the site has no fabric file and no Slurm is reachable")
     events = None
-    if events_text is not None:
-        events = read_events(events_text, events_source)
-    elif backend is not None and hasattr(backend, "events_dump"):
+    if events_text is None and backend is not None and hasattr(backend, "events_dump"):
         try:
-            events = read_events(backend.events_dump(since, until), "sacctmgr show event")
+            events_text, events_source = backend.events_dump(since, until), "sacctmgr show event"
         except SlurmError as exc:
             notes.append(f"node down/drain time not subtracted (sacctmgr failed: {exc})")
-    else:
+    elif events_text is None:
         notes.append("node down/drain time not subtracted (no sacctmgr event data; see --events-file)")
-    cap = capacity_table(nodes, events, since, until) if nodes else None
+    first_ev = None
+    if events_text is not None:
+        events = read_events(events_text, events_source)
+        first_ev = first_event(events_text, events_source)
+    start = counted_from(since, first_ev, first_job)
+    if nodes and start is not None:
+        from slurmtools.reports.metrics import CAPACITY_NOTE
+
+        notes.append(f"{CAPACITY_NOTE} {start} (the cluster's first record: "
+                     f"{'its first accounting event' if first_ev is not None and start == first_ev else 'its first job'}"
+                     f"), not from the window's start {pd.Timestamp(since)}")
+    cap = capacity_table(nodes, events, since, until, start=start) if nodes else None
     return cap, events, notes
 
 

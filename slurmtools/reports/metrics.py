@@ -28,6 +28,14 @@ SIZE_BINS = [(1, 1, "1"), (2, 4, "2-4"), (5, 8, "5-8"), (9, 16, "9-16"), (17, 64
 WAIT_BINS_MIN = [0, 1, 5, 15, 60, 240, 1440, np.inf]
 WAIT_LABELS = ["<1 min", "1-5 min", "5-15 min", "15-60 min", "1-4 h", "4-24 h", ">1 day"]
 WASTE_UTIL_PCT = 30.0  # a run below this mean GPU utilisation is listed among the wasters
+#: how the note saying capacity was counted from the cluster's first record begins (the Markdown repeats it)
+CAPACITY_NOTE = "capacity counted from"
+#: states of a run that ended because the node failed, not because it was preempted, even when requeued
+NODE_FAILURE = ("NODE_FAIL", "BOOT_FAIL")
+#: timeline bucket lengths (seconds), the shortest that gives at most TIMELINE_MAX_BUCKETS is used: minutes for
+#: a window of minutes, hours for a day, days for a month, weeks for a year
+TIMELINE_STEPS = (60, 5 * 60, 15 * 60, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400, 30 * 86400)
+TIMELINE_MAX_BUCKETS = 55
 
 
 @dataclass
@@ -43,6 +51,8 @@ class Report:
     wait_hist: pd.DataFrame  # tier x wait bins, counts
     forecasts: list[Forecast]
     notes: list[str] = field(default_factory=list)
+    #: tiers whose GPU-hours are not charged against budgets (`slurmtools.policy.usage.uncharged_tiers`)
+    uncharged_tiers: tuple[str, ...] = ()
 
 
 def _secs(a) -> np.ndarray:
@@ -168,11 +178,12 @@ def daily_usage(r: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
                          "gpu_hours": m[d, c]})
 
 
-def _bucket_seconds(span: int) -> int:
-    for b in (3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400):
-        if span / b <= 62:
+def bucket_seconds(span: int) -> int:
+    """The timeline's bucket length for a window of `span` seconds (see TIMELINE_STEPS)."""
+    for b in TIMELINE_STEPS:
+        if span / b <= TIMELINE_MAX_BUCKETS:
             return b
-    return 30 * 86400
+    return TIMELINE_STEPS[-1] * (1 + int(span / TIMELINE_STEPS[-1] / TIMELINE_MAX_BUCKETS))
 
 
 def _group(r: pd.DataFrame, key: str, prices: dict[str, float]) -> pd.DataFrame:
@@ -192,7 +203,9 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     all_runs = prepare(jobs, site, until, notes)
     all_runs["win_gpu_hours"] = overlap_hours(all_runs, lo, hi)
     prices = {n: t.price_per_gpu_hour for n, t in (site.gpu_types.items() if site else [])}
-    unknown_types = sorted(set(map(str, all_runs["gpu_type"].cat.categories)) - set(prices))
+    # categories no GPU run uses (CPU-only jobs' empty type) are not GPU types
+    used_types = all_runs["gpu_type"].cat.remove_unused_categories().cat.categories
+    unknown_types = sorted(set(map(str, used_types)) - set(prices) - {""})
     runs = all_runs[(all_runs["win_gpu_hours"] > 0) | ((all_runs["start_s"] >= lo) & (all_runs["start_s"] < hi))]
     runs = runs.reset_index(drop=True)
     runs["gpu_hours"] = runs["win_gpu_hours"]
@@ -281,15 +294,8 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
 
     # --- preemption and requeue: runs that ended inside the window
     ended = runs[(runs["end_s"] > lo) & (runs["end_s"] <= hi)]
-    pre = (ended["state"] == "PREEMPTED").to_numpy()
-    if epilog is not None and len(epilog) and "preempted_reported" in epilog.columns:
-        # runs that saved and requeued themselves in the grace time end REQUEUED; the decision log says why
-        rep = epilog[epilog["preempted_reported"].astype(bool)]
-        if len(rep):
-            keys = set(zip(rep["job_id_raw"].to_numpy().tolist(), rep["run"].to_numpy().tolist()))
-            pre = pre | np.array([(j, r) in keys for j, r in zip(ended["job_id_raw"].to_numpy().tolist(),
-                                                                  ended["run"].to_numpy().tolist())], dtype=bool)
     rq = ended["requeued"].to_numpy()
+    pre = preempted_mask(ended, epilog)
     lostmask = pre | rq
     # lost: GPUs x (end - last checkpoint) where the epilog or the decision log knows the checkpoint, else the
     # whole run (an upper bound). A checkpoint before the run's start (resumed from, never saved again) loses it all.
@@ -366,22 +372,25 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     m1 = m0 + pd.offsets.MonthBegin(1)
     mlo, mhi = int(m0.value // 10**9), int(pd.Timestamp(until).value // 10**9)
     frac = (mhi - mlo) / ((m1 - m0).total_seconds())
-    lowest = site.lowest_tier.name if site else None
+    from slurmtools.policy.usage import uncharged_tiers
+
+    free = list(uncharged_tiers(site)) if site else []
     mu = usage[usage["day"] >= m0]
     bg = mu.groupby("account")["gpu_hours"].sum()
-    low = mu[mu["tier"] == lowest].groupby("account")["gpu_hours"].sum()
+    nc = mu[mu["tier"].isin(free)].groupby("account")["gpu_hours"].sum()
     rows = []
     accounts = dict(site.accounts) if site else {}
     for name in sorted(set(accounts) | set(bg.index[bg > 0])):
         used = float(bg.get(name, 0.0))
+        charged = used - float(nc.get(name, 0.0))
         budget = accounts[name].monthly_gpu_hours if name in accounts else None
-        proj = used / frac if frac > 0 else np.nan
+        proj = charged / frac if frac > 0 else np.nan
         rows.append({"account": name, "monthly_budget_gpu_hours": budget, "month_to_date_gpu_hours": used,
-                     f"of_which_{lowest}_gpu_hours": float(low.get(name, 0.0)),
-                     "budget_used_pct": used / budget * 100 if budget else np.nan,
+                     "not_charged_gpu_hours": used - charged, "charged_gpu_hours": charged,
+                     "budget_used_pct": charged / budget * 100 if budget else np.nan,
                      "projected_month_gpu_hours": proj,
                      "projected_pct": proj / budget * 100 if budget else np.nan,
-                     "status": ("no budget" if budget is None else "over" if used > budget
+                     "status": ("no budget" if budget is None else "over" if charged > budget
                                 else "on track to exceed" if proj > budget else "ok"),
                      "in_site_file": name in accounts})
     tables["budget"] = pd.DataFrame(rows).set_index("account") if rows else pd.DataFrame()
@@ -392,7 +401,7 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
 
     # --- utilization over time by tier
     span = hi - lo
-    bsec = _bucket_seconds(span)
+    bsec = bucket_seconds(span)
     edges = np.arange(lo, hi + bsec, bsec)
     edges[-1] = min(edges[-1], hi) if edges[-1] > hi else edges[-1]
     if edges[-1] < hi:
@@ -403,10 +412,14 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         from slurmtools.reports.capacity import down_seconds
 
         gp = dict(zip(capacity["node"], capacity["gpus"]))
+        # never before the cluster's first record (ingest.load_capacity sets counted_from)
+        c0 = int(pd.Timestamp(capacity["counted_from"].min()).value // 10**9) \
+            if "counted_from" in capacity.columns else lo
         capcol = []
         for a_, b_ in zip(edges[:-1], edges[1:]):
+            a_ = min(max(a_, c0), b_)
             d = down_seconds(events, pd.to_datetime(a_, unit="s"), pd.to_datetime(b_, unit="s")) \
-                if events is not None and len(events) else {}
+                if events is not None and len(events) and b_ > a_ else {}
             capcol.append((gpus_total * (b_ - a_) - sum(gp.get(n, 0) * s for n, s in d.items())) / 3600.0)
         timeline["capacity_gpu_hours"] = capcol
     timeline.index.name = "bucket_start"
@@ -454,11 +467,37 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "idle_gpu_hours_allocated": float(known["idle_gpu_hours"].sum()),
         "median_wait_min": float(np.nanmedian(wait_min)) if np.isfinite(wait_min).any() else None,
         "p90_wait_min": float(np.nanpercentile(wait_min, 90)) if np.isfinite(wait_min).any() else None,
-        "failed_runs": int((runs["state"] == "FAILED").sum()),
+        # a run that was preempted (and killed by the warning signal, say) failed only because of it
+        "failed_runs": int(((runs["state"] == "FAILED").to_numpy() & ~preempted_mask(runs, epilog)).sum()),
     }
     return Report(since=since, until=until, site=site.name if site else "", cluster=site.cluster_name if site else "",
                   currency=site.currency if site else "", summary=summary, tables=tables, timeline=timeline,
-                  wait_hist=wait_hist, forecasts=forecasts, notes=notes)
+                  wait_hist=wait_hist, forecasts=forecasts, notes=notes, uncharged_tiers=tuple(free))
+
+
+def _reported(runs: pd.DataFrame, epilog: pd.DataFrame | None, column: str) -> np.ndarray:
+    """Whether the decision log / epilog flagged each run (by job and run number) with `column`."""
+    out = np.zeros(len(runs), dtype=bool)
+    if epilog is None or not len(epilog) or column not in epilog.columns:
+        return out
+    rep = epilog[epilog[column].astype(bool)]
+    if len(rep):
+        keys = set(zip(rep["job_id_raw"].to_numpy().tolist(), rep["run"].to_numpy().tolist()))
+        out = np.array([(j, r) in keys for j, r in zip(runs["job_id_raw"].to_numpy().tolist(),
+                                                       runs["run"].to_numpy().tolist())], dtype=bool)
+    return out
+
+
+def preempted_mask(runs: pd.DataFrame, epilog: pd.DataFrame | None) -> np.ndarray:
+    """Which runs ended by preemption: sacct says PREEMPTED or REQUEUED, or a later run of the same job shows it
+    was requeued (whatever its own state: a program killed by the warning signal ends FAILED), or the decision
+    log says the job reported a preemption. Not a run that ended for a node failure, nor one the decision log
+    says was requeued at its time limit (self-requeued runs end REQUEUED either way)."""
+    state = runs["state"].astype(str)
+    pre = state.isin(["PREEMPTED", "REQUEUED"]).to_numpy() | (runs["requeued"].to_numpy()
+                                                               & ~state.isin(NODE_FAILURE).to_numpy())
+    pre &= ~_reported(runs, epilog, "time_limit_reported")
+    return pre | _reported(runs, epilog, "preempted_reported")
 
 
 def _leaf_share(nodelist: str, leaf_of: dict[str, str]) -> dict[str, float]:

@@ -16,48 +16,59 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup, escape
 
-from slurmtools.reports import charts
-from slurmtools.reports.metrics import WASTE_UTIL_PCT, Report
+from slurmtools.reports import charts, fmt
+from slurmtools.reports.metrics import CAPACITY_NOTE, WASTE_UTIL_PCT, Report
 
 FORMATS = ("html", "csv", "md", "json")
 
 
-def _num(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    if isinstance(v, (int, np.integer)):
-        return f"{int(v):,}"
-    if isinstance(v, (float, np.floating)):
-        return f"{v:,.1f}" if abs(v) < 1e6 else f"{v:,.0f}"
-    return str(v)
-
-
-def _cell(v) -> str:
-    if isinstance(v, (pd.Timestamp, datetime)):
-        return str(v)
-    if isinstance(v, (float, np.floating)) and (math.isnan(v)):
-        return "n/a"
-    return _num(v) if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) else str(v)
-
-
-def html_table(df: pd.DataFrame, index_name: str | None) -> Markup:
+def html_table(df: pd.DataFrame, index_name: str | None, currency: str = "") -> Markup:
+    """A table with human headers (`fmt.header`) and cells formatted by `fmt.cell`, every string escaped."""
     if df is None or len(df) == 0:
         return Markup("<p>none</p>")
     parts = ["<table><thead><tr>"]
     if index_name is not None:
-        parts.append(f"<th>{escape(index_name)}</th>")
-    parts += [f"<th>{escape(str(c).replace('_', ' '))}</th>" for c in df.columns]
+        parts.append(f"<th>{escape(fmt.header(index_name, currency))}</th>")
+    parts += [f"<th>{escape(fmt.header(str(c), currency))}</th>" for c in df.columns]
     parts.append("</tr></thead><tbody>")
+    cols = [str(c) for c in df.columns]
     for idx, row in zip(df.index, df.itertuples(index=False)):
         parts.append("<tr>")
         if index_name is not None:
-            parts.append(f'<td class="t">{escape(_cell(idx))}</td>')
-        for v in row:
+            parts.append(f'<td class="t">{escape(fmt.cell(index_name, idx))}</td>')
+        for c, v in zip(cols, row):
             cls = ' class="t"' if isinstance(v, str) else ""
-            parts.append(f"<td{cls}>{escape(_cell(v))}</td>")
+            parts.append(f"<td{cls}>{escape(fmt.cell(c, v))}</td>")
         parts.append("</tr>")
     parts.append("</tbody></table>")
     return Markup("".join(parts))
+
+
+def _bucket_label(step: pd.Timedelta, multi_day: bool) -> tuple[str, str]:
+    """(strftime format for a bucket's start, the bucket's name in the chart's title)."""
+    if step >= pd.Timedelta(days=1):
+        return "%Y-%m-%d", "week" if step >= pd.Timedelta(days=7) and step < pd.Timedelta(days=28) else \
+            "day" if step < pd.Timedelta(days=7) else "period"
+    name = {60: "minute", 300: "5 minutes", 900: "15 minutes", 3600: "hour"}.get(int(step.total_seconds()),
+                                                                              f"{step.total_seconds() / 3600:g} h")
+    return ("%m-%d %H:%M" if multi_day else "%H:%M"), name
+
+
+def timeline_chart(r: Report) -> Markup:
+    """Mean GPUs allocated per bucket, stacked by tier, against the GPUs available (dashed)."""
+    tl = r.timeline
+    tiers = [c for c in tl.columns if c != "capacity_gpu_hours"]
+    starts = list(tl.index)
+    ends = starts[1:] + [pd.Timestamp(r.until)]
+    hours = [max((b - a).total_seconds() / 3600.0, 1e-9) for a, b in zip(starts, ends)]
+    step = (ends[0] - starts[0]) if starts else pd.Timedelta(days=1)
+    multi_day = bool(starts) and (pd.Timestamp(r.until) - starts[0]) > pd.Timedelta(days=1)
+    tf, per = _bucket_label(step, multi_day)
+    labels = [d.strftime(tf) for d in starts]
+    cap = [v / h for v, h in zip(tl["capacity_gpu_hours"], hours)] if "capacity_gpu_hours" in tl else None
+    return charts.stacked_bars("timeline", f"GPUs allocated by tier, mean per {per} (dashed: GPUs available)",
+                               labels, {t: [v / h for v, h in zip(tl[t], hours)] for t in tiers}, cap,
+                               "available", ylabel="GPUs")
 
 
 def render_html(r: Report, top: int = 10) -> str:
@@ -67,24 +78,17 @@ def render_html(r: Report, top: int = 10) -> str:
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("slurmtools.reports", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
-    tl = r.timeline
-    tiers = [c for c in tl.columns if c != "capacity_gpu_hours"]
-    fmt = "%m-%d %H:%M" if len(tl) > 1 and (tl.index[1] - tl.index[0]) < pd.Timedelta(days=1) else "%Y-%m-%d"
-    labels = [d.strftime(fmt) for d in tl.index]
-    timeline = charts.stacked_bars("GPU-hours allocated per period by tier (dashed: available capacity)", labels,
-                                   {t: tl[t].tolist() for t in tiers},
-                                   tl["capacity_gpu_hours"].tolist() if "capacity_gpu_hours" in tl else None,
-                                   "capacity", unit=" GPU-h")
     wh = r.wait_hist
-    wait = charts.grouped_bars("Queue wait: runs started per wait-time bin and tier", [str(x) for x in wh.index],
-                               {str(c): wh[c].tolist() for c in wh.columns})
+    wait = charts.grouped_bars("wait", "Queue wait: runs started per wait-time bin and tier",
+                               [str(x) for x in wh.index], {str(c): wh[c].tolist() for c in wh.columns},
+                               count_axis=True, ylabel="runs")
     bt = r.tables
-    users = charts.hbars(f"Top {top} users (GPU-hours)",
+    users = charts.hbars("users", f"Top {top} users (GPU-hours)",
                          [(str(k), float(v)) for k, v in bt["by_user"]["gpu_hours"].head(top).items()])
-    accounts = charts.hbars(f"Top {top} accounts (GPU-hours)",
+    accounts = charts.hbars("accounts", f"Top {top} accounts (GPU-hours)",
                             [(str(k), float(v)) for k, v in bt["by_account"]["gpu_hours"].head(top).items()],
                             color=charts.PALETTE[2])
-    waste = charts.hbars(f"Top {top} users by idle GPU-hours allocated",
+    waste = charts.hbars("waste", f"Top {top} users by idle GPU-hours allocated",
                          [(str(k), float(v)) for k, v in bt["waste_by_user"]["idle_gpu_hours"].head(top).items()],
                          color=charts.PALETTE[3])
     s = r.summary
@@ -93,15 +97,14 @@ def render_html(r: Report, top: int = 10) -> str:
         r=r, s=s, t=bt, top=top, waste_pct=WASTE_UTIL_PCT, since=str(pd.Timestamp(r.since)),
         until=str(pd.Timestamp(r.until)), version=__version__,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        charts={"timeline": timeline, "wait": wait, "users": users, "accounts": accounts, "waste": waste},
-        table=html_table, num=_num,
-        pct=lambda v: "n/a" if v is None else f"{v:.1f}%",
-        money=lambda v: f"{v:,.0f} {cur}" if v is not None else "n/a",
-        mins=lambda v: "n/a" if v is None else (f"{v:.0f} min" if v < 120 else f"{v / 60:.1f} h"))
+        charts={"timeline": timeline_chart(r), "wait": wait, "users": users, "accounts": accounts, "waste": waste},
+        table=lambda df, index_name: html_table(df, index_name, cur), num=fmt.num, count=fmt.count,
+        pct=fmt.pct, money=lambda v: fmt.money(v, cur), mins=fmt.minutes,
+        free_tiers=", ".join(r.uncharged_tiers))
 
 
 def _md(v) -> str:
-    s = _cell(v)
+    s = fmt.num(v) if not isinstance(v, str) else v
     for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "'"), ("\n", " ")):
         s = s.replace(a, b)
     return s
@@ -110,43 +113,48 @@ def _md(v) -> str:
 def render_md(r: Report, top: int = 5) -> str:
     """A summary short enough for an e-mail or a chat post."""
     s = r.summary
-    pct = "n/a" if s["utilization_pct"] is None else f"{s['utilization_pct']:.1f}%"
     lines = [f"**GPU report {_md(r.cluster)}: {pd.Timestamp(r.since)} to {pd.Timestamp(r.until)}**", "",
-             f"- Utilization {pct}: {_num(s['gpu_hours'])} of {_num(s['available_gpu_hours'])} available GPU-hours; "
-             f"idle capacity {_num(s['idle_capacity_gpu_hours'])} GPU-h",
-             f"- Cost {_num(s['cost'])} {_md(r.currency)}; {s['jobs']:,} jobs, {s['users']} users, "
-             f"{s['failed_runs']} failed runs",
-             f"- Queue wait median {_num(s['median_wait_min'])} min, p90 {_num(s['p90_wait_min'])} min",
-             f"- Preempted runs {s['preempted_runs']}, requeued {s['requeued_runs']}, "
-             f"{_num(s['gpu_hours_lost_to_preemption'])} GPU-h lost"
+             f"- Utilization {fmt.pct(s['utilization_pct'])}: {fmt.num(s['gpu_hours'])} of "
+             f"{fmt.num(s['available_gpu_hours'])} available GPU-hours; "
+             f"idle capacity {fmt.num(s['idle_capacity_gpu_hours'])} GPU-hours",
+             f"- Cost {_md(fmt.money(s['cost'], r.currency))}; {fmt.count(s['jobs'])} jobs, "
+             f"{fmt.count(s['users'])} users, {fmt.count(s['failed_runs'])} failed runs",
+             f"- Queue wait median {fmt.minutes(s['median_wait_min'])}, p90 {fmt.minutes(s['p90_wait_min'])}",
+             f"- Preempted runs {fmt.count(s['preempted_runs'])}, requeued {fmt.count(s['requeued_runs'])}, "
+             f"{fmt.num(s['gpu_hours_lost_to_preemption'])} GPU-hours lost"
              + (" (upper bound: last checkpoint unknown for some runs)" if s.get("gpu_hours_lost_is_upper_bound")
                 else " since the last checkpoint" if s.get("lost_runs_with_checkpoint_time") else ""),
-             f"- Allocated but idle: {_num(s['idle_gpu_hours_allocated'])} of "
-             f"{_num(s['gpu_hours_with_utilization'])} measured GPU-h", ""]
+             f"- Allocated but idle: {fmt.num(s['idle_gpu_hours_allocated'])} of "
+             f"{fmt.num(s['gpu_hours_with_utilization'])} measured GPU-hours", ""]
+    lines += [f"- Note: {_md(n)}" for n in r.notes if n.startswith(CAPACITY_NOTE)]
+    if lines[-1] != "":
+        lines.append("")
     bt = r.tables
-    lines += ["| tier | GPU-h | share | median wait (min) |", "| --- | ---: | ---: | ---: |"]
+    heads = [fmt.header(c) for c in ("tier", "gpu_hours", "share_of_use_pct", "median_wait_min")]
+    lines += ["| " + " | ".join(heads) + " |", "| --- | ---: | ---: | ---: |"]
     wt = bt["wait_by_tier"]
     for tier, row in bt["by_tier"].iterrows():
         med = wt["median_wait_min"].get(tier, float("nan")) if len(wt) else float("nan")
-        lines.append(f"| {_md(tier)} | {_num(row['gpu_hours'])} | {_num(row['share_of_use_pct'])}% | {_num(med)} |")
-    lines += ["", f"Top {top} users: " + ", ".join(f"{_md(u)} ({_num(v)})" for u, v in
+        lines.append(f"| {_md(tier)} | {fmt.num(row['gpu_hours'])} | {fmt.num(row['share_of_use_pct'])} | "
+                     f"{fmt.num(med)} |")
+    lines += ["", f"Top {top} users (GPU-hours): " + ", ".join(f"{_md(u)} ({fmt.num(v)})" for u, v in
                                                    bt["by_user"]["gpu_hours"].head(top).items())]
     b = bt["budget"]
     if len(b):
         hot = b[b["status"].isin(["over", "on track to exceed"])]
         if len(hot):
-            lines.append("Budgets: " + ", ".join(f"{_md(a)} {row['status']} ({_num(row['budget_used_pct'])}%)"
+            lines.append("Budgets: " + ", ".join(f"{_md(a)} {row['status']} ({fmt.pct(row['budget_used_pct'])} charged)"
                                                  for a, row in hot.iterrows()))
     nv = bt.get("usage_by_nvlink_domain")
     if nv is not None and len(nv):
         worst = nv.sort_values(["idle_gpu_hours", "gpus"], ascending=[False, False]).head(3)
         lines.append("Most idle NVLink domains: " + ", ".join(
-            f"{_md(d)} ({_num(row['idle_gpu_hours'])} GPU-h idle, {_num(row['utilization_pct'])}% used)"
+            f"{_md(d)} ({fmt.num(row['idle_gpu_hours'])} GPU-hours idle, {fmt.pct(row['utilization_pct'])} used)"
             for d, row in worst.iterrows()))
     for f in r.forecasts:
         if f.horizon_days == 7:
             err = "untested" if f.wape_pct is None else f"±{f.wape_pct:.0f}%"
-            lines.append(f"Forecast {_md(f.series)} next 7 days: {_num(f.total)} GPU-h ({err}, {f.method})")
+            lines.append(f"Forecast {_md(f.series)} next 7 days: {fmt.num(f.total)} GPU-hours ({err}, {f.method})")
     return "\n".join(lines) + "\n"
 
 

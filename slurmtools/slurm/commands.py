@@ -235,8 +235,9 @@ class CommandBackend(Backend):
         return self.run(argv, timeout=max(self.timeout, 300))
 
     def events_dump(self, start: datetime, end: datetime) -> str:
-        """Node down/drain events (`sacctmgr show event`) as parsable text with a header, for capacity reports."""
-        return self.run(["sacctmgr", "-P", "show", "event", "Event=Node", "format=NodeName,TimeStart,TimeEnd,State,Reason",
+        """Node down/drain events and cluster events (`sacctmgr show event`; the cluster's `Cluster Registered TRES`
+        tells reports when it first existed) as parsable text with a header, for capacity reports."""
+        return self.run(["sacctmgr", "-P", "show", "event", "format=NodeName,TimeStart,TimeEnd,State,Reason",
                          f"Start={start.strftime('%Y-%m-%dT%H:%M:%S')}", f"End={end.strftime('%Y-%m-%dT%H:%M:%S')}"])
 
     def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,

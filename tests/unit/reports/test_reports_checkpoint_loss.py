@@ -42,7 +42,7 @@ def test_unknown_checkpoint_keeps_the_whole_run_as_upper_bound():
     row = r.tables["preempted_runs"].iloc[0]
     assert row["job_id"] == "102" and row["run"] == 0 and bool(row["upper_bound"])
     assert row["gpu_hours_lost"] == pytest.approx(12)
-    assert "12.0 GPU-h lost (upper bound: last checkpoint unknown for some runs)" in outputs.render_md(r)
+    assert "12.0 GPU-hours lost (upper bound: last checkpoint unknown for some runs)" in outputs.render_md(r)
 
 
 def test_checkpoint_from_the_epilog_record(tmp_path):
@@ -59,7 +59,7 @@ def test_checkpoint_from_the_epilog_record(tmp_path):
     assert r.summary["gpu_hours_lost_is_upper_bound"] is False and r.summary["lost_runs_with_checkpoint_time"] == 1
     row = r.tables["preempted_runs"].iloc[0]
     assert str(row["last_checkpoint"]) == "2026-11-02 04:40:00" and not bool(row["upper_bound"])
-    assert "2.0 GPU-h lost since the last checkpoint" in outputs.render_md(r)
+    assert "2.0 GPU-hours lost since the last checkpoint" in outputs.render_md(r)
 
 
 def test_checkpoint_from_the_decision_log_beside_the_jobs_folder(tmp_path):
@@ -109,9 +109,10 @@ def test_preempted_runs_in_html_and_csv(tmp_path):
                     "upper_bound")
 
 
-def test_self_requeued_run_counts_as_preempted_when_the_decision_log_says_so(tmp_path):
-    """A job that checkpoints and requeues itself in the grace time ends REQUEUED in sacct, not PREEMPTED; the
-    epilog's `preempted` event (reported by the job, confirmed by Slurm's requeue) makes it count as preempted."""
+def test_self_requeued_run_is_preempted_unless_the_decision_log_says_time_limit(tmp_path):
+    """A job that checkpoints and requeues itself ends REQUEUED in sacct, not PREEMPTED, whether the warning was a
+    preemption or its time limit: REQUEUED counts as preempted, except where the decision log has the job's own
+    `time_limit` report for that run. A `preempted` event makes a run count as preempted whatever sacct says."""
     text = hm.TEXT.replace("PREEMPTED|ft|102|", "REQUEUED|ft|102|")
     assert text != hm.TEXT
 
@@ -119,11 +120,19 @@ def test_self_requeued_run_counts_as_preempted_when_the_decision_log_says_so(tmp
         return metrics.compute(read_sacct(text, text=True).jobs, load_site(None), SINCE, UNTIL, epilog=epilog)
 
     plain = report(None).tables["preemption_by_tier"]
-    assert plain.loc["standard", "preempted_runs"] == 0 and plain.loc["standard", "requeued_runs"] == 1
-    jobs = _spool(tmp_path, events=[("preempted", 102, {"run": 0, "reported_by": "job"}),
-                                    ("requeued", 102, {"run": 0}), ("preempted", 999, {"run": 0})])
+    assert plain.loc["standard", "preempted_runs"] == 1 and plain.loc["standard", "requeued_runs"] == 1
+    (tmp_path / "a").mkdir()
+    jobs = _spool(tmp_path / "a", events=[("preempted", 102, {"run": 0, "reported_by": "job"}),
+                                          ("requeued", 102, {"run": 0}), ("preempted", 999, {"run": 0})])
     ep, notes = ingest.load_epilog(jobs)
     assert notes == []
     p = report(ep).tables["preemption_by_tier"]
     assert p.loc["standard", "preempted_runs"] == 1 and p.loc["standard", "requeued_runs"] == 1
     assert int(p["preempted_runs"].sum()) == 1  # job 999 is not in sacct's window: nothing invented
+    (tmp_path / "b").mkdir()
+    jobs = _spool(tmp_path / "b", events=[("time_limit", 102, {"run": 0, "reported_by": "job"}),
+                                          ("requeued", 102, {"run": 0})])
+    ep, notes = ingest.load_epilog(jobs)
+    assert notes == [] and bool(ep["time_limit_reported"].any())
+    p = report(ep).tables["preemption_by_tier"]
+    assert p.loc["standard", "preempted_runs"] == 0 and p.loc["standard", "requeued_runs"] == 1

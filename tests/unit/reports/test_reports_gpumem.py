@@ -58,7 +58,7 @@ def test_waste_table_shows_gpu_memory_per_job():
     assert w.loc["121", "gpu_mem_used_mb"] == pytest.approx(2560)
     assert w["gpu_mem_used_mb"].isna()["110"]
     html = outputs.render_html(r)
-    assert "<th>gpu mem used mb</th>" in html and "<td>2,560.0</td>" in html
+    assert "<th>GPU memory used (MB)</th>" in html and "<td>2,560.0</td>" in html
 
 
 def test_no_gpumem_in_the_window_no_column():

@@ -88,7 +88,7 @@ def test_budget_month_to_date(rep):
     # 106 began 11-01 18:00: all 12 h x 16 GPUs count this month; 2 of 30 days have passed
     assert b.loc["nlp", "month_to_date_gpu_hours"] == pytest.approx(12 + 8 + 192)
     assert b.loc["nlp", "projected_month_gpu_hours"] == pytest.approx(212 * 15)
-    assert b.loc["vision", "of_which_scavenger_gpu_hours"] == pytest.approx(6)
+    assert b.loc["vision", "not_charged_gpu_hours"] == pytest.approx(6)
     assert b.loc["students", "budget_used_pct"] == pytest.approx(1.5 / 2000 * 100)
     assert set(b["status"]) == {"ok"}
 

@@ -85,8 +85,8 @@ def test_in_every_output(nv, tmp_path):
     assert "Idle GPU-hours per NVLink domain" in html and "<td class=\"t\">nvl0</td>" in html
     md = (tmp_path / "summary.md").read_text()
     # the most idle: nvl0 (288), then the untouched 8-GPU hosts (192 each), first gpu09 and gpu11
-    assert ("Most idle NVLink domains: nvl0 (288.0 GPU-h idle, 25.0% used), gpu09 (192.0 GPU-h idle, 0.0% used), "
-            "gpu11 (192.0 GPU-h idle, 0.0% used)") in md
+    assert ("Most idle NVLink domains: nvl0 (288.0 GPU-hours idle, 25.0% used), "
+            "gpu09 (192.0 GPU-hours idle, 0.0% used), gpu11 (192.0 GPU-hours idle, 0.0% used)") in md
 
 
 def test_no_fabric_no_table_and_networkx_stays_unloaded():
