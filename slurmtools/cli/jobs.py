@@ -112,7 +112,7 @@ def _plan_and_render(req, site, state):
         name = default_template(req.gpus, req.nodes, per, bool(req.sweep))
         req = replace(req, template=name)
     info = find_template(name, site.source)
-    p = plan_job(req, site, state.view, info.shape, state.releases, slurm=state.release)
+    p = plan_job(req, site, state.view, info.shape, state.releases, slurm=state.release, planned=state.planned)
     return p, info, render(p, info, site.source)
 
 

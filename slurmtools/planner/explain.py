@@ -41,6 +41,7 @@ def plan_dict(plan: Plan, note: str = "") -> dict[str, Any]:
         "cpus_per_gpu": plan.cpus_per_gpu, "mem_per_gpu_mb": plan.mem_per_gpu_mb, "time_limit_s": plan.time_limit,
         "switches": plan.switches, "switch_wait_s": plan.switch_wait, "leaves_now": plan.leaves_now,
         "leaves_empty": plan.leaves_empty, "predicted_hosts": list(plan.hosts), "starts_now": plan.starts_now,
+        "preempts": list(plan.preempts), "start_in_s": plan.start_in, "queued_behind": list(plan.behind),
         "preemptible": plan.preemptible, "template": plan.template.name, "output": plan.output,
         "directives": [{"option": d.text, "why": d.why} for d in plan.directives],
         "env": dict(plan.env), "nic_map": {str(k): list(v) for k, v in plan.nic_map.items()},
@@ -62,7 +63,16 @@ def plan_text(plan: Plan, note: str = "") -> str:
     where = compress(plan.hosts) if plan.hosts else "-"
     lines.append(f"plan: {plan.nodes} x {plan.gpus_per_node} {plan.gpu_type} GPUs on partition {plan.partition}, "
                  f"tier {plan.tier}, template {plan.template.name}")
-    lines.append(f"placement: {'starts now' if plan.starts_now else 'must queue'}; predicted hosts {where} under "
+    if plan.starts_now:
+        when = "starts now"
+    elif plan.preempts:
+        when = (f"starts by preempting job(s) {', '.join(map(str, plan.preempts))} (within their grace time, "
+                f"{plan.start_in}s)")
+    elif plan.start_in is not None:
+        when = f"must queue (predicted start within about {plan.start_in}s)"
+    else:
+        when = "must queue (no start can be predicted)"
+    lines.append(f"placement: {when}; predicted hosts {where} under "
                  f"{plan.leaves_now if plan.leaves_now is not None else '-'} leaf switch(es) "
                  f"(empty cluster: {plan.leaves_empty}); Slurm makes the final choice within the constraint")
     ff = f", topology-blind first fit {q.first_fit.gbytes:g} GB/s" if q.first_fit else ""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from slurmtools.errors import ConfigError, SlurmUnavailable
-from slurmtools.planner.plan import Release, releases_from_jobs
+from slurmtools.planner.plan import Planned, Release, planned_from_starts, releases_from_jobs
 from slurmtools.planner.view import ClusterView, from_topology
 
 
@@ -23,6 +23,7 @@ class State:
     graph: object = None  # the topology graph the view came from
     backend: object = None  # the backend that answered (None when idle)
     release: object = None  # the SlurmRelease that will run the job: the live Slurm's, or --slurm-version's
+    planned: tuple[Planned, ...] = ()  # pending jobs Slurm has planned (squeue --start)
 
 
 def load_fabric_of(site):
@@ -52,6 +53,7 @@ def gather(site, backend=None, *, idle: bool = False, slurm_version: str | None 
         nodes = backend.nodes()
         jobs = backend.jobs()
         running = backend.slurm_release() if hasattr(backend, "slurm_release") else None
+        starts = backend.scheduled_starts()
     except SlurmUnavailable as exc:
         return State(from_topology(graph, fabric.node_types), (),
                      f"no Slurm reachable ({exc}); planned against the declared topology as if idle", graph=graph,
@@ -61,7 +63,9 @@ def gather(site, backend=None, *, idle: bool = False, slurm_version: str | None 
     view = from_topology(graph, fabric.node_types, nodes)
     now = datetime.now(timezone.utc)
     rel = releases_from_jobs(jobs, _aware(now, jobs))
-    return State(view, tuple(rel), "", tuple(jobs), graph=graph, backend=backend, release=running or named)
+    planned = planned_from_starts(starts, datetime.now())  # squeue prints local time
+    return State(view, tuple(rel), "", tuple(jobs), graph=graph, backend=backend, release=running or named,
+                 planned=tuple(planned))
 
 
 def _aware(now: datetime, jobs) -> datetime:

@@ -51,6 +51,17 @@ class Release:
     gpus: int
     in_seconds: int
     job_id: int = 0
+    qos: str = ""  # the running job's QoS: a tier it may preempt gives its GPUs back after its grace time
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A pending job Slurm has planned (`squeue --start`): from `in_seconds` on, its hosts are taken."""
+
+    job_id: int
+    qos: str
+    in_seconds: int
+    hosts: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,13 @@ class Plan:
     #: rank order of multi-node jobs: host groups (hostlist expressions, each an NVLink domain or a leaf switch's
     #: hosts) in the order ranks fill them, so consecutive ranks share the fastest links
     rank_groups: tuple[str, ...] = ()
+    #: running jobs Slurm is predicted to preempt for this one (lower tiers on the predicted hosts)
+    preempts: tuple[int, ...] = ()
+    #: predicted seconds until the job starts: 0 now, the victims' grace time when it preempts, the running jobs'
+    #: time limits when it queues; None when nothing predicts it
+    start_in: int | None = None
+    #: pending jobs queued ahead that hold hosts the job could otherwise use
+    behind: tuple[int, ...] = ()
 
     def directive(self, option: str) -> Directive | None:
         return next((d for d in self.directives if d.option == option), None)
@@ -125,7 +143,8 @@ class Plan:
 
 
 def plan_job(request: JobRequest, site: Site, view: ClusterView, template: TemplateShape,
-             releases: Sequence[Release] = (), slurm: SlurmRelease | None = None) -> Plan:
+             releases: Sequence[Release] = (), slurm: SlurmRelease | None = None,
+             planned: Sequence[Planned] = ()) -> Plan:
     """Choose partition, tier, shape, placement constraint, binding and environment for `request`. `slurm` is the
     release that will run the job (None: unknown, and what depends on it is left out with a note)."""
     partition = _partition(request, site)
@@ -140,7 +159,7 @@ def plan_job(request: JobRequest, site: Site, view: ClusterView, template: Templ
     for nt_name in node_types:
         try:
             p = _plan_for(request, site, pview, template, releases, partition, gpu_type, pview.node_types[nt_name],
-                          slurm)
+                          slurm, planned)
         except RequestError as exc:
             errors.append(exc)
             continue
@@ -158,7 +177,8 @@ def _better(a: Plan, b: Plan) -> bool:
 
 
 def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape, releases: Sequence[Release],
-              part: Partition, gpu_type: str, nt: NodeType, slurm: SlurmRelease | None = None) -> Plan:
+              part: Partition, gpu_type: str, nt: NodeType, slurm: SlurmRelease | None = None,
+              planned: Sequence[Planned] = ()) -> Plan:
     notes: list[str] = []
     nodes, gpn = _shape(r, part, nt, tmpl)
     if nodes > 1 and not tmpl.multi_node:
@@ -194,8 +214,18 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     ff = first_fit(view, need, nodes)
 
     q_empty = estimate(view, hosts_empty, gpn)  # the estimate depends on where hosts are, not on what is free
-    q_now = estimate(view, best_now_hosts, gpn) if best_now_hosts else Estimate(0.0, 0, 0, "does not fit now")
-    q_plan = estimate(view, hosts_now, gpn) if hosts_now else q_now
+    preempts: tuple[int, ...] = ()
+    behind: tuple[int, ...] = ()
+    start_in: int | None = 0 if starts_now else None
+    predicted = hosts_now
+    if not starts_now:
+        predicted, start_in, preempts, behind = _predict_start(r, site, tier, view, need, nodes, spread_ok, releases,
+                                                               planned, notes)
+        if best_now_hosts is None and predicted:
+            best_now_hosts = predicted
+            leaves_now = len(leaves_of(view, predicted))
+    q_now = estimate(view, best_now_hosts, gpn) if best_now_hosts else q_empty
+    q_plan = estimate(view, predicted, gpn) if predicted else q_empty
     q_ff = estimate(view, ff, gpn) if ff else None
     quality = Quality(q_plan, q_empty, q_now, q_ff)
 
@@ -225,11 +255,14 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
                                       f"time limit); after {human(wait)} Slurm may spread it further")
             if wait == SHORT_WAIT:
                 why_switch += f"; the {human(SHORT_WAIT)} wait only covers the gap until the scheduler runs"
+        elif preempts:
+            switches, wait = leaves_now, SHORT_WAIT
+            why_switch = (f"the job starts by preempting lower-tier jobs on {leaves_now} leaf switch(es); the "
+                          f"{human(SHORT_WAIT)} wait only covers the gap until the scheduler runs")
         else:
             switches, wait = leaves_empty, _round_minutes(max(max_wait, SHORT_WAIT))
             why_switch = (f"the job does not fit now; once hosts free up Slurm keeps it under {leaves_empty} leaf "
                           f"switch(es) (the fewest the partition allows) for up to {human(wait)} before spreading it")
-            notes.append("not enough free hosts now: the job will queue")
     if r.comm == "pipeline" and switches:
         notes.append("pipeline stages exchange activations point to point; no wait is taken for a tighter placement")
 
@@ -320,10 +353,10 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
                 gpu_type=gpu_type, node_type=nt.name, nodes=nodes, gpus_per_node=gpn, tasks_per_node=tasks,
                 cpus_per_gpu=cpus_per_gpu, mem_per_gpu_mb=mem_per_gpu, time_limit=r.time_limit,
                 switches=switches, switch_wait=wait, leaves_now=leaves_now, leaves_empty=leaves_empty,
-                hosts=tuple(hosts_now or hosts_empty), starts_now=starts_now, preemptible=tier_obj.preemptible,
+                hosts=tuple(predicted or hosts_empty), starts_now=starts_now, preemptible=tier_obj.preemptible,
                 directives=tuple(d), env=tuple(env), nic_map=nic_map, quality=quality, live=view.live,
                 notes=tuple(notes), array_size=array_size, output=output, checkpoint_signal=signal,
-                rank_groups=rank_groups)
+                rank_groups=rank_groups, preempts=preempts, start_in=start_in, behind=behind)
 
 
 # ------------------------------------------------------------------------------------------------- pieces
@@ -592,6 +625,54 @@ def _pick_domain(view: ClusterView, need: HostNeed, nodes: int) -> tuple[str | N
     return None, ""
 
 
+def _predict_start(r: JobRequest, site: Site, tier: str, view: ClusterView, need: HostNeed, nodes: int,
+                   spread_ok: bool, releases: Sequence[Release], planned: Sequence[Planned],
+                   notes: list[str]) -> tuple[tuple[str, ...] | None, int | None, tuple[int, ...], tuple[int, ...]]:
+    """Where and when a job that does not fit now starts: (hosts, seconds, jobs it preempts, jobs queued ahead).
+
+    First by preemption: running jobs of tiers this tier may preempt give their hosts back after their grace time
+    (Slurm preempts rather than queue). Then by the running jobs' time limits, with the hosts that pending jobs of
+    at least this tier's priority are planned on (`squeue --start`) taken from the time they start."""
+    mine = site.tiers[tier]
+    by_qos = {t.qos: t for t in site.tiers.values()}
+    victims = [x for x in releases if x.qos in by_qos and tier in by_qos[x.qos].preempted_by]
+    if victims:
+        freed: dict[str, int] = {}
+        for x in victims:
+            freed[x.host] = freed.get(x.host, 0) + x.gpus
+        hosts = pack(view.with_free(freed), need, nodes, spread_ok=spread_ok)
+        if hosts:
+            used = set(hosts)
+            jobs = tuple(sorted({x.job_id for x in victims if x.host in used}))
+            grace = max((by_qos[x.qos].grace_time for x in victims if x.job_id in jobs), default=0)
+            notes.append(f"no free hosts now: tier {tier} preempts job(s) {', '.join(map(str, jobs))} "
+                         f"({', '.join(sorted({by_qos[x.qos].name for x in victims if x.job_id in jobs}))}), which "
+                         f"get up to {human(grace)} of grace time to checkpoint; predicted hosts {compress(hosts)}")
+            return tuple(hosts), grace, jobs, ()
+    ahead = [p for p in planned if p.hosts and (p.qos not in by_qos or by_qos[p.qos].priority >= mine.priority)]
+    for t in sorted({x.in_seconds for x in releases} | {0}):
+        freed = {}
+        for x in releases:
+            if x.in_seconds <= t:
+                freed[x.host] = freed.get(x.host, 0) + x.gpus
+        v = view.with_free(freed)
+        taken = {h for p in ahead if p.in_seconds <= max(t, 0) for h in p.hosts}
+        if taken:
+            from dataclasses import replace as _replace
+
+            v = _replace(v, hosts={h: (_replace(s, gpus_free=0, cpus_free=0, mem_free_mb=0) if h in taken else s)
+                                   for h, s in v.hosts.items()})
+        hosts = pack(v, need, nodes, spread_ok=spread_ok)
+        if hosts:
+            behind = tuple(sorted({p.job_id for p in ahead if p.in_seconds <= t}))
+            notes.append(f"must queue: predicted to start within about {human(t)} on {compress(hosts)}, when running "
+                         "jobs reach their time limits (an upper bound)"
+                         + (f", after job(s) {', '.join(map(str, behind))} queued ahead" if behind else ""))
+            return tuple(hosts), t, (), behind
+    notes.append("must queue: the running jobs' time limits do not free enough hosts; no start can be predicted")
+    return None, None, (), ()
+
+
 def _count_fit(view: ClusterView, need: HostNeed) -> int:
     return sum(len(v) for v in eligible_by_leaf(view, need).values())
 
@@ -642,7 +723,16 @@ def releases_from_jobs(jobs: Sequence, now) -> list[Release]:
         left = int((j.start_time - now).total_seconds()) + j.time_limit_s
         per = max(1, j.gpus // max(len(j.nodes), 1)) if j.gpus else 0
         for h in j.nodes:
-            out.append(Release(h, per, max(0, left), j.job_id))
+            out.append(Release(h, per, max(0, left), j.job_id, j.qos))
+    return out
+
+
+def planned_from_starts(starts: Sequence, now) -> list[Planned]:
+    """Slurm's planned pending jobs (backend ScheduledStart) as seconds from now."""
+    out = []
+    for s in starts:
+        if s.nodes and s.start is not None:
+            out.append(Planned(s.job_id, s.qos, max(0, int((s.start - now).total_seconds())), tuple(s.nodes)))
     return out
 
 
@@ -650,4 +740,5 @@ def placement_text(plan: Plan) -> str:
     return compress(plan.hosts) if plan.hosts else "-"
 
 
-__all__ = ["Directive", "Plan", "Quality", "Release", "TemplateShape", "plan_job", "releases_from_jobs"]
+__all__ = ["Directive", "Plan", "Planned", "Quality", "Release", "TemplateShape", "plan_job", "planned_from_starts",
+           "releases_from_jobs"]

@@ -11,7 +11,8 @@ import abc
 from datetime import datetime
 from typing import Mapping, Sequence
 
-from slurmtools.slurm.model import AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo, UserAssociations
+from slurmtools.slurm.model import (AcctRecord, JobInfo, NodeInfo, PartitionInfo, QosInfo, ScheduledStart,
+                                    UserAssociations)
 
 
 class Backend(abc.ABC):
@@ -74,6 +75,11 @@ class Backend(abc.ABC):
 
     def accounting_users(self) -> list[str]:
         """Every user name Slurm's accounting knows (to name them when a user is unknown)."""
+        return []
+
+    def scheduled_starts(self) -> list[ScheduledStart]:
+        """Pending jobs with Slurm's expected start and the nodes it holds for them (`squeue --start`); empty
+        when the backend cannot tell."""
         return []
 
     @abc.abstractmethod

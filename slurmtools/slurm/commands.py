@@ -165,6 +165,12 @@ class CommandBackend(Backend):
             out.append(info)
         return out
 
+    def scheduled_starts(self) -> list:
+        from slurmtools.hostlist import expand
+
+        out = self.run(["squeue", "-h", "-t", "PD", "-o", "%i|%q|%S|%Y"])
+        return parse_scheduled_starts(out, expand)
+
     def nodes(self) -> list[NodeInfo]:
         from slurmtools.slurm.readers import reader_for
 
@@ -333,3 +339,28 @@ def parse_sacct(text: str) -> list[AcctRecord]:
             alloc_cpus=_num(row.get("AllocCPUS")) or 0, alloc_tres=row.get("AllocTRES", ""),
             req_tres=row.get("ReqTRES", ""), extra={k: v for k, v in row.items() if k not in ACCT_FIELDS}))
     return out
+
+
+def parse_scheduled_starts(text: str, expand) -> list:
+    """`squeue -h -t PD -o %i|%q|%S|%Y` lines: job id, QoS, expected start (N/A when unknown), scheduled nodes
+    ((null) when none yet). Array jobs pending as one record (`12_[0-9]`) keep their array job id."""
+    from slurmtools.slurm.model import ScheduledStart
+
+    found = []
+    for line in text.splitlines():
+        parts = line.strip().split("|")
+        if len(parts) != 4:
+            continue
+        jid, qos, start, nodes = parts
+        m = re.match(r"^(\d+)", jid)
+        if not m:
+            continue
+        when = None
+        if start not in ("N/A", "Unknown", "None", ""):
+            try:
+                when = datetime.fromisoformat(start)
+            except ValueError:
+                when = None
+        hosts = tuple(expand(nodes)) if nodes not in ("(null)", "", "N/A") else ()
+        found.append(ScheduledStart(int(m.group(1)), qos, when, hosts))
+    return found

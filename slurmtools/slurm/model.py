@@ -142,3 +142,14 @@ class UserAssociations:
     user: str
     default_account: str | None
     rows: tuple[Association, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScheduledStart:
+    """A pending job Slurm has already planned (`squeue --start`): when it expects to start it and the nodes it
+    holds for it. The planner counts such jobs as queued ahead of a new one."""
+
+    job_id: int
+    qos: str
+    start: datetime | None  # None: Slurm has no estimate
+    nodes: tuple[str, ...]  # empty: no nodes chosen yet

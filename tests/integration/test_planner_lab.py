@@ -82,7 +82,7 @@ def plan_for(lab, site, template, **kw):
     state = gather(site, lab.backend())
     assert state.note == "" and state.view.live
     info = find_template(template, site.source)
-    plan = plan_job(req, site, state.view, info.shape, state.releases)
+    plan = plan_job(req, site, state.view, info.shape, state.releases, slurm=state.release, planned=state.planned)
     return plan, render(plan, info, site.source)
 
 
@@ -119,6 +119,30 @@ def test_sixteen_gpus_with_one_leaf_land_under_one_leaf(lab, site, clean):
     assert len(nodes) == 2 and len({leaves[h] for h in nodes}) == 1, nodes
     # Slurm recorded the constraint the plan asked for
     assert "Switches=1@00:02:00" in lab.sh(f"scontrol show job {job}").stdout
+
+
+def test_a_full_cluster_predicts_the_hosts_a_preempting_job_gets(lab, site, clean):
+    """Item 5 of issue 10: with every host busy, a production plan used to say "must queue" with the empty
+    cluster's hosts and a 0 GB/s estimate, then start at once by preempting a scavenger job elsewhere. The plan
+    now names the scavenger job and its hosts, and Slurm puts the job there."""
+    d = workdir(lab)
+    # labuser: 6 hosts of production (48 GPUs: the 16 planned below keep it within the tier's 64 per user)
+    hold_hosts(lab, [f"gpu{i:02d}" for i in range(1, 7)], d)
+    held = []
+    for i in range(7, 15):  # root: 8 more hosts of production
+        held.append(int(lab.sh(f"cd {d} && sbatch --parsable -A vision --qos=production -w gpu{i:02d} -N1 "
+                               f"--gpus-per-node=h100:8 -t 10 -o /dev/null --wrap 'sleep 600'").stdout.strip()))
+    low_script = d / "low.sh"
+    low_script.write_text("#!/bin/bash\n#SBATCH --signal=B:USR1@120\nsleep 600\n")
+    low = int(lab.sh(f"cd {d} && sbatch --parsable -A vision --qos=scavenger --requeue -w gpu15,gpu16 -N2 "
+                     f"--gpus-per-node=h100:8 -t 10 -o /dev/null {low_script}").stdout.strip())
+    for j in held + [low]:
+        lab.wait_state(j, "RUNNING", timeout=60)
+    plan, script = plan_for(lab, site, "mpi", gpus=16, tier="production", command=("sleep", "30"))
+    assert not plan.starts_now and plan.preempts == (low,), plan.notes
+    assert set(plan.hosts) == {"gpu15", "gpu16"} and plan.quality.plan.gbytes > 0
+    job = sbatch(lab, script, d)
+    assert sorted(running_nodes(lab, job)) == ["gpu15", "gpu16"]
 
 
 def test_larger_than_a_leaf_spans_the_fewest_leaves(lab, site, clean):

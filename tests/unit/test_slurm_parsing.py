@@ -146,3 +146,19 @@ def test_sacctmgr_associations_of_an_unknown_user_and_short_rows():
     assert ua.rows == () and ua.default_account is None
     with pytest.raises(SlurmError, match="expected 6 fields"):
         parse_associations("x", "lab|vision|x\n", "")
+
+
+def test_scheduled_starts_from_a_real_squeue_start_capture():
+    """Pending jobs Slurm has planned keep their start and nodes; held ones (N/A, (null)) have neither; a pending
+    array record keeps its array job id."""
+    from datetime import datetime
+
+    from slurmtools.hostlist import expand
+    from slurmtools.slurm.commands import parse_scheduled_starts
+
+    text = (TEST_DATA / "slurm" / "squeue-start-22.05.8.txt").read_text()
+    got = {s.job_id: s for s in parse_scheduled_starts(text, expand)}
+    assert got[38].start == datetime(2026, 11, 23, 22, 15, 30) and got[38].nodes == ("gpu01",)
+    assert got[38].qos == "standard"
+    assert got[41].start is None and got[41].nodes == ()
+    assert got[42].start is None and got[42].qos == "production"

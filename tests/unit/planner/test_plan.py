@@ -227,3 +227,40 @@ def test_tensor_parallel_stays_inside_one_multi_node_nvlink_domain(site, fabric)
     assert set(p.hosts) <= set(fabric.hosts[:8]) and not {"gpu01", "gpu02", "gpu05"} & set(p.hosts)
     # allreduce jobs are not pinned to a domain
     assert "constraint" not in opts(plan_job(req(gpus=32, tier="standard"), site, view, TORCHRUN))
+
+
+# ---- predictions on a full cluster (issue 10 item 5): preemption first, then time limits and the queue ahead
+
+ALL = {f"gpu{i:02d}" for i in range(1, 17)}
+
+
+def test_a_full_cluster_with_preemptible_jobs_predicts_the_victims_hosts(site, fabric):
+    view = from_fabric(fabric, _nodes(fabric, ALL))
+    running = [Release(f"gpu{i:02d}", 8, 3000, 100 + i, "production") for i in range(1, 17) if i not in (7, 8)]
+    running += [Release("gpu07", 8, 3000, 7, "scavenger"), Release("gpu08", 8, 3000, 8, "scavenger")]
+    p = plan_job(req(gpus=16, tier="production"), site, view, TORCHRUN, releases=running)
+    assert not p.starts_now and p.preempts == (7, 8) and set(p.hosts) == {"gpu07", "gpu08"}
+    assert p.start_in == site.tiers["scavenger"].grace_time
+    assert p.quality.plan.gbytes > 0 and p.quality.best_now.gbytes > 0
+    assert any("preempts job(s) 7, 8 (scavenger)" in n for n in p.notes), p.notes
+    # a standard job may preempt scavenger jobs too, but a scavenger job preempts nobody: it queues
+    q = plan_job(req(gpus=16, tier="scavenger"), site, view, TORCHRUN, releases=running)
+    assert q.preempts == () and q.start_in == 3000 and q.quality.plan.gbytes > 0
+
+
+def test_a_queued_job_is_predicted_from_time_limits_and_the_jobs_ahead(site, fabric):
+    from slurmtools.planner.plan import Planned
+
+    view = from_fabric(fabric, _nodes(fabric, ALL))
+    running = [Release(f"gpu{i:02d}", 8, 600 if i <= 4 else 3000, 100 + i, "production") for i in range(1, 17)]
+    p = plan_job(req(gpus=16, tier="production"), site, view, TORCHRUN, releases=running)
+    assert p.start_in == 600 and set(p.hosts) <= {"gpu01", "gpu02", "gpu03", "gpu04"} and p.behind == ()
+    assert p.quality.plan.gbytes > 0  # never the 0 GB/s of "does not fit now"
+    # a production job queued ahead is planned on three of those hosts: ours waits for the next releases
+    ahead = [Planned(55, "production", 600, ("gpu01", "gpu02", "gpu03"))]
+    p2 = plan_job(req(gpus=16, tier="production"), site, view, TORCHRUN, releases=running, planned=ahead)
+    assert p2.start_in == 3000 and p2.behind == (55,) and not {"gpu01", "gpu02", "gpu03"} & set(p2.hosts)
+    # a scavenger job planned there is not ahead of a production one
+    low = [Planned(56, "scavenger", 600, ("gpu01", "gpu02", "gpu03"))]
+    p3 = plan_job(req(gpus=16, tier="production"), site, view, TORCHRUN, releases=running, planned=low)
+    assert p3.start_in == 600 and p3.behind == ()
