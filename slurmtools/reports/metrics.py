@@ -179,7 +179,10 @@ def daily_usage(r: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
 
 
 def bucket_seconds(span: int) -> int:
-    """The timeline's bucket length for a window of `span` seconds (see TIMELINE_STEPS)."""
+    """The timeline's bucket length for a window of `span` seconds (see TIMELINE_STEPS). A window shorter than
+    three minutes gets seconds (at most 20 buckets): even a test window of a minute shows more than one point."""
+    if span < 3 * 60:
+        return next(b for b in (1, 5, 10, 30) if span / b <= 20)
     for b in TIMELINE_STEPS:
         if span / b <= TIMELINE_MAX_BUCKETS:
             return b

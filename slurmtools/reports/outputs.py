@@ -49,9 +49,10 @@ def _bucket_label(step: pd.Timedelta, multi_day: bool) -> tuple[str, str]:
     if step >= pd.Timedelta(days=1):
         return "%Y-%m-%d", "week" if step >= pd.Timedelta(days=7) and step < pd.Timedelta(days=28) else \
             "day" if step < pd.Timedelta(days=7) else "period"
-    name = {60: "minute", 300: "5 minutes", 900: "15 minutes", 3600: "hour"}.get(int(step.total_seconds()),
-                                                                              f"{step.total_seconds() / 3600:g} h")
-    return ("%m-%d %H:%M" if multi_day else "%H:%M"), name
+    secs = int(step.total_seconds())
+    name = {1: "second", 60: "minute", 300: "5 minutes", 900: "15 minutes", 3600: "hour"}.get(
+        secs, f"{secs} s" if secs < 60 else f"{secs / 3600:g} h")
+    return ("%m-%d %H:%M" if multi_day else "%H:%M:%S" if secs < 60 else "%H:%M"), name
 
 
 def timeline_chart(r: Report) -> Markup:

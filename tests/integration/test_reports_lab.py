@@ -5,6 +5,7 @@ requeued job and a hostile job name. The report's numbers are checked against wh
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -140,17 +141,31 @@ def test_report_numbers_from_real_jobs(lab, tmp_path):
     hours = (until - since).total_seconds() / 3600
     assert s["installed_gpu_hours"] == pytest.approx(128 * hours)
     assert s["utilization_pct"] == pytest.approx(s["gpu_hours"] / (128 * hours) * 100)
+    # the lab's cluster registered before the window: capacity counts the whole window, and says nothing
+    assert not [n for n in doc["notes"] if n.startswith("capacity counted from")], doc["notes"]
+    # a window of a minute or two is shown in buckets of seconds (metrics.bucket_seconds), adding up to the total
+    assert len(doc["timeline"]) >= 2
+    tiers_tl = sum(v for row in doc["timeline"] for k, v in row.items()
+                   if k not in ("bucket_start", "capacity_gpu_hours"))
+    assert tiers_tl == pytest.approx(s["gpu_hours"], abs=tol)
+    assert sum(row["capacity_gpu_hours"] for row in doc["timeline"]) == pytest.approx(128 * hours)
     # waits: every run started in the window; two production runs
     wt = {r["tier"]: r for r in t["wait_by_tier"]}
     assert wt["production"]["runs"] == 2 and sum(r["runs"] for r in t["wait_by_tier"]) == 8
-    # budgets: month to date, so also every earlier nlp run in this lab this month (sacct's own sum)
-    month = lab.sh(f"sacct -a -X -D -P -n -A nlp -o ElapsedRaw,AllocTRES -S {since:%Y-%m-01T00:00:00} "
+    # budgets: month to date, so also every earlier nlp run in this lab this month (sacct's own sum); the
+    # scavenger tier is `charged = false` in the example site: shown, not charged (the preempted run was nlp's)
+    month = lab.sh(f"sacct -a -X -D -P -n -A nlp -o ElapsedRaw,AllocTRES,QOS -S {since:%Y-%m-01T00:00:00} "
                    f"-E {until:%Y-%m-%dT%H:%M:%S}").stdout
-    nlp_month = sum(int(e) * int(next((kv.split("=")[1] for kv in tr.split(",") if kv.startswith("gres/gpu=")), 0))
-                    for e, tr in (ln.split("|") for ln in month.splitlines())) / 3600
+    month_rows = [(int(e) * int(next((kv.split("=")[1] for kv in tr.split(",") if kv.startswith("gres/gpu=")), 0))
+                   / 3600, q) for e, tr, q in (ln.split("|") for ln in month.splitlines())]
+    nlp_month = sum(g for g, _ in month_rows)
+    nlp_charged = sum(g for g, q in month_rows if q != "scavenger")
     budget = {r["account"]: r for r in t["budget"]}
     assert budget["nlp"]["month_to_date_gpu_hours"] == pytest.approx(nlp_month, abs=tol)
     assert budget["nlp"]["month_to_date_gpu_hours"] >= by_acct["nlp"] - tol
+    assert budget["nlp"]["charged_gpu_hours"] == pytest.approx(nlp_charged, abs=tol)
+    assert budget["nlp"]["not_charged_gpu_hours"] >= 8 * pre["s"] / 3600 - tol
+    assert budget["nlp"]["budget_used_pct"] == pytest.approx(nlp_charged / 40000 * 100, abs=tol)
     assert budget["nlp"]["monthly_budget_gpu_hours"] == 40000
     # no NVML in the lab: utilisation is unknown, never invented
     assert s["gpu_hours_with_utilization"] == 0
@@ -167,5 +182,7 @@ def test_report_numbers_from_real_jobs(lab, tmp_path):
     assert HOSTILE not in html
     md = (rep / "summary.md").read_text()
     assert HOSTILE not in md
+    cost = re.search(r'id="kpi-cost"><b>(.*?)</b>', html).group(1)
+    assert cost.endswith(" USD") and f"Cost {cost};" in md  # one money rule: the page and the summary agree
     jobs_json = lab.sh(f"sacct -X -P -n -o JobName -j {f}").stdout.strip()
     assert jobs_json == HOSTILE  # Slurm kept the name verbatim: the escaping above was really exercised

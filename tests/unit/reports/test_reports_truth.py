@@ -36,7 +36,7 @@ def _one_job(start: str, end: str, gpus: int = 1, state: str = "COMPLETED", qos:
 # --- 1. the timeline's bucket follows the window
 
 
-@pytest.mark.parametrize("span,step", [(180, 60), (3600, 300), (6 * 3600, 900), (86400, 3600),
+@pytest.mark.parametrize("span,step", [(20, 1), (50, 5), (170, 10), (180, 60), (3600, 300), (6 * 3600, 900), (86400, 3600),
                                        (7 * 86400, 6 * 3600), (28 * 86400, 86400), (31 * 86400, 86400),
                                        (365 * 86400, 7 * 86400)])
 def test_timeline_bucket_follows_the_window(span, step):
