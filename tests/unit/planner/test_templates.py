@@ -185,11 +185,12 @@ NO_PYTHON = {"torchrun": "--no-python", "accelerate": "--no_python", "deepspeed"
 ARGV_LAUNCHER = f"{sys.executable} -c \"import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))\""
 
 
+@pytest.mark.parametrize("tier", ["production", "scavenger"])  # scavenger: through the checkpoint wiring
 @pytest.mark.parametrize("template", sorted(NO_PYTHON))
 @pytest.mark.parametrize("form", sorted(FORMS))
-def test_launcher_templates_pass_each_command_form(site, fabric, tmp_path, template, form):
+def test_launcher_templates_pass_each_command_form(site, fabric, tmp_path, template, form, tier):
     command, no_python = FORMS[form]
-    info, plan = _plan(site, fabric, template, gpus=16, tier="production", command=command,
+    info, plan = _plan(site, fabric, template, gpus=16, tier=tier, command=command,
                        template_vars=((template, ARGV_LAUNCHER),))
     script = render(plan, info, site.source)
     r = _run(script, tmp_path, {"SLURM_JOB_NUM_NODES": "2", "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "gpu[03,05]",
