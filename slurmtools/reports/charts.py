@@ -29,10 +29,15 @@ def _safe(label: str, width: int | None = None) -> str:
     return s.replace("$", r"\$")
 
 
-def _figure(width_in: float, height_in: float):
+def _figure(width_in: float, height_in: float, left: float = 0.7, right: float = 0.2, top: float = 0.35,
+            bottom: float = 0.45):
+    """A figure with fixed margins in inches (matplotlib's constrained layout doubles the drawing time, and the
+    HTML report is on the nightly run's clock)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width_in, height_in), layout="constrained")
+    fig = Figure(figsize=(width_in, height_in))
+    fig.subplots_adjust(left=left / width_in, right=1 - right / width_in, top=1 - top / height_in,
+                        bottom=bottom / height_in)
     return fig, fig.subplots()
 
 
@@ -89,7 +94,7 @@ def stacked_bars(name: str, title: str, labels: list[str], series: dict[str, lis
     drawn across each bar's whole width, so even a single bucket shows it."""
     import numpy as np
 
-    fig, ax = _figure(9.5, 3.4)
+    fig, ax = _figure(9.5, 3.4, right=1.7)
     _style(ax, title)
     n = len(labels)
     x = np.arange(n)
@@ -119,7 +124,7 @@ def stacked_bars(name: str, title: str, labels: list[str], series: dict[str, lis
 
 def hbars(name: str, title: str, items: list[tuple[str, float]], color: str = PALETTE[0]) -> Markup:
     """Horizontal bars, one per (label, value), the first on top; each value written at its bar's end."""
-    fig, ax = _figure(4.8, 0.9 + 0.24 * max(len(items), 1))
+    fig, ax = _figure(5.2, 0.95 + 0.24 * max(len(items), 1), left=1.3, right=0.1, bottom=0.3)
     _style(ax, title)
     if not items:
         ax.text(0.0, 0.5, "no data", transform=ax.transAxes, fontsize=9)
@@ -145,7 +150,7 @@ def grouped_bars(name: str, title: str, labels: list[str], series: dict[str, lis
     """Bars side by side per label (e.g. wait-time bins per tier); a count axis has whole-number ticks."""
     import numpy as np
 
-    fig, ax = _figure(9.5, 3.2)
+    fig, ax = _figure(9.5, 3.2, right=1.7)
     _style(ax, title)
     n, k = len(labels), max(len(series), 1)
     x = np.arange(n)
