@@ -193,3 +193,33 @@ def test_array_template_runs_each_sweep_entry_under_real_sbatch_and_srun(lab, si
     recs = {int(p.stem.split("-")[1]): json.loads(p.read_text()) for p in out.glob("task-*.json")}
     assert recs == {0: {"args": ["--lr", "3e-4"], "ntasks": "1"}, 1: {"args": ["--lr", TAG], "ntasks": "1"}}
     assert not (d / "PWNED").exists()
+
+
+def test_mpi_template_with_pmi2_under_real_srun(lab, site, clean):
+    """`--var mpi=pmi2` (the MPI plugin both lab releases have): srun's PMI-2 server wires the tasks up and the
+    ranks follow the plan's order, 2 per host. No MPI library is installed, so MPI_Init itself is not run."""
+    d = workdir(lab)
+    out = d / "mpi"
+    out.mkdir()
+    os.chmod(out, 0o777)
+    state = gather(site, lab.backend())
+    info = find_template("mpi", site.source)
+    plan = plan_job(JobRequest(user="labuser", account="vision", time_limit=300, name="launch-mpi", nodes=2,
+                               gpus_per_node=2, tier="production", template_vars=(("mpi", "pmi2"),),
+                               command=("python3", str(d / "pmi_env.py"), str(out), TAG)),
+                    site, state.view, info.shape, state.releases)
+    script = render(plan, info, site.source)
+    assert "--mpi=pmi2" in script and "--distribution=arbitrary" in script
+    job = int(lab.sh(f"cd {d} && sbatch --parsable", user="labuser", input=script).stdout.strip().split(";")[0])
+    st = lab.wait_state(job, FINISHED, timeout=120)
+    log = "".join(p.read_text() for p in d.glob("launch-mpi-*.out"))
+    assert st == "COMPLETED", log
+    recs = [json.loads(p.read_text()) for p in out.glob("task-*.json")]
+    assert sorted(int(r["SLURM_PROCID"]) for r in recs) == [0, 1, 2, 3], log
+    assert all(r["PMI_RANK"] == r["SLURM_PROCID"] and r["PMI_SIZE"] == "4" and r["PMI_FD"] for r in recs), recs
+    assert all(r["args"] == [TAG] for r in recs)
+    by_host: dict[str, list[int]] = {}
+    for r in recs:
+        by_host.setdefault(r["SLURMD_NODENAME"], []).append(int(r["SLURM_PROCID"]))
+    assert [sorted(by_host[h]) for h in sorted(by_host)] == [[0, 1], [2, 3]], by_host
+    assert not (d / "PWNED").exists()
