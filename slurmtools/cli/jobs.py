@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ options
-GpusOpt = typer.Option(None, "--gpus", help="Total GPUs")
+GpusOpt = typer.Option(None, "--gpus", help="Total GPUs; 0: a CPU job (on the site's CPU partition)")
 NodesOpt = typer.Option(None, "--nodes", help="Number of hosts (with --gpus-per-node, or whole hosts)")
 GpnOpt = typer.Option(None, "--gpus-per-node", help="GPUs on each host")
 TypeOpt = typer.Option(None, "--gpu-type", help="GPU type, e.g. h100 (default: the partition's only type)")
@@ -55,6 +55,13 @@ WaitOpt = typer.Option(None, "--max-wait", help="Longest wait for a tighter plac
 TpOpt = typer.Option(None, "--tp-size", help="GPUs in one tensor-parallel group: on partitions placed by NVLink "
                                               "blocks, each group stays inside one block (--segment)")
 IdleOpt = typer.Option(False, "--idle", help="Plan against the declared topology as if idle (no Slurm queries)")
+CpusOpt = typer.Option(None, "--cpus", help="CPU jobs: CPUs per task, like sbatch --cpus-per-task (default 1); "
+                                              "--cpus without --gpus makes a CPU job")
+NtasksOpt = typer.Option(None, "--ntasks", help="CPU jobs: tasks in all, like sbatch --ntasks (default: one per "
+                                                "node), spread evenly over --nodes (default: the fewest hosts "
+                                                "that hold them); more than one needs --template mpi")
+MemOpt = typer.Option(None, "--mem", help='CPU jobs: memory per node, like sbatch --mem ("16G", "500M"; a bare '
+                                          "number is MB; default: the host's memory share for the CPUs asked)")
 CmdArg = typer.Argument(None, help="The command to run, after --")
 
 
@@ -70,8 +77,26 @@ def _pairs(values: Optional[List[str]], option: str) -> tuple[tuple[str, str], .
     return tuple(out)
 
 
+def _mem_mb(text: str | None) -> int | None:
+    """sbatch's --mem forms: a number of MB, or a number with K, M, G or T."""
+    import re
+
+    from slurmtools.planner.request import RequestError
+
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)B?\s*", text, re.IGNORECASE)
+    if not m:
+        raise RequestError("--mem", f'expected memory like "16G", "500M" or a number of MB, got {text!r}')
+    n, unit = int(m.group(1)), m.group(2).upper()
+    if unit == "K":
+        return -(-n // 1024)
+    return n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
+
+
 def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-             output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None, handles_signal=False):
+             output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None, handles_signal=False,
+             cpus=None, ntasks=None, mem=None):
     import shlex
 
     from slurmtools.durations import parse_duration
@@ -97,7 +122,8 @@ def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, n
                       gpu_type=gpu_type, time_limit=seconds, tier=tier, comm=comm, template=template, name=name,
                       account=account, user=user, partition=partition, output_dir=output_dir, workdir=workdir,
                       env=_pairs(env, "--env"), template_vars=_pairs(var, "--var"), sweep=tuple(sweeps),
-                      max_wait=wait, tp_size=tp_size, handles_signal=handles_signal)
+                      max_wait=wait, tp_size=tp_size, handles_signal=handles_signal, cpus=cpus, ntasks=ntasks,
+                      mem_mb=_mem_mb(mem))
 
 
 def _plan_and_render(req, site, state):
@@ -107,6 +133,9 @@ def _plan_and_render(req, site, state):
     from slurmtools.planner.templates import default_template, find_template, render
 
     name = req.template
+    if name is None and req.cpu_job:  # one task: python (array for a sweep); several: mpi (srun starts them all)
+        name = "array" if req.sweep else ("mpi" if (req.ntasks or 1) > 1 or (req.nodes or 1) > 1 else "python")
+        req = replace(req, template=name)
     if name is None:
         per = max((nt.gpus for nt in state.view.node_types.values()), default=8)
         name = default_template(req.gpus, req.nodes, per, bool(req.sweep))
@@ -123,7 +152,8 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
          account: Optional[str] = AccountOpt, user: Optional[str] = UserOpt, partition: Optional[str] = PartOpt,
          output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
          var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt, max_wait: Optional[str] = WaitOpt,
-         tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt, idle: bool = IdleOpt,
+         tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt, cpus: Optional[int] = CpusOpt,
+         ntasks: Optional[int] = NtasksOpt, mem: Optional[str] = MemOpt, idle: bool = IdleOpt,
          slurm_version: Optional[str] = SlurmVersionOpt,
          site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
@@ -133,7 +163,7 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem)
     site = load_site(site_path)
     state = gather(site, idle=idle, slurm_version=slurm_version)
     ident, req = checks.identity(req, site, state, idle=idle)
@@ -162,6 +192,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
            output_dir: Optional[str] = OutOpt, workdir: Optional[str] = WorkOpt, env: Optional[List[str]] = EnvOpt,
            var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt,
            max_wait: Optional[str] = WaitOpt, tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt,
+           cpus: Optional[int] = CpusOpt, ntasks: Optional[int] = NtasksOpt, mem: Optional[str] = MemOpt,
            site_path: Optional[str] = SiteOpt,
            json_out: bool = JsonOpt) -> None:
     """Plan, check admission (when the policy layer is installed), sbatch, and print the job id and output path."""
@@ -173,7 +204,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem)
     site = load_site(site_path)
     state = gather(site)
     if state.backend is None:
@@ -197,7 +228,9 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     typer.echo(preflight_msg)
     for n in ident.notes + tuple(folder_notes):
         typer.echo(f"note: {n}")
-    typer.echo(f"submitted job {job_id}: {p.nodes} x {p.gpus_per_node} {p.gpu_type} GPUs, tier {p.tier}, "
+    what = (f"CPU job, {p.nodes} x {p.tasks_per_node} task(s) x {p.cpus_per_task} CPU(s)" if p.cpu_job
+            else f"{p.nodes} x {p.gpus_per_node} {p.gpu_type} GPUs")
+    typer.echo(f"submitted job {job_id}: {what}, tier {p.tier}, "
                f"{'--switches=' + str(p.switches) + '@' + str(p.switch_wait) + 's' if p.switches else 'no switch limit'}")
     typer.echo(f"output: {out_path}" + (" (%a: the array task id)" if "%a" in out_path else ""))
 

@@ -33,6 +33,8 @@ REASONS = {
 
 
 def plan_dict(plan: Plan, note: str = "") -> dict[str, Any]:
+    if plan.cpu_job:
+        return _cpu_plan_dict(plan, note)
     q = plan.quality
     return {
         "partition": plan.partition, "tier": plan.tier, "qos": plan.qos, "account": plan.account,
@@ -55,7 +57,36 @@ def plan_dict(plan: Plan, note: str = "") -> dict[str, Any]:
     }
 
 
+def _cpu_plan_dict(plan: Plan, note: str) -> dict[str, Any]:
+    """A CPU job's plan: the GPU keys are left out, not zeroed (there is no GPU allreduce to estimate)."""
+    return {
+        "cpu_job": True, "partition": plan.partition, "tier": plan.tier, "qos": plan.qos, "account": plan.account,
+        "node_type": plan.node_type, "nodes": plan.nodes, "tasks_per_node": plan.tasks_per_node,
+        "cpus_per_task": plan.cpus_per_task, "mem_per_node_mb": plan.mem_per_node_mb,
+        "time_limit_s": plan.time_limit, "switches": plan.switches, "switch_wait_s": plan.switch_wait,
+        "leaves_now": plan.leaves_now, "leaves_empty": plan.leaves_empty, "predicted_hosts": list(plan.hosts),
+        "starts_now": plan.starts_now, "start_in_s": plan.start_in, "preemptible": plan.preemptible,
+        "template": plan.template.name, "output": plan.output,
+        "directives": [{"option": d.text, "why": d.why} for d in plan.directives], "env": dict(plan.env),
+        "live": plan.live, "note": note, "notes": list(plan.notes), "rank_groups": list(plan.rank_groups),
+    }
+
+
+def _cpu_plan_text(plan: Plan, note: str) -> list[str]:
+    lines = [f"note: {note}"] if note else []
+    lines.append(f"plan: CPU job (no GPUs): {plan.nodes} x {plan.tasks_per_node} task(s) x {plan.cpus_per_task} "
+                 f"CPU(s) and {plan.mem_per_node_mb} MB per host ({plan.node_type}) on partition {plan.partition}, "
+                 f"tier {plan.tier}, template {plan.template.name}")
+    when = "starts now" if plan.starts_now else "must queue (no start can be predicted)"
+    lines.append(f"placement: {when}; predicted hosts {compress(plan.hosts) if plan.hosts else '-'} under "
+                 f"{plan.leaves_now if plan.leaves_now is not None else '-'} leaf switch(es) (empty partition: "
+                 f"{plan.leaves_empty}); Slurm makes the final choice")
+    return lines
+
+
 def plan_text(plan: Plan, note: str = "") -> str:
+    if plan.cpu_job:
+        return "\n".join(_cpu_plan_text(plan, note) + _plan_body(plan))
     q = plan.quality
     lines = []
     if note:
@@ -79,7 +110,12 @@ def plan_text(plan: Plan, note: str = "") -> str:
     lines.append(f"quality: estimated allreduce {q.plan.gbytes:g} GB/s per GPU ({q.plan.bottleneck}; {q.plan.hops} "
                  f"hops) = {q.vs_empty:.2f} of the empty cluster's best ({q.best_empty.gbytes:g}) and {q.vs_now:.2f} "
                  f"of the best now ({q.best_now.gbytes:g}){ff}")
-    lines.append("directives:")
+    return "\n".join(lines + _plan_body(plan))
+
+
+def _plan_body(plan: Plan) -> list[str]:
+    """Directives with their reasons, the environment, the rank order and the notes (GPU and CPU plans alike)."""
+    lines = ["directives:"]
     for d in plan.directives:
         lines.append(f"  {d.text}")
         lines.append(f"      {d.why}")
@@ -94,7 +130,7 @@ def plan_text(plan: Plan, note: str = "") -> str:
                      "(the template turns it into a host file or node ranks)")
     for n in plan.notes:
         lines.append(f"note: {n}")
-    return "\n".join(lines)
+    return lines
 
 
 def _env_why(k: str, plan: Plan) -> str:
@@ -103,6 +139,8 @@ def _env_why(k: str, plan: Plan) -> str:
         return f"only the HCAs nearest the job's GPUs ({pairs})"
     if k == "NCCL_CROSS_NIC":
         return "rail-optimised hosts: keep each ring on one rail"
+    if k == "SRUN_CPUS_PER_TASK" and plan.cpu_job:
+        return "srun does not take --cpus-per-task from the job since Slurm 22.05: each step gets the CPUs per task"
     return ""
 
 

@@ -117,7 +117,7 @@ class Plan:
     directives: tuple[Directive, ...]
     env: tuple[tuple[str, str], ...]  # planner-set environment (NCCL), then the user's
     nic_map: Mapping[int, tuple[str, ...]]  # GPU index -> nearest HCAs
-    quality: Quality
+    quality: Quality | None  # None for CPU jobs: no GPU allreduce to estimate
     live: bool
     notes: tuple[str, ...] = ()
     array_size: int = 0
@@ -133,6 +133,10 @@ class Plan:
     start_in: int | None = None
     #: pending jobs queued ahead that hold hosts the job could otherwise use
     behind: tuple[int, ...] = ()
+    #: a CPU job (no GPUs; gpu_type "" and gpus_per_node 0): its CPUs per task and memory per node
+    cpu_job: bool = False
+    cpus_per_task: int = 0
+    mem_per_node_mb: int = 0
 
     def directive(self, option: str) -> Directive | None:
         return next((d for d in self.directives if d.option == option), None)
@@ -147,6 +151,10 @@ def plan_job(request: JobRequest, site: Site, view: ClusterView, template: Templ
              planned: Sequence[Planned] = ()) -> Plan:
     """Choose partition, tier, shape, placement constraint, binding and environment for `request`. `slurm` is the
     release that will run the job (None: unknown, and what depends on it is left out with a note)."""
+    if request.cpu_job:  # no GPUs: its own branch (slurmtools.planner.cpu), on the site's CPU partitions
+        from slurmtools.planner.cpu import plan_cpu_job
+
+        return plan_cpu_job(request, site, view, template, slurm)
     partition = _partition(request, site)
     gpu_type = _gpu_type(request, site, partition)
     pview = _restrict(view, _hosts_of(partition.nodes), gpu_type)
@@ -309,6 +317,23 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
         add("switches", f"{switches}@{slurm_time(wait or 0)}", why_switch)
     for option, value, why in _block_directives(r, part, view, nodes, gpn, slurm, notes):
         add(option, value, why)
+    output, array_size, signal = _job_tail(r, tmpl, tier, tier_obj, slurm, notes, add, env)
+    env.extend(r.env)  # the user's last: they may override ours
+    rank_groups = _rank_groups(view) if nodes > 1 and r.comm != "independent" else ()
+    return Plan(request=r, template=tmpl, partition=part.name, tier=tier, qos=tier_obj.qos, account=account,
+                gpu_type=gpu_type, node_type=nt.name, nodes=nodes, gpus_per_node=gpn, tasks_per_node=tasks,
+                cpus_per_gpu=cpus_per_gpu, mem_per_gpu_mb=mem_per_gpu, time_limit=r.time_limit,
+                switches=switches, switch_wait=wait, leaves_now=leaves_now, leaves_empty=leaves_empty,
+                hosts=tuple(predicted or hosts_empty), starts_now=starts_now, preemptible=tier_obj.preemptible,
+                directives=tuple(d), env=tuple(env), nic_map=nic_map, quality=quality, live=view.live,
+                notes=tuple(notes), array_size=array_size, output=output, checkpoint_signal=signal,
+                rank_groups=rank_groups, preempts=preempts, start_in=start_in, behind=behind)
+
+
+def _job_tail(r: JobRequest, tmpl: TemplateShape, tier: str, tier_obj: Tier, slurm: SlurmRelease | None,
+              notes: list[str], add, env: list[tuple[str, str]]) -> tuple[str, int, str | None]:
+    """Directives every job gets the same way, GPU or CPU: output, working folder, the array, and the requeue and
+    warning-signal wiring of preemptible tiers. Returns (output pattern, array size, checkpoint signal)."""
     out_dir = _safe("--output-dir", r.output_dir.rstrip("/")) + "/" if r.output_dir else ""
     pattern = "%x-%A_%a.out" if tmpl.array else "%x-%j.out"
     output = out_dir + pattern
@@ -347,16 +372,7 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
             env.append(("SLURMTOOLS_PREEMPTED_EXIT_REQUEUED", "1"))
     elif r.handles_signal:
         notes.append(f"--handles-signal: tier {tier} is never preempted; no warning signal is asked for")
-    env.extend(r.env)  # the user's last: they may override ours
-    rank_groups = _rank_groups(view) if nodes > 1 and r.comm != "independent" else ()
-    return Plan(request=r, template=tmpl, partition=part.name, tier=tier, qos=tier_obj.qos, account=account,
-                gpu_type=gpu_type, node_type=nt.name, nodes=nodes, gpus_per_node=gpn, tasks_per_node=tasks,
-                cpus_per_gpu=cpus_per_gpu, mem_per_gpu_mb=mem_per_gpu, time_limit=r.time_limit,
-                switches=switches, switch_wait=wait, leaves_now=leaves_now, leaves_empty=leaves_empty,
-                hosts=tuple(predicted or hosts_empty), starts_now=starts_now, preemptible=tier_obj.preemptible,
-                directives=tuple(d), env=tuple(env), nic_map=nic_map, quality=quality, live=view.live,
-                notes=tuple(notes), array_size=array_size, output=output, checkpoint_signal=signal,
-                rank_groups=rank_groups, preempts=preempts, start_in=start_in, behind=behind)
+    return output, array_size, signal
 
 
 # ------------------------------------------------------------------------------------------------- pieces
@@ -365,11 +381,18 @@ def _partition(r: JobRequest, site: Site) -> Partition:
     if r.partition:
         if r.partition not in site.partitions:
             raise RequestError("--partition", f"unknown partition {r.partition!r} (known: {', '.join(site.partitions)})")
+        if site.partitions[r.partition].cpu_only:
+            gpu_parts = [p.name for p in site.partitions.values() if not p.cpu_only]
+            raise RequestError("--partition", f"partition {r.partition} is a CPU partition (no GPUs): name a GPU "
+                                              f"partition ({', '.join(gpu_parts) or 'the site has none'}) or ask for "
+                                              "--gpus 0")
         return site.partitions[r.partition]
     if r.gpu_type:
         for p in [site.default_partition, *site.partitions.values()]:
             if r.gpu_type in p.gpu_types:
                 return p
+    if site.default_partition.cpu_only:  # a CPU default partition takes bare sbatch jobs; GPU jobs go elsewhere
+        return next((p for p in site.partitions.values() if not p.cpu_only), site.default_partition)
     return site.default_partition
 
 

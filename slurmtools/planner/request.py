@@ -51,10 +51,20 @@ class JobRequest:
     tp_size: int | None = None
     #: the program handles the warning signal itself (else only slurmtools.checkpoint's promise lets it through)
     handles_signal: bool = False
+    #: CPU jobs (`--gpus 0`, or `--cpus` with no GPU option): CPUs per task (sbatch's --cpus-per-task), the total
+    #: tasks (sbatch's --ntasks; None: one per node) and memory per node in MB (None: the node type's share)
+    cpus: int | None = None
+    ntasks: int | None = None
+    mem_mb: int | None = None
     extra: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         validate(self)
+
+    @property
+    def cpu_job(self) -> bool:
+        """No GPUs: `--gpus 0`, or `--cpus N` without --gpus/--gpus-per-node."""
+        return self.gpus == 0 or (self.gpus is None and self.gpus_per_node is None and self.cpus is not None)
 
     @property
     def vars(self) -> dict[str, str]:
@@ -63,9 +73,20 @@ class JobRequest:
 
 def validate(r: JobRequest) -> None:
     """Shape checks that need no site. Site checks (tiers, partitions, node types) live in the planner."""
+    if r.cpu_job:
+        _validate_cpu(r)
+    else:
+        for opt, v in (("--cpus", r.cpus), ("--ntasks", r.ntasks), ("--mem", r.mem_mb)):
+            if v is not None:
+                raise RequestError(opt, "is for CPU jobs (--gpus 0); a GPU job gets the CPUs and memory that come "
+                                        "with its GPUs (--cpus-per-gpu, --mem-per-gpu)")
     for opt, v in (("--gpus", r.gpus), ("--nodes", r.nodes), ("--gpus-per-node", r.gpus_per_node),
                    ("--tp-size", r.tp_size)):
+        if r.cpu_job and opt == "--gpus":
+            continue
         if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            if opt == "--gpus":
+                raise RequestError(opt, f"must be a whole number >= 1, or 0 for a CPU job, got {v!r}")
             raise RequestError(opt, f"must be a whole number >= 1, got {v!r}")
     if r.gpus is not None and r.nodes is not None and r.gpus_per_node is None:
         if r.gpus % r.nodes:
@@ -74,7 +95,7 @@ def validate(r: JobRequest) -> None:
             and r.gpus != r.nodes * r.gpus_per_node:
         raise RequestError("--gpus", f"{r.gpus} GPUs disagrees with --nodes {r.nodes} x --gpus-per-node "
                                      f"{r.gpus_per_node}; give one or the other")
-    if r.gpus is None and r.nodes is None:
+    if r.gpus is None and r.nodes is None and not r.cpu_job:
         raise RequestError("--gpus", "give the total GPUs (--gpus N) or --nodes N with --gpus-per-node G")
     if not isinstance(r.time_limit, int) or r.time_limit < 60:
         raise RequestError("--time", f"must be at least one minute, got {r.time_limit!r} s")
@@ -94,3 +115,19 @@ def validate(r: JobRequest) -> None:
         raise RequestError("--sweep", "each sweep entry must be a list of arguments")
     if len(r.sweep) > 100000:
         raise RequestError("--sweep", "more than 100000 array tasks")
+
+
+def _validate_cpu(r: JobRequest) -> None:
+    """A CPU job names no GPU option, and its CPUs, tasks and memory are whole positive numbers."""
+    for opt, v in (("--gpus-per-node", r.gpus_per_node), ("--gpu-type", r.gpu_type), ("--tp-size", r.tp_size)):
+        if v is not None:
+            raise RequestError(opt, "a CPU job (--gpus 0, or --cpus without --gpus) has no GPUs; leave it out")
+    for opt, v in (("--cpus", r.cpus), ("--ntasks", r.ntasks), ("--nodes", r.nodes), ("--mem", r.mem_mb)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+            raise RequestError(opt, f"must be a whole number >= 1, got {v!r}")
+    if r.ntasks is not None and r.nodes is not None:
+        if r.ntasks < r.nodes:
+            raise RequestError("--ntasks", f"{r.ntasks} task(s) cannot fill {r.nodes} nodes (one task at least "
+                                           "on each)")
+        if r.ntasks % r.nodes:
+            raise RequestError("--ntasks", f"{r.ntasks} tasks cannot be spread evenly over {r.nodes} nodes")

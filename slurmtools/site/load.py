@@ -113,7 +113,8 @@ def _partition(name: str, t: Table, gpu_types: dict) -> Partition:
                      max_time=t.duration("max_time", "7d"), gpu_types=types,
                      allow_partial_nodes=t.bool("allow_partial_nodes", False),
                      description=t.str("description", ""),
-                     topology=t.str("topology", "tree", choices=("tree", "block", "flat")))
+                     topology=t.str("topology", "tree", choices=("tree", "block", "flat")),
+                     max_cpus_per_node=t.int("max_cpus_per_node", None, minimum=1))
 
 
 def _tier(name: str, t: Table, partitions: dict) -> Tier:
@@ -142,3 +143,36 @@ def _account(name: str, t: Table, tiers: dict) -> Account:
     return Account(name=_name(t, name), description=t.str("description", ""),
                    monthly_gpu_hours=t.float("monthly_gpu_hours", None, minimum=0.0), users=users,
                    tiers=allowed, over_budget=t.str("over_budget", "reject", choices=("reject", "scavenger")))
+
+
+def check_hosts(site: Site, fabric) -> None:
+    """Partitions against the fabric's hosts (needs both files, so not part of `load_site`): a GPU partition holds
+    only hosts with GPUs, and a CPU partition over GPU hosts caps its CPUs per host (max_cpus_per_node) below the
+    host's count, so CPU jobs cannot take the cores the GPUs' jobs need. Pure; raises one-line ConfigErrors."""
+    from slurmtools.hostlist import expand
+
+    src = str(site.source)
+    for p in site.partitions.values():
+        gpu_hosts = []
+        for h in expand(p.nodes):
+            try:
+                nt = fabric.node_type_of(h)
+            except KeyError:
+                continue  # hosts outside the fabric are the renderer's and the planner's concern
+            if not p.cpu_only and not nt.gpus:
+                raise ConfigError(src, f"partitions.{p.name}.nodes",
+                                  f"{h} has no GPUs (node type {nt.name}); put CPU-only hosts in a partition with "
+                                  "gpu_types = []")
+            if nt.gpus:
+                gpu_hosts.append((h, nt))
+        if p.cpu_only and gpu_hosts:
+            h, nt = gpu_hosts[0]
+            if p.max_cpus_per_node is None:
+                raise ConfigError(src, f"partitions.{p.name}.max_cpus_per_node",
+                                  f"CPU partition {p.name} holds GPU hosts ({h}: {nt.gpus} GPUs); cap its CPUs per "
+                                  "host so GPU jobs keep their cores")
+            for h, nt in gpu_hosts:
+                if p.max_cpus_per_node >= nt.cpus:
+                    raise ConfigError(src, f"partitions.{p.name}.max_cpus_per_node",
+                                      f"{p.max_cpus_per_node} leaves no CPU of GPU host {h} ({nt.cpus} CPUs) to its "
+                                      "GPU jobs; give fewer")

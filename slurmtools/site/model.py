@@ -22,6 +22,7 @@ class Partition:
     nodes: str  # Slurm hostlist expression, e.g. "gpu[01-16]"
     default: bool
     max_time: int  # seconds
+    #: GPU types its jobs may ask for; absent in the site file: every type; `[]`: a CPU partition
     gpu_types: tuple[str, ...]
     #: multi-node jobs get whole nodes unless this is true
     allow_partial_nodes: bool = False
@@ -29,6 +30,14 @@ class Partition:
     #: which Slurm topology places this partition's jobs: "tree" (leaf switches, --switches), "block" (NVLink
     #: domains or leaves as blocks, --segment) or "flat"; partitions of different kinds need topology.yaml
     topology: str = "tree"
+    #: Slurm's MaxCPUsPerNode: the most CPUs this partition's jobs may hold on one host together. A CPU partition
+    #: over GPU hosts must set it, so CPU jobs leave the GPU jobs their cores; None: no cap
+    max_cpus_per_node: int | None = None
+
+    @property
+    def cpu_only(self) -> bool:
+        """`gpu_types = []`: a CPU partition (no GPU is ever allocated through it)."""
+        return not self.gpu_types
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,12 @@ class Site:
             if p.default:
                 return p
         return next(iter(self.partitions.values()))
+
+    @property
+    def cpu_partitions(self) -> list[Partition]:
+        """CPU partitions (`gpu_types = []`), the default one first, then in file order."""
+        parts = [p for p in self.partitions.values() if p.cpu_only]
+        return sorted(parts, key=lambda p: not p.default)
 
     def tiers_by_priority(self) -> list[Tier]:
         """Highest priority first."""

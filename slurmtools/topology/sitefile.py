@@ -32,7 +32,7 @@ def link_gbytes(link: str) -> float:
 @dataclass(frozen=True)
 class NodeType:
     name: str
-    gpu_type: str
+    gpu_type: str  # "" for a CPU-only node type (gpus = 0)
     gpus: int
     sockets: int
     cores_per_socket: int
@@ -67,7 +67,7 @@ class NodeType:
 
     def nearest_nics(self, gpu: int) -> tuple[str, ...]:
         """HCAs on the GPU's PCIe switch (rail-optimised boards have one per GPU)."""
-        if not self.nics:
+        if not self.nics or not self.gpus:
             return ()
         if len(self.nics) >= self.gpus:
             per = len(self.nics) // self.gpus
@@ -167,8 +167,13 @@ def load_fabric(path: str | Path) -> Fabric:
 
     def node_type(n: str, t: Table) -> NodeType:
         cap = t.str("capture", None)
+        gpus = t.int("gpus", minimum=0)
+        # a CPU-only host (gpus = 0) names no GPU type; one with GPUs must
+        gpu_type = t.str("gpu_type") if gpus else t.str("gpu_type", "")
+        if not gpus and gpu_type:
+            raise t.error("gpu_type", f"node type {n} has no GPUs (gpus = 0): leave gpu_type out")
         nt = NodeType(
-            name=n, gpu_type=t.str("gpu_type"), gpus=t.int("gpus", minimum=0), sockets=t.int("sockets", 1, minimum=1),
+            name=n, gpu_type=gpu_type, gpus=gpus, sockets=t.int("sockets", 1, minimum=1),
             cores_per_socket=t.int("cores_per_socket", minimum=1), threads_per_core=t.int("threads_per_core", 1, minimum=1),
             memory_mb=t.int("memory_mb", minimum=1), nvlink=t.str("nvlink", "none", choices=("nvswitch", "none")),
             nvlinks_per_gpu=t.int("nvlinks_per_gpu", 0, minimum=0), nics=t.str_list("nics", ()),
@@ -178,6 +183,11 @@ def load_fabric(path: str | Path) -> Fabric:
         if nt.gpus and nt.restricted_cores_per_gpu * nt.gpus > nt.sockets * nt.cores_per_socket:
             raise t.error("restricted_cores_per_gpu", f"{nt.restricted_cores_per_gpu} x {nt.gpus} GPUs is more than "
                                                       f"the node's {nt.sockets * nt.cores_per_socket} cores")
+        if not nt.gpus:
+            for key, bad in (("nvlink", nt.nvlink != "none"), ("nvlinks_per_gpu", nt.nvlinks_per_gpu),
+                             ("restricted_cores_per_gpu", nt.restricted_cores_per_gpu)):
+                if bad:
+                    raise t.error(key, f"node type {n} has no GPUs (gpus = 0): leave {key} out")
         if nt.nvlink == "nvswitch" and nt.nvlinks_per_gpu == 0:
             raise t.error("nvlinks_per_gpu", "an NVSwitch node type needs nvlinks_per_gpu > 0")
         return nt

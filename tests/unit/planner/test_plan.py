@@ -198,7 +198,7 @@ def test_request_shape_errors():
     with pytest.raises(ConfigError, match="--comm: unknown communication hint"):
         JobRequest(command=("x",), gpus=1, comm="ring")
     with pytest.raises(ConfigError, match="--gpus: must be a whole number"):
-        JobRequest(command=("x",), gpus=0)
+        JobRequest(command=("x",), gpus=-1)  # 0 is a CPU job (tests/unit/planner/test_cpu_jobs.py)
     with pytest.raises(ConfigError, match="--env"):
         JobRequest(command=("x",), gpus=1, env=(("A-B", "1"),))
 
