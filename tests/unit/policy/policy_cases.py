@@ -57,6 +57,11 @@ def edge_cases() -> list[tuple[list[str], str]]:
     for mpg in ("250000", "250001", "244G", "245G"):
         out.append((["-A", "vision", "--gres=gpu:h100:2", f"--mem-per-gpu={mpg}"], SIG))
     out.append((["-A", "vision", "-c", "4"], SIG))  # no GPUs
+    # CPU jobs as the planner shapes them (the example site has no CPU partition: sent by hand to its GPU one)
+    out.append((["-A", "vision", "-p", "gpu", "-q", "standard", "-N", "1", "--ntasks-per-node=1", "-c", "8",
+                 "--mem=32000M", "--requeue"], SIG))
+    out.append((["-A", "nlp", "-p", "gpu", "-q", "production", "-N", "2", "--ntasks-per-node=8", "-c", "16",
+                 "--mem=512000M"], SIG))
     return out
 
 
