@@ -25,6 +25,12 @@ from slurmtools.slurm.releases import SlurmRelease
 from slurmtools.topology.sitefile import NodeType
 
 
+#: per-host launcher templates that run CPU jobs: the launcher starts the host's tasks as its processes
+#: (torchrun --nproc-per-node; torch.distributed's gloo backend needs no GPU). accelerate and deepspeed launch one
+#: process per GPU in their templates and are refused for CPU jobs.
+CPU_LAUNCHERS = ("torchrun",)
+
+
 def cpu_partition(r: JobRequest, site: Site) -> Partition:
     """The partition for a CPU job, or a one-line refusal saying why there is none."""
     cpu = site.cpu_partitions
@@ -49,10 +55,10 @@ def plan_cpu_job(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateSha
                  slurm: SlurmRelease | None = None) -> Plan:
     """The plan of a CPU job: partition, tier, tasks x CPUs x memory, placement; no GPU directive."""
     part = cpu_partition(r, site)
-    if tmpl.tasks == "per-node" and tmpl.multi_node:
+    if tmpl.tasks == "per-node" and tmpl.multi_node and tmpl.name not in CPU_LAUNCHERS:
         raise RequestError("--template", f"template {tmpl.name} starts one launcher per host that runs one process "
-                                         "per GPU, so a CPU job would start none: use --template mpi (srun starts "
-                                         "--ntasks processes) or python")
+                                         "per GPU, so a CPU job would start none: use --template torchrun (its "
+                                         "processes from --ntasks), mpi (srun starts --ntasks processes) or python")
     pview = _partition_view(view, part)
     if not pview.hosts:
         raise RequestError("--partition", f"no host of partition {part.name} ({part.nodes}) is in the fabric "
@@ -197,28 +203,38 @@ def _plan_for(r: JobRequest, site: Site, view: ClusterView, tmpl: TemplateShape,
     add("nodes", str(nodes), "the hosts you asked for (--nodes)" if r.nodes is not None else
         (f"the fewest {nt.name} hosts that hold {ntasks} task(s) x {cpt} CPUs evenly (at most {usable} CPUs per host"
          + (f", partition {part.name}'s max_cpus_per_node)" if usable < nt.cpus else ")")))
-    add("ntasks-per-node", str(tpn), f"{ntasks} task(s) over {nodes} host(s)" +
-        (" (--ntasks)" if r.ntasks is not None else "; one task per host (give --ntasks for more)"))
-    add("cpus-per-task", str(cpt), "the CPUs per task you asked for (--cpus)" if r.cpus is not None else
-        "one CPU per task, Slurm's own default (give --cpus for more)")
+    spread = f"{ntasks} task(s) over {nodes} host(s)" + (" (--ntasks)" if r.ntasks is not None else
+                                                           "; one task per host (give --ntasks for more)")
+    why_cpt = ("the CPUs per task you asked for (--cpus)" if r.cpus is not None else
+               "one CPU per task, Slurm's own default (give --cpus for more)")
+    launcher = tmpl.name in CPU_LAUNCHERS
+    if launcher:  # one launcher task per host holds all of its processes' CPUs
+        add("ntasks-per-node", "1", f"one {tmpl.name} per host starts the host's {tpn} process(es): {spread}")
+        add("cpus-per-task", str(cpus_node), f"the launcher's {tpn} process(es) x {cpt} CPU(s): {why_cpt}")
+    else:
+        add("ntasks-per-node", str(tpn), spread)
+        add("cpus-per-task", str(cpt), why_cpt)
     add("mem", f"{mem}M", why_mem)
     if switches:
         add("switches", f"{switches}@{slurm_time(wait or 0)}", why_switch)
     env: list[tuple[str, str]] = []
-    if cpt > 1:
+    step_cpus = cpus_node if launcher else cpt
+    if step_cpus > 1:
         # srun does not take --cpus-per-task from the allocation since Slurm 22.05: the job's steps would get one CPU
-        env.append(("SRUN_CPUS_PER_TASK", str(cpt)))
+        env.append(("SRUN_CPUS_PER_TASK", str(step_cpus)))
     output, array_size, signal = _job_tail(r, tmpl, tier, tier_obj, slurm, notes, add, env)
     env.extend(r.env)
     predicted = hosts_now or hosts_empty
     return Plan(request=r, template=tmpl, partition=part.name, tier=tier, qos=tier_obj.qos, account=account,
-                gpu_type="", node_type=nt.name, nodes=nodes, gpus_per_node=0, tasks_per_node=tpn, cpus_per_gpu=0,
+                gpu_type="", node_type=nt.name, nodes=nodes, gpus_per_node=0, tasks_per_node=1 if launcher else tpn,
+                cpus_per_gpu=0,
                 mem_per_gpu_mb=0, time_limit=r.time_limit, switches=switches, switch_wait=wait,
                 leaves_now=leaves_now, leaves_empty=leaves_empty, hosts=tuple(predicted), starts_now=starts_now,
                 preemptible=tier_obj.preemptible, directives=tuple(d), env=tuple(env), nic_map={}, quality=None,
                 live=view.live, notes=tuple(notes), array_size=array_size, output=output, checkpoint_signal=signal,
                 rank_groups=_rank_groups(view) if nodes > 1 and not spread_ok else (),
-                start_in=0 if starts_now else None, cpu_job=True, cpus_per_task=cpt, mem_per_node_mb=mem)
+                start_in=0 if starts_now else None, cpu_job=True, cpus_per_task=step_cpus, mem_per_node_mb=mem,
+                cpu_procs_per_node=tpn if launcher else 0)
 
 
 def _cpu_only(site: Site, view: ClusterView) -> list[str]:

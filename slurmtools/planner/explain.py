@@ -63,6 +63,7 @@ def _cpu_plan_dict(plan: Plan, note: str) -> dict[str, Any]:
         "cpu_job": True, "partition": plan.partition, "tier": plan.tier, "qos": plan.qos, "account": plan.account,
         "node_type": plan.node_type, "nodes": plan.nodes, "tasks_per_node": plan.tasks_per_node,
         "cpus_per_task": plan.cpus_per_task, "mem_per_node_mb": plan.mem_per_node_mb,
+        "procs_per_node": plan.procs_per_node,
         "time_limit_s": plan.time_limit, "switches": plan.switches, "switch_wait_s": plan.switch_wait,
         "leaves_now": plan.leaves_now, "leaves_empty": plan.leaves_empty, "predicted_hosts": list(plan.hosts),
         "starts_now": plan.starts_now, "start_in_s": plan.start_in, "preemptible": plan.preemptible,
@@ -74,9 +75,13 @@ def _cpu_plan_dict(plan: Plan, note: str) -> dict[str, Any]:
 
 def _cpu_plan_text(plan: Plan, note: str) -> list[str]:
     lines = [f"note: {note}"] if note else []
-    lines.append(f"plan: CPU job (no GPUs): {plan.nodes} x {plan.tasks_per_node} task(s) x {plan.cpus_per_task} "
-                 f"CPU(s) and {plan.mem_per_node_mb} MB per host ({plan.node_type}) on partition {plan.partition}, "
-                 f"tier {plan.tier}, template {plan.template.name}")
+    if plan.cpu_procs_per_node:
+        shape = (f"{plan.nodes} x 1 {plan.template.name} starting {plan.cpu_procs_per_node} process(es), "
+                 f"{plan.cpus_per_task} CPU(s)")
+    else:
+        shape = f"{plan.nodes} x {plan.tasks_per_node} task(s) x {plan.cpus_per_task} CPU(s)"
+    lines.append(f"plan: CPU job (no GPUs): {shape} and {plan.mem_per_node_mb} MB per host ({plan.node_type}) on "
+                 f"partition {plan.partition}, tier {plan.tier}, template {plan.template.name}")
     when = "starts now" if plan.starts_now else "must queue (no start can be predicted)"
     lines.append(f"placement: {when}; predicted hosts {compress(plan.hosts) if plan.hosts else '-'} under "
                  f"{plan.leaves_now if plan.leaves_now is not None else '-'} leaf switch(es) (empty partition: "

@@ -137,9 +137,16 @@ class Plan:
     cpu_job: bool = False
     cpus_per_task: int = 0
     mem_per_node_mb: int = 0
+    #: CPU jobs under a launcher per host (torchrun): the processes it starts on each host
+    cpu_procs_per_node: int = 0
 
     def directive(self, option: str) -> Directive | None:
         return next((d for d in self.directives if d.option == option), None)
+
+    @property
+    def procs_per_node(self) -> int:
+        """Processes a per-host launcher (torchrun) starts on each host: one per GPU, or a CPU job's tasks."""
+        return self.cpu_procs_per_node if self.cpu_job else self.gpus_per_node
 
     @property
     def total_gpus(self) -> int:

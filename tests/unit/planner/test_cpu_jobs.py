@@ -192,10 +192,22 @@ def test_cpu_plans_render_without_gpu_lines(cpu_site, cpu_view, template, kw, la
     assert script.rstrip().splitlines()[-1] == launch
 
 
-@pytest.mark.parametrize("template", ["torchrun", "accelerate", "deepspeed"])
+@pytest.mark.parametrize("template", ["accelerate", "deepspeed"])
 def test_gpu_launchers_are_refused_for_cpu_jobs(cpu_site, cpu_view, template):
     with pytest.raises(ConfigError, match=f"--template: template {template} starts one launcher per host"):
         plan(cpu_site, cpu_view, template, gpus=0)
+
+
+def test_torchrun_starts_the_hosts_tasks_as_its_processes(cpu_site, cpu_view):
+    info = find_template("torchrun", cpu_site.source)
+    p = plan_job(req(cpus=16, ntasks=8, nodes=2, tier="production"), cpu_site, cpu_view, info.shape)
+    o = opts(p)
+    assert (o["nodes"], o["ntasks-per-node"], o["cpus-per-task"]) == ("2", "1", "64")
+    assert p.procs_per_node == 4 and ("SRUN_CPUS_PER_TASK", "64") in p.env
+    assert "plan: CPU job (no GPUs): 2 x 1 torchrun starting 4 process(es), 64 CPU(s)" in plan_text(p)
+    script = render(p, info, cpu_site.source)
+    assert " --nnodes=\"$SLURM_JOB_NUM_NODES\" --nproc-per-node=4 " in script and "NCCL" not in script
+    assert not [ln for ln in directive_lines(script) if any(f"--{g}" in ln for g in GPU_OPTIONS)]
 
 
 def test_one_task_templates_refuse_many_tasks(cpu_site, cpu_view):
