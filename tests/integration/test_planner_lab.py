@@ -145,6 +145,26 @@ def test_a_full_cluster_predicts_the_hosts_a_preempting_job_gets(lab, site, clea
     assert sorted(running_nodes(lab, job)) == ["gpu15", "gpu16"]
 
 
+def test_the_default_tier_is_the_sites(lab, site, clean):
+    """Item 3 of issue 10: without --tier a job used to go on production (the highest tier); it now goes on the
+    site's default tier, as the accounting database's DefaultQOS does, and a job too big for it is refused in one
+    line naming the tiers that would take it (never moved to another tier silently)."""
+    d = workdir(lab)
+    assert site.default_tier == "standard"
+    p = lab.sh(f"cd {d} && {sys.executable} -m slurmtools submit --gpus 8 --name deftier --output-dir {d} --time 5m "
+               f"-- sleep 1", user="labuser", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    job = int(p.stdout.split("submitted job ")[1].split(":")[0])
+    assert "QOS=standard" in lab.sh(f"scontrol show job {job}").stdout
+    big = lab.sh(f"cd {d} && {sys.executable} -m slurmtools submit --gpus 64 --output-dir {d} -- sleep 1",
+                 user="labuser", check=False)
+    assert big.returncode == 2 and len(big.stderr.strip().splitlines()) == 1, big.stderr
+    assert "over tier standard's 32 GPUs per job (the site's default tier)" in big.stderr
+    assert "tiers that fit: production" in big.stderr
+    assert lab.wait_state(job, ("COMPLETED", "FAILED", "CANCELLED"), timeout=90) == "COMPLETED"
+    assert lab.sh("squeue -h -o %i", check=False).stdout.strip() == ""  # the refused one never reached Slurm
+
+
 def test_larger_than_a_leaf_spans_the_fewest_leaves(lab, site, clean):
     d = workdir(lab)
     plan, script = plan_for(lab, site, "mpi", gpus=48, tier="production", command=("sleep", "60"))
