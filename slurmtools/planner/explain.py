@@ -63,7 +63,7 @@ def _cpu_plan_dict(plan: Plan, note: str) -> dict[str, Any]:
         "cpu_job": True, "partition": plan.partition, "tier": plan.tier, "qos": plan.qos, "account": plan.account,
         "node_type": plan.node_type, "nodes": plan.nodes, "tasks_per_node": plan.tasks_per_node,
         "cpus_per_task": plan.cpus_per_task, "mem_per_node_mb": plan.mem_per_node_mb,
-        "procs_per_node": plan.procs_per_node,
+        "launcher_procs_per_node": plan.cpu_procs_per_node or None,  # torchrun: processes its one task starts
         "time_limit_s": plan.time_limit, "switches": plan.switches, "switch_wait_s": plan.switch_wait,
         "leaves_now": plan.leaves_now, "leaves_empty": plan.leaves_empty, "predicted_hosts": list(plan.hosts),
         "starts_now": plan.starts_now, "start_in_s": plan.start_in, "preemptible": plan.preemptible,

@@ -98,6 +98,7 @@ def test_one_task_goes_to_the_first_cpu_partition_with_no_gpu_directive(cpu_site
     assert text.startswith("plan: CPU job (no GPUs): 1 x 1 task(s) x 8 CPU(s)") and "GB/s" not in text
     d = plan_dict(p)
     assert d["cpu_job"] is True and d["cpus_per_task"] == 8 and "quality" not in d and "gpu_type" not in d
+    assert d["launcher_procs_per_node"] is None
 
 
 def test_mem_given_is_used_and_checked(cpu_site, cpu_view):
@@ -204,6 +205,7 @@ def test_torchrun_starts_the_hosts_tasks_as_its_processes(cpu_site, cpu_view):
     o = opts(p)
     assert (o["nodes"], o["ntasks-per-node"], o["cpus-per-task"]) == ("2", "1", "64")
     assert p.procs_per_node == 4 and ("SRUN_CPUS_PER_TASK", "64") in p.env
+    assert plan_dict(p)["launcher_procs_per_node"] == 4
     assert "plan: CPU job (no GPUs): 2 x 1 torchrun starting 4 process(es), 64 CPU(s)" in plan_text(p)
     script = render(p, info, cpu_site.source)
     assert " --nnodes=\"$SLURM_JOB_NUM_NODES\" --nproc-per-node=4 " in script and "NCCL" not in script
