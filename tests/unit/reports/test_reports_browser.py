@@ -1,5 +1,5 @@
 """The HTML report in a real browser (Debian's chromium, headless): it loads with no script errors, the charts
-(matplotlib's SVG) are laid out, hostile names stay text, and what the browser shows is true: whole-number ticks
+(hand-written SVG) are laid out, hostile names stay text, and what the browser shows is true: whole-number ticks
 on count axes, human column headers, a timeline of several points for a short window, and the same cost in the
 headline as in the Markdown summary. Under CI (CI=true) a missing chromium is a failure, not a skip."""
 
@@ -60,7 +60,7 @@ def test_report_opens_in_chromium_with_charts_and_no_script(tmp_path):
     assert len(re.findall(r'<g id="[a-z]+-bar-\d+"', html)) > 20
     assert "<script" not in "".join(svgs.values())
     # the wait chart counts runs: whole-number ticks only
-    ticks = re.findall(r'<g id="ytick_\d+">.*?<text[^>]*>([^<]*)</text>', svgs["wait"], re.S)
+    ticks = re.findall(r'<g id="wait-ytick-\d+"[^>]*>.*?<text[^>]*>([^<]*)</text>', svgs["wait"], re.S)
     assert len(ticks) >= 2 and all(re.fullmatch(r"\d[\d,]*", t) for t in ticks), ticks
     # human column headers, booleans as words
     heads = re.findall(r"<th>(.*?)</th>", html)
@@ -104,8 +104,14 @@ def test_short_window_timeline_in_chromium(tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     svg = re.search(r'<svg[^>]*data-chart="timeline".*?</svg>', dom.stdout, re.S).group(0)
     assert len(re.findall(r'<g id="timeline-bar-\d+"', svg)) == 3  # 02:00, 02:01, 02:02
-    labels = re.findall(r'<g id="xtick_\d+">.*?<text[^>]*>([^<]*)</text>', svg, re.S)
+    labels = re.findall(r'<g id="timeline-xtick-\d+"[^>]*>.*?<text[^>]*>([^<]*)</text>', svg, re.S)
     assert labels == ["02:00", "02:01", "02:02"]
-    # the dashed capacity line: a step path across all three buckets (4 vertices and more, not a lone point)
-    line = re.search(r'<g id="line2d_\d+">\s*<path d="([^"]*)"[^>]*stroke-dasharray', svg, re.S)
+    # the dashed capacity line: a step path across all three buckets (4 vertices and more, not a lone point),
+    # from the first bar's left edge to the last bar's right edge, stroked in black
+    line = re.search(r'<g id="timeline-capacity"[^>]*>\s*<path d="([^"]*)"[^>]*stroke="#000"[^>]*stroke-dasharray',
+                     svg, re.S)
     assert line and len(re.findall(r"[ML]", line.group(1))) >= 4
+    xs = [float(x) for x in re.findall(r"[ML]([\d.]+) ", line.group(1))]
+    bars = [(float(x), float(w)) for x, w in
+            re.findall(r'<g id="timeline-bar-\d+"><rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', svg)]
+    assert len(bars) == 3 and min(xs) <= min(x for x, _ in bars) and max(xs) >= max(x + w for x, w in bars)

@@ -87,7 +87,7 @@ def _svg_of(html: str, name: str) -> str:
 def test_count_axis_has_integer_ticks():
     html = outputs.render_html(_hm_report())
     wait = _svg_of(html, "wait")
-    ticks = re.findall(r'<g id="ytick_\d+">.*?<text[^>]*>([^<]*)</text>', wait, re.S)
+    ticks = re.findall(r'<g id="wait-ytick-\d+"[^>]*>.*?<text[^>]*>([^<]*)</text>', wait, re.S)
     assert len(ticks) >= 2 and all(re.fullmatch(r"\d[\d,]*", t) for t in ticks), ticks  # at most 2 runs per bin
 
 
@@ -152,30 +152,37 @@ def test_tier_charged_flag_in_the_site_file(tmp_path):
     assert all(t.charged for t in load_site(p).tiers.values())  # charged unless the site says otherwise
 
 
-# --- 5. charts drawn by matplotlib, imported only for HTML
+# --- 5. charts written by hand as SVG: matplotlib is never imported for the report (it cost ~1 s per report)
 
 
-def test_charts_are_matplotlib_svg_and_matplotlib_loads_only_for_html(tmp_path):
+def test_charts_are_inline_svg_and_writing_html_never_imports_matplotlib(tmp_path):
     html = outputs.render_html(_hm_report())
     for name in ("timeline", "users", "accounts", "wait", "waste"):
         svg = _svg_of(html, name)
-        assert 'id="figure_1"' in svg and "<script" not in svg and "<style" not in svg
+        assert re.match(r'<svg class="chart" data-chart="%s" role="img" aria-label="[^"]+" '
+                        r'xmlns="http://www.w3.org/2000/svg" width="\d+" height="\d+" viewBox="0 0 \d+ \d+"' % name,
+                        svg)
+        # nothing that runs, styles the page or loads from elsewhere
+        assert "<script" not in svg and "<style" not in svg and "href" not in svg and "url(" not in svg
+        assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
+        ids = re.findall(r' id="([^"]+)"', svg)
+        assert ids and all(i.startswith(name + "-") for i in ids)  # no id clashes between the page's charts
+    ids = re.findall(r' id="([^"]+)"', html)
+    assert len(ids) == len(set(ids))
     code = ("import sys; sys.path.insert(0, %r)\n"
             "import reports_handmade as hm\n"
             "from datetime import datetime\n"
             "from pathlib import Path\n"
-            "from slurmtools.reports import metrics, outputs\n"
+            "from slurmtools.reports import charts, metrics, outputs\n"
             "from slurmtools.reports.sacct import read_sacct\n"
             "r = metrics.compute(read_sacct(hm.TEXT, text=True).jobs, None, datetime(2026, 11, 2), "
             "datetime(2026, 11, 3))\n"
-            "outputs.write(r, Path(%r), ('md', 'json', 'csv'))\n"
-            "print('before', 'matplotlib' in sys.modules)\n"
             "outputs.write(r, Path(%r), ('html',))\n"
-            "print('after', 'matplotlib' in sys.modules)\n") % (str(hm.__file__).rsplit("/", 1)[0],
-                                                                str(tmp_path / "a"), str(tmp_path / "b"))
+            "print('html', Path(%r).read_text().count('<svg'), 'matplotlib' in sys.modules)\n"
+            ) % (str(hm.__file__).rsplit("/", 1)[0], str(tmp_path / "a"), str(tmp_path / "a" / "report.html"))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["before", "False", "after", "True"]
+    assert p.stdout.split() == ["html", "5", "False"]
 
 
 # --- 6. capacity starts at the cluster's first record
