@@ -74,13 +74,15 @@ def _submit(cl, d: Path, args: str) -> int:
 
 
 def _step_cpus(cl, job: int, timeout: float = 60) -> dict[str, tuple[str, str, str]]:
-    """sacct's JobID -> (partition, AllocCPUS, NodeList) of the job and its steps, once the step has a record."""
+    """sacct's JobID -> (partition, AllocCPUS, NodeList) of the job and its steps, once the step has a record and
+    the job's own is complete (slurmdbd stores the submission asynchronously: under load sacct first shows a
+    placeholder allocation row with no partition)."""
     end = time.monotonic() + timeout
     rows: dict[str, tuple[str, str, str]] = {}
     while time.monotonic() < end:
         out = cl.sh(f"sacct -n -P -j {job} -o JobID,Partition,AllocCPUS,NodeList", check=False).stdout
         rows = {f[0]: tuple(f[1:]) for f in (ln.split("|") for ln in out.splitlines()) if len(f) == 4}
-        if f"{job}.0" in rows:
+        if f"{job}.0" in rows and rows.get(str(job), ("",))[0]:
             return rows
         time.sleep(0.5)
     raise AssertionError(f"sacct has no step 0 of job {job}: {rows}")
