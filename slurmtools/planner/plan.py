@@ -685,13 +685,7 @@ def _predict_start(r: JobRequest, site: Site, tier: str, view: ClusterView, need
         for x in releases:
             if x.in_seconds <= t:
                 freed[x.host] = freed.get(x.host, 0) + x.gpus
-        v = view.with_free(freed)
-        taken = {h for p in ahead if p.in_seconds <= max(t, 0) for h in p.hosts}
-        if taken:
-            from dataclasses import replace as _replace
-
-            v = _replace(v, hosts={h: (_replace(s, gpus_free=0, cpus_free=0, mem_free_mb=0) if h in taken else s)
-                                   for h, s in v.hosts.items()})
+        v = view.with_free(freed).with_taken(h for p in ahead if p.in_seconds <= t for h in p.hosts)
         hosts = pack(v, need, nodes, spread_ok=spread_ok)
         if hosts:
             behind = tuple(sorted({p.job_id for p in ahead if p.in_seconds <= t}))

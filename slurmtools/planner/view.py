@@ -71,6 +71,16 @@ class ClusterView:
                                    mem_free_mb=min(nt.memory_mb, s.mem_free_mb + g * nt.memory_mb // max(nt.gpus, 1)))
         return replace(self, hosts=hosts)
 
+    def with_taken(self, taken: Iterable[str]) -> "ClusterView":
+        """The view with the hosts in `taken` wholly busy (planned for jobs queued ahead of a new one)."""
+        taken = set(taken) & set(self.hosts)
+        if not taken:
+            return self
+        hosts = dict(self.hosts)
+        for h in taken:
+            hosts[h] = replace(hosts[h], gpus_free=0, cpus_free=0, mem_free_mb=0)
+        return replace(self, hosts=hosts)
+
     def layout(self) -> dict[str, dict[str, list[str]]]:
         """leaf -> node type -> hosts (fabric order); derived once per view, it never depends on free GPUs."""
         lay = self.memo.get("layout")
