@@ -15,6 +15,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 LAB_SCRIPT = REPO / "scripts" / "slurm-lab"
+#: small programs the planner and launcher lab tests run inside jobs
+JOB_HELPERS = Path(__file__).resolve().parent / "planner_lab"
 
 
 @dataclass
@@ -133,3 +135,14 @@ def _lab_env(d: Path) -> tuple[dict, str]:
     return env, rec.get("SLURM_VERSION", "")
 
 
+def job_folder(lab: "Lab", prefix: str) -> Path:
+    """A fresh folder under the lab's jobs folder holding the job helper programs, writable by labuser."""
+    import shutil
+    import uuid
+
+    d = lab.jobs_dir / f"{prefix}-{uuid.uuid4().hex[:8]}"
+    d.mkdir()
+    for p in JOB_HELPERS.glob("*.py"):
+        shutil.copy(p, d / p.name)
+    os.chmod(d, 0o777)
+    return d

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
@@ -29,9 +27,10 @@ from slurmtools.planner.templates import find_template, render
 from slurmtools.resources import example_site
 from slurmtools.site import load_site
 
+from labtools import job_folder
+
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent / "planner_lab"
 TAG = "two words $(touch PWNED) 'q' \"dq\""
 FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL")
 
@@ -68,12 +67,7 @@ def clean(lab):
 
 
 def workdir(lab) -> Path:
-    d = lab.jobs_dir / f"launch-{uuid.uuid4().hex[:8]}"
-    d.mkdir()
-    for p in HERE.glob("*.py"):
-        shutil.copy(p, d / p.name)
-    os.chmod(d, 0o777)
-    return d
+    return job_folder(lab, "launch")
 
 
 def free_port() -> int:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -26,8 +24,9 @@ from slurmtools.planner.templates import find_template, render
 from slurmtools.resources import example_site
 from slurmtools.site import load_site
 
+from labtools import job_folder
+
 pytestmark = pytest.mark.lab
-HERE = Path(__file__).resolve().parent / "planner_lab"
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +66,7 @@ def leaf_map(lab) -> dict[str, str]:
 
 
 def workdir(lab) -> Path:
-    d = lab.jobs_dir / f"planner-{uuid.uuid4().hex[:8]}"
-    d.mkdir()
-    for p in HERE.glob("*.py"):
-        shutil.copy(p, d / p.name)
-    os.chmod(d, 0o777)
-    return d
+    return job_folder(lab, "planner")
 
 
 def plan_for(lab, site, template, **kw):
