@@ -92,26 +92,19 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
 
     t = load_topology(source, site)
     if host:
+        from slurmtools.topology.describe import describe_host, host_lines
+
         _host(t, host)
-        info = {
-            "host": host, "gpus": [asdict(g) for g in t.gpus(host)], "nics": [n.name for n in t.nics(host)],
-            "nvlink_islands": q.nvlink_islands(t, host),
-            "pcie_groups": [v for v in q.pcie_groups(t, host).values()],
-            "nearest_nics": q.nearest_nics(t, host), "local_cpus": q.local_cpus(t, host),
-            "nvlink_matrix": q.nvlink_matrix(t, host), "uplinks": q.uplinks(t, host),
-            "nvlink_domains": q.domain_of(t, host),
-        }
+        info = describe_host(t, host)
+        info.update({"pcie_groups": [v for v in q.pcie_groups(t, host).values()],
+                     "nvlink_matrix": None if "nvlink" in t.unknown(host) else q.nvlink_matrix(t, host),
+                     "uplinks": q.uplinks(t, host), "nvlink_domains": q.domain_of(t, host)})
         if json_out:
             print_json(info)
             return
-        from slurmtools.topology.render_slurm import int_ranges
-
-        typer.echo(f"host {host}: {len(info['gpus'])} GPUs, NICs {', '.join(info['nics']) or '-'}")
-        typer.echo(f"  NVLink islands: {info['nvlink_islands']}")
+        for line in host_lines(info):
+            typer.echo(line)
         typer.echo(f"  PCIe switch groups: {info['pcie_groups']}")
-        for g in t.gpus(host):
-            typer.echo(f"  GPU{g.index}: nearest NIC {', '.join(info['nearest_nics'][g.index]) or '-'}, "
-                       f"CPUs {int_ranges(info['local_cpus'][g.index]) or '-'}")
         typer.echo(f"  switch path: {' -> '.join('/'.join(lv) for lv in info['uplinks']) or '-'}")
         return
     levels = q.oversubscription(t)
@@ -167,6 +160,9 @@ def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
            gres_files: str = typer.Option("/dev/nvidia{index}", "--gres-files",
                                           help="gres.conf: device file pattern, {index} is the GPU index"),
            block_sizes: Optional[str] = typer.Option(None, "--block-sizes", help="block: BlockSizes, e.g. 18,36"),
+           assume_no_nvlink: bool = typer.Option(False, "--assume-no-nvlink",
+                                                 help="gres.conf: write Links= with no NVLink for hosts whose "
+                                                      "NVLinks the source does not state"),
            ) -> None:
     """Write the topology as a Slurm config, a graph file or a picture."""
     if fmt not in FORMATS:
@@ -188,9 +184,11 @@ def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
                 fail(f"--block-sizes: expected comma-separated integers, got {block_sizes!r}")
         data = render_block(t, sizes)
     elif fmt == "gres.conf":
-        from slurmtools.topology.render_slurm import render_gres_conf
+        from slurmtools.topology.render_slurm import gres_gaps, render_gres_conf
 
-        data = render_gres_conf(t, gres_files)
+        data = render_gres_conf(t, gres_files, assume_no_nvlink=assume_no_nvlink)
+        for gap in gres_gaps(t):
+            typer.echo(f"slurmtools: warning: {gap}", err=True)
     elif fmt == "features":
         from slurmtools.topology.render_slurm import render_features
 

@@ -58,8 +58,9 @@ def detect_kind(text: str) -> str | None:
 
 def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Optional[str] = None,
           exclude_hca: tuple[str, ...] = (), exclude_switch: tuple[str, ...] = (), nvlink: Optional[str] = None,
-          warn=None):
-    """Read `path` with the provider `kind` into a Topology."""
+          warn=None, gpu_type: Optional[str] = None, threads_per_core: Optional[int] = None):
+    """Read `path` with the provider `kind` into a Topology. `gpu_type` and `threads_per_core` are the admin's
+    statements for one-node inputs that do not carry them."""
     import json
 
     from slurmtools.errors import ParseError
@@ -70,7 +71,7 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
 
         status = nvsmi.parse_nvlink_status(_read(nvlink), nvlink) if nvlink else ()
         return nvsmi.to_topology(nvsmi.parse_topo_matrix(text, path), host or Path(path).stem.split(".")[0],
-                                 status)
+                                 status, gpu_type, threads_per_core)
     if kind == "ibnetdiscover":
         from slurmtools.topology import ibnet
 
@@ -97,13 +98,14 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ParseError(path, exc.lineno, f"not JSON: {exc.msg}", exc.colno) from None
-        return to_topology(NvmlCapture.from_dict(data, path), host)
+        return to_topology(NvmlCapture.from_dict(data, path), host, gpu_type, threads_per_core)
     if kind == "nccl-xml":
         try:
             from slurmtools.topology import nccl_xml
         except ModuleNotFoundError:
             raise ParseError(path, None, "reading NCCL topology XML is not available in this version") from None
-        return nccl_xml.to_topology(nccl_xml.parse_nccl_xml(text, path), host or Path(path).stem)
+        return nccl_xml.to_topology(nccl_xml.parse_nccl_xml(text, path), host or Path(path).stem, gpu_type,
+                                    threads_per_core)
     raise ParseError("--from", None, f"unknown input kind {kind!r}; expected one of {', '.join(KINDS)}")
 
 
@@ -140,16 +142,31 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
                                                                                     "GUIDs or descriptions"),
                nvlink: Optional[str] = typer.Option(None, "--nvlink", help="nvidia-smi: `nvidia-smi nvlink -s` "
                                                                           "output for link speeds"),
+               gpu_type: Optional[str] = typer.Option(None, "--gpu-type", help="One-node inputs: the GPUs' gres "
+                                                                              "Type (also tells the NVLink "
+                                                                              "generation, e.g. h100)"),
+               threads_per_core: Optional[int] = typer.Option(None, "--threads-per-core", min=1,
+                                                              help="One-node inputs: hardware threads per core, "
+                                                                   "to turn local CPU ids into gres Cores="),
+               strict: bool = typer.Option(False, "--strict", help="Fail (exit 3) when the input leaves any fact "
+                                                                   "unknown, naming them"),
                out: Optional[str] = typer.Option(None, "--out", help="Write the topology graph as JSON here"),
                json_out: bool = JsonOpt) -> None:
     """Read one provider's input into the topology graph; print a summary, write the graph with --out."""
     if kind not in KINDS:
         fail(f"--from: expected one of {', '.join(KINDS)}, got {kind!r}")
+    from slurmtools.topology.describe import describe_host, host_lines
+
     warnings: list[str] = []
     t = build(kind, file, host, hostname_pattern, tuple(exclude_hca), tuple(exclude_switch), nvlink,
-              warn=warnings.append)
+              warn=warnings.append, gpu_type=gpu_type, threads_per_core=threads_per_core)
     for w in warnings:
         typer.echo(f"slurmtools: warning: {w}", err=True)
+    inside = [describe_host(t, h) for h in t.host_names() if t.gpus(h) or t.unknown(h)]
+    unknown = sorted({f for d in inside for f in d["unknown"]})
+    if strict and unknown:
+        fail(f"{file}: --strict: the input leaves unknown: {', '.join(unknown)} (see `topo import` without "
+             "--strict for what each means)", 3)
     if out:
         try:
             Path(out).write_text(t.to_json(indent=1) + "\n")
@@ -157,12 +174,18 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
             fail(f"--out {out}: cannot write: {exc}")
     info = _summary(t)
     if json_out:
-        print_json(info)
+        print_json({**info, "inside": inside if len(inside) <= 16 else [], "unknown": unknown})
         return
     by_level = ", ".join(f"{n} at level {k}" for k, n in info["switches_by_level"].items()) or "none"
     typer.echo(f"{file} ({kind}): {info['hosts']} hosts, switches {by_level}, {info['gpus']} GPUs, "
                f"{info['nics']} NICs, {info['nvswitches']} NVSwitch vertices, {info['nvlink_domains']} NVLink "
                f"domains" + (f"; graph written to {out}" if out else ""))
+    if len(inside) <= 4:   # one-node captures: the screen to check against the capture
+        for d in inside:
+            for line in host_lines(d):
+                typer.echo(line)
+    elif unknown:
+        typer.echo(f"unknown on some hosts: {', '.join(unknown)}")
 
 
 def capture_cmd(out: Optional[str] = typer.Option(None, "--out", help="Write the capture here (default: stdout)"),

@@ -14,7 +14,6 @@ from slurmtools.slurm.model import NodeInfo
 from slurmtools.topology.sitefile import Fabric, NodeType, link_gbytes
 
 # GB/s per NVLink link per direction (NVLink 4); PCIe gen5 x16 per direction for GPUs without NVLink.
-NVLINK_GBYTES_PER_LINK = 25.0
 PCIE_GPU_GBYTES = 63.0
 
 
@@ -106,7 +105,8 @@ class ClusterView:
 
     def nvlink_gbytes(self, node_type: str) -> float:
         nt = self.node_types[node_type]
-        return nt.nvlinks_per_gpu * NVLINK_GBYTES_PER_LINK if nt.nvlink == "nvswitch" else PCIE_GPU_GBYTES
+        # the site loader refuses an NVSwitch node type whose per-link speed it cannot know
+        return nt.nvlinks_per_gpu * nt.nvlink_gbytes_per_link if nt.nvlink == "nvswitch" else PCIE_GPU_GBYTES
 
     def common_spine(self, a: str, b: str) -> bool:
         return bool(set(self.leaf_spines.get(a, ())) & set(self.leaf_spines.get(b, ())))

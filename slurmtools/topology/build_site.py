@@ -11,10 +11,8 @@ from __future__ import annotations
 from slurmtools.topology.graph import Member, Topology, ib_link
 from slurmtools.topology.sitefile import Fabric, NodeType
 
-NVLINK_GBYTES_PER_LINK = 25.0  # NVLink 3 and 4: 25 GB/s per link per direction
-
-
-def build_node(t: Topology, host: str, nt: NodeType, rack: str | None = None, domain: str | None = None) -> str:
+def build_node(t: Topology, host: str, nt: NodeType, rack: str | None = None, domain: str | None = None,
+               link_layer: str | None = "ib") -> str:
     """Add one host of type `nt` with its CPUs, PCIe switches, GPUs, NICs and NVLink fabric. `domain` names a
     multi-node NVLink domain the host's GPUs belong to (default: a domain of its own on NVSwitch boards)."""
     hid = t.add_host(host, node_type=nt.name, rack=rack, features=nt.features)
@@ -44,7 +42,7 @@ def build_node(t: Topology, host: str, nt: NodeType, rack: str | None = None, do
             if n not in placed:
                 placed[n] = pcisw[nt.gpu_pcie_switch(g)] if nt.pcie_switches else cpu_ids[nt.gpu_socket(g)]
     for n in nt.nics:
-        t.add_nic(host, n, parent=placed.get(n, cpu_ids[0]))
+        t.add_nic(host, n, link_layer=link_layer, parent=placed.get(n, cpu_ids[0]))
     if nt.nvlink == "nvswitch" and nt.gpus:
         nvs = [t.add_nvswitch(host, k) for k in range(nt.nvswitches)]
         for gid in gpu_ids:
@@ -52,7 +50,7 @@ def build_node(t: Topology, host: str, nt: NodeType, rack: str | None = None, do
                 # spread the GPU's links over the switches as evenly as they go (H100: 5,4,4,5 over 4)
                 share = nt.nvlinks_per_gpu // len(nvs) + (1 if k < nt.nvlinks_per_gpu % len(nvs) else 0)
                 if share:
-                    t.link_nvlink(gid, sw, share, NVLINK_GBYTES_PER_LINK)
+                    t.link_nvlink(gid, sw, share, nt.nvlink_gbytes_per_link)
         if domain is None:
             t.add_nvlink_domain(host, gpu_ids)
     if domain is not None and nt.gpus:

@@ -103,8 +103,9 @@ def _r(ids) -> str:
 
 def lint(t: Topology) -> list[Finding]:
     """Problems visible in one topology: hosts no switch reaches (while others are cabled), switches no host
-    reaches, GPUs with no local CPU recorded, NVLink rows that are not symmetric, and hosts with fewer GPUs or
-    NVLinks than most hosts of their node type. (GPU i here is the i-th GPU in index order.)"""
+    reaches, GPUs with no local CPU recorded or only NICs across the socket link, facts the source did not
+    state, NVLink rows that are not symmetric, and hosts with fewer GPUs or NVLinks than most hosts of their
+    node type. (GPU i here is the i-th GPU in index order.)"""
     out: list[Finding] = []
     hosts = t.host_names()
     cabled = {h for h in hosts if q.leaves_of(t, h)}
@@ -123,9 +124,15 @@ def lint(t: Topology) -> list[Finding]:
             continue
         cores = q.local_cores(t, h)
         cpus = q.local_cpus(t, h)
+        near = q.nearest_nic_paths(t, h)
         for g in gpus:
             if not cores[g.index] and not cpus[g.index]:
                 out.append(Finding("gpu-no-cpu", h, f"GPU {g.index} has no local CPU recorded"))
+            if near[g.index] and near[g.index][0].far:
+                out.append(Finding("far-nic", h, f"GPU {g.index}: every NIC is across the socket link (nearest "
+                                                 f"{', '.join(p.nic for p in near[g.index])}, SYS)"))
+        if t.unknown(h):
+            out.append(Finding("unknown", h, "not stated by the source, so not checked: " + ", ".join(t.unknown(h))))
         m = q.nvlink_matrix(t, h)
         for i in range(len(m)):
             for j in range(i + 1, len(m)):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import json
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import Any, ClassVar, Iterable, Iterator
 
@@ -29,6 +29,20 @@ IB_LANE_GBYTES = {"SDR": 0.25, "DDR": 0.5, "QDR": 1.0, "FDR10": 1.25, "FDR": 1.7
                   "HDR": 6.25, "NDR": 12.5, "XDR": 25.0}
 # PCIe lane rate in GB/s per direction after encoding, by generation.
 PCIE_LANE_GBYTES = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+
+
+# Facts about a host's inside that a source may not state; `Host.unknown` lists the ones it did not.
+UNKNOWN_FACTS = {
+    "nvlink": "which GPUs NVLink connects (the source lists no GPU links)",
+    "nvlink_speed": "NVLink GB/s per link (no `nvidia-smi nvlink -s`, NVML reading or known GPU model)",
+    "gpu_model": "the GPU model (Slurm's gres Type=)",
+    "local_cpus": "which CPUs are local to each GPU",
+    "numa_ids": "which NUMA node ids the GPUs and NICs sit on",
+    "cores": "Slurm core ids of the local CPUs (the thread layout is not stated)",
+    "nic_link_layer": "whether each NIC is InfiniBand or Ethernet",
+    "nics": "which network adapters the host has and where (the source sees GPUs only)",
+    "devices": "which GPUs and NICs sit in some PCI slots (the file lists the slots without devices)",
+}
 
 
 # ---------------------------------------------------------------------------------------------- vertex kinds
@@ -61,12 +75,16 @@ class Switch:
 
 @dataclass(frozen=True)
 class Host:
-    """A compute node, named as Slurm names it."""
+    """A compute node, named as Slurm names it.
+
+    `unknown` names the facts about its inside that the source did not state (see `UNKNOWN_FACTS`): a reader
+    shows them as unknown and an export that needs one refuses, instead of writing a default as if measured."""
     kind: ClassVar[str] = "host"
     name: str
     node_type: str | None = None
     rack: str | None = None
     features: tuple[str, ...] = ()
+    unknown: tuple[str, ...] = ()
 
     @property
     def vid(self) -> str:
@@ -77,17 +95,28 @@ class Host:
 class Cpu:
     """A NUMA node (with its socket): the CPUs a device's traffic is local to.
 
-    `cpus` are logical CPU ids as the OS and NVML report them; `cores` are Slurm's core ids (gres.conf Cores=)."""
+    `cpus` are logical CPU ids as the OS and NVML report them; `cores` are Slurm's core ids (gres.conf Cores=),
+    empty when the source does not state the thread layout. `numa` is None when the source does not say which
+    NUMA node this is: `nodes` then holds the NUMA ids it listed for the devices here (Grace Hopper GPUs list
+    their CPU's node with CPU-less memory nodes, `0,5-11`). `tag`, when set, names the vertex instead of `numa`:
+    for an unknown id, or for one NUMA node whose devices sit under two root complexes a SYS hop apart."""
     kind: ClassVar[str] = "cpu"
     host: str
-    numa: int
+    numa: int | None
     socket: int | None = None
     cpus: tuple[int, ...] = ()
     cores: tuple[int, ...] = ()
+    nodes: tuple[int, ...] = ()
+    tag: str = ""
 
     @property
     def vid(self) -> str:
-        return f"cpu:{self.host}:{self.numa}"
+        return f"cpu:{self.host}:{self.tag or self.numa}"
+
+    @property
+    def numa_ids(self) -> tuple[int, ...]:
+        """The NUMA node ids the source gave for this CPU group (none: unknown)."""
+        return (self.numa,) if self.numa is not None else self.nodes
 
 
 @dataclass(frozen=True)
@@ -134,13 +163,14 @@ class Gpu:
 
 @dataclass(frozen=True)
 class Nic:
-    """A network adapter port set (HCA), e.g. mlx5_3. `compute` False marks storage/management adapters."""
+    """A network adapter port set (HCA), e.g. mlx5_3. `compute` False marks storage/management adapters.
+    `link_layer` is "ib" or "ethernet" (RoCE, EFA), None when the source does not say."""
     kind: ClassVar[str] = "nic"
     host: str
     name: str
     port_guids: tuple[str, ...] = ()
     rate_gbytes: float | None = None
-    link_layer: str = "ib"  # "ib" | "ethernet"
+    link_layer: str | None = None
     compute: bool = True
 
     @property
@@ -183,14 +213,15 @@ Vertex = Cluster | Switch | Host | Cpu | PcieBridge | PcieSwitch | Gpu | Nic | N
 
 @dataclass(frozen=True)
 class NvLink:
-    """NVLink between two GPUs or a GPU and an NVSwitch: `links` lanes of `gbytes_per_link` GB/s each way."""
+    """NVLink between two GPUs or a GPU and an NVSwitch: `links` lanes of `gbytes_per_link` GB/s each way.
+    The per-link speed depends on the NVLink generation; None when the source does not state it."""
     kind: ClassVar[str] = "nvlink"
     links: int
-    gbytes_per_link: float = 25.0
+    gbytes_per_link: float | None = None
 
     @property
-    def gbytes(self) -> float:
-        return self.links * self.gbytes_per_link
+    def gbytes(self) -> float | None:
+        return None if self.gbytes_per_link is None else self.links * self.gbytes_per_link
 
 
 @dataclass(frozen=True)
@@ -208,9 +239,12 @@ class Pcie:
 
 @dataclass(frozen=True)
 class Smp:
-    """The inter-socket / inter-NUMA interconnect (SYS/NODE hops in `nvidia-smi topo -m`)."""
+    """The interconnect between two NUMA nodes: across sockets (a SYS hop in `nvidia-smi topo -m`), or, with
+    `within_socket`, between NUMA nodes of one package (sub-NUMA clustering, AMD NPS), which nvidia-smi reports
+    as NODE."""
     kind: ClassVar[str] = "smp"
     gbytes: float | None = None
+    within_socket: bool = False
 
 
 @dataclass(frozen=True)
@@ -315,13 +349,32 @@ class Topology:
             self.add_host(host)
         return hid
 
-    def add_cpu(self, host: str, numa: int, socket: int | None = None, cpus: Iterable[int] = (),
-                cores: Iterable[int] = ()) -> str:
-        """A NUMA node of `host` (created if missing), a member of the host."""
+    def add_cpu(self, host: str, numa: int | None, socket: int | None = None, cpus: Iterable[int] = (),
+                cores: Iterable[int] = (), nodes: Iterable[int] = (), tag: str = "") -> str:
+        """A NUMA node of `host` (created if missing), a member of the host. With `numa` None (the source does
+        not say which node), `tag` names the vertex and `nodes` keeps the NUMA ids the source did list."""
+        if numa is None and not tag:
+            raise ValueError("a CPU group of unknown NUMA id needs a tag")
+        if tag and tag.isdigit():
+            raise ValueError(f"tag {tag!r} would read as a NUMA id")
         hid = self._need_host(host)
-        vid = self.add(Cpu(host, numa, socket, tuple(cpus), tuple(cores)))
+        vid = self.add(Cpu(host, numa, socket, tuple(cpus), tuple(cores), tuple(nodes), tag))
         self.g.add_edge(vid, hid, e=Member())
         return vid
+
+    def mark_unknown(self, host: str, *facts: str) -> None:
+        """Record facts about `host` that its source does not state (names from `UNKNOWN_FACTS`)."""
+        for f in facts:
+            if f not in UNKNOWN_FACTS:
+                raise ValueError(f"unknown fact name {f!r} (known: {', '.join(UNKNOWN_FACTS)})")
+        h = self.vertex(self._need_host(host))
+        merged = tuple(sorted(set(h.unknown) | set(facts), key=list(UNKNOWN_FACTS).index))
+        if merged != h.unknown:
+            self.g.nodes[h.vid]["v"] = replace(h, unknown=merged)
+            self._cache.clear()
+
+    def unknown(self, host: str) -> tuple[str, ...]:
+        return self.vertex(f"host:{host}").unknown
 
     def add_pcie_bridge(self, host: str, index: int, bus_id: str | None = None, parent: str | None = None) -> str:
         vid = self.add(PcieBridge(host, index, bus_id))
@@ -342,7 +395,7 @@ class Topology:
         return vid
 
     def add_nic(self, host: str, name: str, port_guids: Iterable[str] = (), rate_gbytes: float | None = None,
-                link_layer: str = "ib", compute: bool = True, parent: str | None = None) -> str:
+                link_layer: str | None = None, compute: bool = True, parent: str | None = None) -> str:
         vid = self.add(Nic(host, name, tuple(port_guids), rate_gbytes, link_layer, compute))
         self._attach(host, vid, parent)
         return vid
@@ -416,14 +469,14 @@ class Topology:
             if cache:
                 cache.clear()
 
-    def link_nvlink(self, a: str, b: str, links: int, gbytes_per_link: float = 25.0) -> None:
+    def link_nvlink(self, a: str, b: str, links: int, gbytes_per_link: float | None = None) -> None:
         self.link(a, b, NvLink(links, gbytes_per_link))
 
     def link_pcie(self, a: str, b: str, gen: int | None = None, width: int | None = None) -> None:
         self.link(a, b, Pcie(gen, width))
 
-    def link_smp(self, a: str, b: str, gbytes: float | None = None) -> None:
-        self.link(a, b, Smp(gbytes))
+    def link_smp(self, a: str, b: str, gbytes: float | None = None, within_socket: bool = False) -> None:
+        self.link(a, b, Smp(gbytes, within_socket))
 
     def link_ib(self, a: str, b: str, width: int = 4, speed: str = "NDR", count: int = 1) -> None:
         if speed not in IB_LANE_GBYTES:
@@ -576,9 +629,10 @@ def _decode(types: dict[str, type], d: Any, source: str, where: str):
 
 
 def _order(v: Any) -> tuple:
-    for attr in ("index", "numa"):
-        if hasattr(v, attr):
-            return (getattr(v, attr),)
+    if hasattr(v, "index"):
+        return (v.index,)
+    if hasattr(v, "numa"):
+        return (v.numa is None, v.numa if v.numa is not None else 0, _natural(v.tag))
     return _natural(getattr(v, "name", ""))
 
 

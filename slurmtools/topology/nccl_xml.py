@@ -64,6 +64,10 @@ class XmlDevice:
     speed_gbytes: float | None = None
     nvlinks: tuple[tuple[str, int, str], ...] = ()   # (target bus id, count, target class)
     line: int = 0
+    explicit: bool = True            # a <gpu>/<nic> element; False: implied only by a PCI class
+    sm: int | None = None            # <gpu sm=>: compute capability x10
+    link_layer: str | None = None    # NICs: "ib" (PCI class 0x0207) or "ethernet" (0x0200); None: not stated
+    nvlinks_stated: bool = False     # GPUs: the file says which NVLinks it has (see parse_nccl_xml)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class NcclTopo:
     devices: tuple[XmlDevice, ...]
     bridges: dict[str, str | None]   # bridge bus id -> parent bridge (None: directly under the CPU)
     bridge_numa: dict[str, int]
+    unstated_slots: tuple[str, ...] = ()   # <pci> slots with no class and nothing inside (filled at run time)
 
     @property
     def gpus(self) -> tuple[XmlDevice, ...]:
@@ -139,16 +144,18 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     bridges: dict[str, str | None] = {}
     bridge_numa: dict[str, int] = {}
     counters = {"gpu": 0, "nic": 0}
+    unstated: list[_El] = []
     explicit_gpu = {int(e.attrs["dev"]) for e in _walk(top) if e.tag == "gpu" and e.attrs.get("dev", "").isdigit()}
 
-    def add(kind, el, bus, numa, path, name=None, speed=None, nvlinks=(), index=None):
+    def add(kind, el, bus, numa, path, name=None, speed=None, nvlinks=(), index=None, explicit=True, sm=None,
+            layer=None, stated=False):
         if index is None:
             index = counters[kind]
             while kind == "gpu" and index in explicit_gpu:
                 index += 1
         counters[kind] = max(counters[kind], index) + 1
         devices.append(XmlDevice(kind, index, name or (f"GPU{index}" if kind == "gpu" else bus), bus, numa,
-                                 tuple(path), speed, tuple(nvlinks), el.line))
+                                 tuple(path), speed, tuple(nvlinks), el.line, explicit, sm, layer, stated))
 
     def visit(el: _El, numa: int | None, path: list[str]):
         for ch in el.children:
@@ -163,25 +170,32 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                         if c.tag == "gpu":
                             nvl = tuple((n.attrs.get("target", "").lower(), _int(n, "count", source),
                                          n.attrs.get("tclass", "").lower()) for n in c.children if n.tag == "nvlink")
+                            # NCCL reads the NVLinks of a <gpu> without <nvlink> children from NVML at run
+                            # time; only a dump of a probed system (vendor/device ids written) states "none"
                             add("gpu", c, bus, numa, path, nvlinks=nvl,
-                                index=_int(c, "dev", source) if "dev" in c.attrs else None)
+                                index=_int(c, "dev", source) if "dev" in c.attrs else None,
+                                sm=_int(c, "sm", source) if "sm" in c.attrs else None,
+                                stated=bool(nvl) or "device" in ch.attrs)
                         elif c.tag == "nic":
                             nets = [n for n in c.children if n.tag == "net"] or [None]
                             for net in nets:
                                 name = net.attrs.get("name") if net is not None else None
                                 speed = (_int(net, "speed", source) / 8000.0
                                          if net is not None and "speed" in net.attrs else None)
-                                add("nic", net or c, bus, numa, path, name=name, speed=speed)
+                                add("nic", net or c, bus, numa, path, name=name, speed=speed,
+                                    layer=_link_layer(cls))
                 elif cls.startswith("0x0604") or (not cls and ch.children):
                     bridges[bus] = path[-1] if path else None
                     if numa is not None:
                         bridge_numa[bus] = numa
                     visit(ch, numa, path + [bus])
                 elif cls.startswith("0x0302") or cls.startswith("0x0300"):
-                    add("gpu", ch, bus, numa, path)
+                    add("gpu", ch, bus, numa, path, explicit=False)
                 elif cls.startswith("0x0200") or cls.startswith("0x0207"):
-                    add("nic", ch, bus, numa, path)
-                # other devices (NVMe, placeholders without a class) carry nothing NCCL routes over
+                    add("nic", ch, bus, numa, path, explicit=False, layer=_link_layer(cls))
+                elif not cls and not ch.children:
+                    unstated.append(ch)   # a slot NCCL fills in at run time: what sits there is not stated
+                # other devices (NVMe, ...) carry nothing NCCL routes over
             elif ch.tag == "gpu":
                 raise ParseError(source, ch.line, "<gpu> outside a <pci> element", ch.column)
             # <nic> straight under <cpu> (no PCI id) is read by the caller; anything else carries no device
@@ -205,7 +219,16 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                                              f"{seen[(d.kind, d.index)]})")
         seen[(d.kind, d.index)] = d.line
     return NcclTopo(source, tuple(cpus), tuple(sorted(devices, key=lambda d: (d.kind, d.index))), bridges,
-                    bridge_numa)
+                    bridge_numa, tuple(ch.attrs["busid"].lower() for ch in unstated))
+
+
+def _link_layer(pci_class: str) -> str | None:
+    """PCI class 0x0207xx is an InfiniBand controller, 0x0200xx an Ethernet one (RoCE, EFA)."""
+    if pci_class.startswith("0x0207"):
+        return "ib"
+    if pci_class.startswith("0x0200"):
+        return "ethernet"
+    return None
 
 
 def _walk(el: _El):
@@ -214,30 +237,56 @@ def _walk(el: _El):
         yield from _walk(c)
 
 
-def add_to(topology, topo: NcclTopo, host: str, nvlink_gbytes: float = 25.0) -> None:
+def add_to(topology, topo: NcclTopo, host: str, gpu_type: str | None = None,
+           threads_per_core: int | None = None) -> None:
     """Add the node: NUMA nodes, PCIe bridges as PCIe switches, GPUs and NICs under them, NVLinks (to peer GPUs,
-    or to NVSwitches: targets that are not GPUs)."""
+    or to NVSwitches: targets that are not GPUs), and what the file does not state. A GPU implied only by its
+    PCI class comes without its `<gpu>` element, so its NVLinks are unknown (NCCL fills them in at run time):
+    the host is marked, never given "no NVLink"."""
+    from slurmtools.topology import gpu_models
+    from slurmtools.topology.cpu_layout import fill_cores
+
     if f"host:{host}" not in topology:
         topology.add_host(host)
-    cpu_vid = {c.numa: topology.add_cpu(host, c.numa, cpus=c.cpus) for c in topo.cpus}
-    ks = sorted(cpu_vid)
+    cpu_vid = {}
+    for k, c in enumerate(topo.cpus):   # numaid -1: NCCL could not tell the NUMA node
+        known = c.numa >= 0
+        cpu_vid[c.numa] = topology.add_cpu(host, c.numa if known else None, cpus=c.cpus,
+                                           tag="" if known else f"?{k}")
+        if not known:
+            topology.mark_unknown(host, "numa_ids")
+    if topo.unstated_slots:
+        topology.mark_unknown(host, "devices")
+    ks = list(cpu_vid.values())
     for i, a in enumerate(ks):
         for b in ks[i + 1:]:
-            topology.link_smp(cpu_vid[a], cpu_vid[b])
+            topology.link_smp(a, b)
     sw_vid: dict[str, str] = {}
     for k, (bus, parent) in enumerate(topo.bridges.items()):
-        up = sw_vid[parent] if parent else cpu_vid.get(topo.bridge_numa.get(bus, -1))
+        up = sw_vid[parent] if parent else cpu_vid.get(topo.bridge_numa.get(bus))
         sw_vid[bus] = topology.add_pcie_switch(host, k, bus_id=bus, parent=up)
+    sms = {d.sm for d in topo.gpus if d.sm is not None}
+    gen = gpu_models.nvlink_generation(gpu_type, sms.pop() if len(sms) == 1 else None)
+    nvlink_gbytes = gen.gbytes_per_link if gen else None
     gpu_vid: dict[str, str] = {}
     for d in topo.devices:
-        parent = sw_vid[d.bridges[-1]] if d.bridges else cpu_vid.get(d.numa if d.numa is not None else -1)
+        parent = sw_vid[d.bridges[-1]] if d.bridges else cpu_vid.get(d.numa)
         if d.kind == "gpu":
-            gpu_vid[d.bus_id] = topology.add_gpu(host, d.index, pci_bus_id=d.bus_id or None, parent=parent)
+            gpu_vid[d.bus_id] = topology.add_gpu(host, d.index, pci_bus_id=d.bus_id or None, gpu_type=gpu_type,
+                                                 parent=parent)
         else:
-            topology.add_nic(host, d.name, rate_gbytes=d.speed_gbytes, parent=parent)
+            if d.link_layer is None:
+                topology.mark_unknown(host, "nic_link_layer")
+            topology.add_nic(host, d.name, rate_gbytes=d.speed_gbytes, link_layer=d.link_layer, parent=parent)
+    if topo.gpus and not gpu_type:
+        topology.mark_unknown(host, "gpu_model")
+    if any(not d.nvlinks_stated for d in topo.gpus):
+        topology.mark_unknown(host, "nvlink")
     nvs: dict[str, str] = {}
     for d in topo.gpus:
         for target, count, _cls in d.nvlinks:
+            if nvlink_gbytes is None:
+                topology.mark_unknown(host, "nvlink_speed")
             if target == d.bus_id:
                 continue   # a GPU listed as its own NVLink peer (Azure NC A100 v4 VM files): no link to draw
             if target in gpu_vid:
@@ -249,11 +298,12 @@ def add_to(topology, topo: NcclTopo, host: str, nvlink_gbytes: float = 25.0) -> 
                 topology.link_nvlink(gpu_vid[d.bus_id], nvs[target], count, nvlink_gbytes)
     if nvs:
         topology.add_nvlink_domain(host, list(gpu_vid.values()))
+    fill_cores(topology, host, threads_per_core)
 
 
-def to_topology(topo: NcclTopo, host: str):
+def to_topology(topo: NcclTopo, host: str, gpu_type: str | None = None, threads_per_core: int | None = None):
     from slurmtools.topology.graph import Topology
 
     t = Topology(host)
-    add_to(t, topo, host)
+    add_to(t, topo, host, gpu_type, threads_per_core)
     return t

@@ -249,32 +249,59 @@ def nvlink_layout(cap: NvmlCapture) -> NvlinkLayout:
                         tuple(unknown))
 
 
-def add_to(topology, cap: NvmlCapture, host: str | None = None, nvlink_gbytes: float = 25.0) -> str:
+# nvmlDeviceGetNvLinkVersion's values (NVML_NVLINK_VERSION_*) -> NVLink generation
+NVML_NVLINK_GENERATION = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
+
+
+def nvlink_gbytes_per_link(cap: NvmlCapture) -> float | None:
+    """Per-link GB/s from the links' NVML version, else from the GPU model; None when neither says."""
+    from slurmtools.topology import gpu_models
+
+    versions = {ln.version for g in cap.gpus for ln in g.nvlinks if ln.version}
+    gens = {NVML_NVLINK_GENERATION.get(v) for v in versions}
+    if len(gens) == 1 and None not in gens:
+        gen = gpu_models.NVLINK.get(gens.pop())
+        if gen:
+            return gen.gbytes_per_link
+    names = {g.name for g in cap.gpus}
+    gen = gpu_models.nvlink_generation(names.pop()) if len(names) == 1 else None
+    return gen.gbytes_per_link if gen else None
+
+
+def add_to(topology, cap: NvmlCapture, host: str | None = None, gpu_type: str | None = None,
+           threads_per_core: int | None = None) -> str:
     """Add the captured node: NUMA nodes with their CPUs, PCIe switches from the common-ancestor classes, GPUs,
     NVLinks (mesh edges, or edges into NVSwitch vertices), and the NVLink domain: the GPU fabric clique when
     the driver reports one (it spans hosts), else one per NVSwitch board. Returns the host vertex id."""
+    from slurmtools.topology import gpu_models
+    from slurmtools.topology.cpu_layout import fill_cores
     from slurmtools.topology.graph import Member
 
     host = host or cap.hostname
     hid = topology.add_host(host) if f"host:{host}" not in topology else f"host:{host}"
-    numa_of: dict[int, int] = {}
-    sets = sorted({g.cpu_affinity for g in cap.gpus if g.cpu_affinity}, key=min)
+    # a GPU's CPU group: its NUMA node where the driver reports it, else its CPU set (NUMA id unknown)
+    key_of: dict[int, tuple] = {}
     for g in cap.gpus:
         if g.numa is not None:
-            numa_of[g.index] = g.numa
+            key_of[g.index] = ("numa", g.numa)
         elif g.cpu_affinity:
-            numa_of[g.index] = sets.index(g.cpu_affinity)
-    cpus: dict[int, set[int]] = {}
+            key_of[g.index] = ("cpus", g.cpu_affinity)
+    cpus: dict[tuple, set[int]] = {}
     for g in cap.gpus:
-        if g.index in numa_of:
-            cpus.setdefault(numa_of[g.index], set()).update(g.cpu_affinity)
-    cpu_vid = {k: topology.add_cpu(host, k, cpus=sorted(v)) for k, v in sorted(cpus.items())}
-    ks = sorted(cpu_vid)
+        if g.index in key_of:
+            cpus.setdefault(key_of[g.index], set()).update(g.cpu_affinity)
+    cpu_vid: dict[tuple, str] = {}
+    for n, k in enumerate(sorted(cpus, key=lambda k: (k[0] != "numa", min(cpus[k], default=0)))):
+        numa = k[1] if k[0] == "numa" else None
+        cpu_vid[k] = topology.add_cpu(host, numa, cpus=sorted(cpus[k]), tag="" if numa is not None else f"?{n}")
+    if any(k[0] != "numa" for k in cpu_vid) or len(key_of) < len(cap.gpus):
+        topology.mark_unknown(host, "numa_ids")
+    ks = list(cpu_vid.values())
     for i, a in enumerate(ks):
         for b in ks[i + 1:]:
-            topology.link_smp(cpu_vid[a], cpu_vid[b])
+            topology.link_smp(a, b)
     # PCIe: GPUs joined by PIX share a switch; PXB groups share a switch tree (one vertex for its top)
-    parent = {g.index: cpu_vid.get(numa_of.get(g.index, -1)) for g in cap.gpus}
+    parent = {g.index: cpu_vid.get(key_of.get(g.index)) for g in cap.gpus}
     n = len(cap.gpus)
     n_sw = 0
     for cls in ("PXB", "PIX"):
@@ -295,8 +322,13 @@ def add_to(topology, cap: NvmlCapture, host: str | None = None, nvlink_gbytes: f
     gpu_vid = {}
     for g in cap.gpus:
         gpu_vid[g.index] = topology.add_gpu(host, g.index, name=g.name, uuid=g.uuid, pci_bus_id=g.pci_bus_id,
-                                            memory_mb=g.memory_mb, parent=parent[g.index])
+                                            memory_mb=g.memory_mb, gpu_type=gpu_type or gpu_models.slurm_type(g.name),
+                                            parent=parent[g.index])
     lay = nvlink_layout(cap)
+    nvlink_gbytes = nvlink_gbytes_per_link(cap)
+    if (lay.peers or lay.switch_links) and nvlink_gbytes is None:
+        topology.mark_unknown(host, "nvlink_speed")
+    topology.mark_unknown(host, "nics")   # NVML sees GPUs only
     for (a, b), links in lay.peers.items():
         topology.link_nvlink(gpu_vid[a], gpu_vid[b], links, nvlink_gbytes)
     nvs = [topology.add_nvswitch(host, k) for k in range(len(lay.switches))]
@@ -313,12 +345,14 @@ def add_to(topology, cap: NvmlCapture, host: str | None = None, nvlink_gbytes: f
                 topology.link(gpu_vid[g.index], dvid, Member())
     if not cliques and lay.nvswitch_board:
         topology.add_nvlink_domain(host, list(gpu_vid.values()))
+    fill_cores(topology, host, threads_per_core)
     return hid
 
 
-def to_topology(cap: NvmlCapture, host: str | None = None):
+def to_topology(cap: NvmlCapture, host: str | None = None, gpu_type: str | None = None,
+                threads_per_core: int | None = None):
     from slurmtools.topology.graph import Topology
 
     t = Topology(host or cap.hostname)
-    add_to(t, cap, host)
+    add_to(t, cap, host, gpu_type, threads_per_core)
     return t

@@ -148,10 +148,16 @@ class TopoMatrix:
 
 # ---------------------------------------------------------------- parsing helpers
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _lines(text: str) -> list[tuple[int, str]]:
-    """(offset, content) per line: a leading `#` (comment-prefixed paste) is dropped, keeping real columns."""
+    """(offset, content) per line: a leading `#` (comment-prefixed paste) is dropped, keeping real columns.
+    Terminal escapes (newer nvidia-smi underlines its header even into a pipe) become blanks of the same width,
+    so columns stay where they were."""
     out = []
     for raw in text.splitlines():
+        raw = _ANSI.sub(lambda m: " " * len(m.group()), raw)
         stripped = raw.lstrip()
         if stripped.startswith("#"):
             off = len(raw) - len(stripped) + 1
@@ -482,75 +488,200 @@ def is_nvswitch_board(m: TopoMatrix) -> bool:
     return all(s > MAX_NVLINKS_PER_GPU for s in sums)
 
 
-def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, ...] = (),
-           nvlink_gbytes: float = 25.0) -> None:
-    """Add one host's inside as `nvidia-smi topo -m` shows it.
+_NO_SMP = ("PIX", "PXB", "PHB", "NODE")   # cells that say two devices are on one socket (no SMP link between)
+_SAME_BRIDGE = ("PIX", "PXB", "PHB")      # ... and under one PCIe host bridge
 
-    NUMA nodes come from NUMA Affinity (or, when the column is absent, from the distinct CPU Affinity sets in
-    order of their first CPU); PCIe switches from PIX groups nested in PXB groups; NVLink as direct GPU-GPU
-    edges, or through one NVSwitch vertex on NVSwitch boards (see `is_nvswitch_board`). The per-link GB/s
-    comes from `nvlink -s` output when given, else `nvlink_gbytes`."""
-    if nvlink_status:
-        speeds = [s for g in nvlink_status for _, s in g.links if s]
-        if speeds:
-            nvlink_gbytes = max(speeds)
+
+def _components(n: int, joined) -> list[int]:
+    """Union-find over 0..n-1 with the pairs `joined(i, j)` says are connected; returns each one's root."""
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if joined(i, j):
+                parent[find(i)] = find(j)
+    return [find(i) for i in range(n)]
+
+
+def _affinity_key(d: Device) -> tuple | None:
+    """What a row states about the CPU group it is local to: one NUMA node, several (Grace Hopper), or, with no
+    NUMA column, its CPU set; None when the row states nothing."""
+    if d.numa_affinity:
+        return ("numa", next(iter(d.numa_affinity))) if len(d.numa_affinity) == 1 else ("nodes", d.numa_affinity)
+    if d.cpu_affinity:
+        return ("cpus", d.cpu_affinity)
+    return None
+
+
+def numa_groups(m: TopoMatrix) -> tuple[list[tuple], list[int]]:
+    """For each device, the key of the CPU group it is local to, and its PCIe root domain.
+
+    The link cells and the affinity columns are separate facts, and real captures need both: devices whose
+    cells do not cross the SMP link (PIX..NODE) share a domain, and a domain may hold several NUMA nodes
+    (sub-NUMA clustering shows NODE between them) while one NUMA node may span two domains that are SYS apart
+    (AMD boards report SYS between root complexes of one NUMA node). NVLink cells hide the PCIe class, so
+    domains whose rows state the same affinity merge unless a SYS cell separates them. A device that states no
+    affinity (NICs) takes the group of the nearest devices of its domain that do, when they agree; otherwise
+    its group is ("unknown", n): the capture does not say which NUMA node it is on."""
+    devs = m.devices
+    n = len(devs)
+    keys: list[tuple | None] = [_affinity_key(d) for d in devs]
+    dom = _components(n, lambda i, j: m.links[i][j].kind in _NO_SMP)
+    merged = True
+    while merged:
+        merged = False
+        for i in range(n):
+            for j in range(n):
+                if dom[i] != dom[j] and keys[i] is not None and keys[i] == keys[j]:
+                    a = [x for x in range(n) if dom[x] == dom[i]]
+                    b = [y for y in range(n) if dom[y] == dom[j]]
+                    if not any(m.links[x][y].kind == "SYS" for x in a for y in b):
+                        old = dom[j]
+                        dom = [dom[i] if d == old else d for d in dom]
+                        merged = True
+    out: list[tuple] = []
+    unknown: dict[int, tuple] = {}
+    for i, k in enumerate(keys):
+        if k is None:
+            near = sorted((m.links[i][j].rank, keys[j]) for j in range(n)
+                          if keys[j] is not None and dom[j] == dom[i] and m.links[i][j].kind in _NO_SMP)
+            best = {kk for r, kk in near if r == near[0][0]} if near else set()
+            k = best.pop() if len(best) == 1 else unknown.setdefault(dom[i], ("unknown", len(unknown)))
+        out.append(k)
+    return out, dom
+
+
+def _key_text(k: tuple) -> str:
+    from slurmtools.topology.cpu_layout import _ranges
+
+    what, v = k
+    if what == "numa":
+        return f"NUMA {v}"
+    ids = ",".join(f"{a}-{b}" if a != b else str(a) for a, b in _ranges(sorted(v)))
+    return f"NUMA {ids}" if what == "nodes" else f"CPUs {ids}"
+
+
+def nic_link_layer(name: str) -> str | None:
+    """InfiniBand or Ethernet from an RDMA device name where the name says so (rdma-core's persistent names:
+    `ibp…` InfiniBand, `roce…` RoCE); None for names that do not (`mlx5_0`, `NIC0`)."""
+    if re.match(r"ib[ps]\d", name):
+        return "ib"
+    if re.match(r"roce[pPs]\d", name) or name.startswith("mlx5_bond"):
+        return "ethernet"
+    return None
+
+
+def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, ...] = (),
+           gpu_type: str | None = None, threads_per_core: int | None = None) -> None:
+    """Add one host's inside as `nvidia-smi topo -m` shows it, and record on the host what the capture does
+    not state.
+
+    NUMA nodes come from `numa_groups`; within a NUMA node whose devices are NODE apart, PHB groups become PCIe
+    host bridges; PCIe switches come from PIX groups nested in PXB groups; NVLink becomes direct GPU-GPU edges,
+    or edges into one NVSwitch vertex on NVSwitch boards (see `is_nvswitch_board`). The per-link GB/s comes
+    from `nvlink -s` output when given, else from the GPU model (the names in `nvlink -s`, or `gpu_type`)."""
+    from slurmtools.topology import gpu_models
+    from slurmtools.topology.cpu_layout import fill_cores
+
     if f"host:{host}" not in topology:
         topology.add_host(host)
-    # NUMA nodes
-    numa_of: dict[str, int] = {}
-    cpus_of: dict[int, set[int]] = {}
-    if "numa" in m.columns:
-        for d in m.gpus:
-            if d.numa_affinity is not None and len(d.numa_affinity) == 1:
-                numa_of[d.label] = next(iter(d.numa_affinity))
-    elif "cpu" in m.columns:
-        sets = sorted({d.cpu_affinity for d in m.gpus if d.cpu_affinity}, key=min)
-        for d in m.gpus:
-            if d.cpu_affinity:
-                numa_of[d.label] = sets.index(d.cpu_affinity)
-    for d in m.gpus:
-        if d.label in numa_of:
-            cpus_of.setdefault(numa_of[d.label], set()).update(d.cpu_affinity or ())
-    for d in m.nics:
-        k = m.numa_of(d.label)
-        if k is None:
-            # a NIC reached without crossing the SMP link from a GPU shares that GPU's NUMA node
-            near = sorted((m.link(d, g).rank, g.index, numa_of[g.label]) for g in m.gpus if g.label in numa_of
-                          and m.link(d, g).kind in ("PIX", "PXB", "PHB", "NODE"))
-            k = near[0][2] if near else None
-        if k is not None:
-            numa_of[d.label] = k
-            cpus_of.setdefault(k, set())
-    cpu_vid = {k: topology.add_cpu(host, k, cpus=sorted(cpus_of[k])) for k in sorted(cpus_of)}
-    ks = sorted(cpu_vid)
-    for i, a in enumerate(ks):
-        for b in ks[i + 1:]:
-            topology.link_smp(cpu_vid[a], cpu_vid[b])
-    # PCIe switches: a PXB group is a switch tree; a PIX group inside it is one switch below its top
-    parent: dict[str, str | None] = {d.label: cpu_vid.get(numa_of.get(d.label, -1)) for d in m.devices}
+    names = {g.index: g.name for g in nvlink_status}
+    model = next(iter(names.values()), None) or gpu_type
+    speeds = [s for g in nvlink_status for _, s in g.links if s]
+    gen = gpu_models.nvlink_generation(model) if model else None
+    nvlink_gbytes = max(speeds) if speeds else (gen.gbytes_per_link if gen else None)
+    # CPU groups: one per (PCIe root domain, affinity); see numa_groups
+    devs = m.devices
+    keys, dom = numa_groups(m)
+    cpu_group = [(d, k) for d, k in zip(dom, keys)]
+    order: list[tuple] = []
+    for gk in cpu_group:
+        if gk not in order:
+            order.append(gk)
+    cpu_vid: dict[tuple, str] = {}
+    n_unknown = 0
+    for gk in order:
+        d, k = gk
+        cpus = sorted({c for i, g in enumerate(cpu_group) if g == gk for c in (devs[i].cpu_affinity or ())})
+        twins = [x for x in order if x[1] == k]
+        if k[0] == "numa":
+            tag = f"{k[1]}.{twins.index(gk)}" if len(twins) > 1 else ""
+            cpu_vid[gk] = topology.add_cpu(host, k[1], cpus=cpus, tag=tag)
+        elif k[0] == "nodes":
+            tag = _key_text(k)[5:] + (f".{twins.index(gk)}" if len(twins) > 1 else "")
+            cpu_vid[gk] = topology.add_cpu(host, None, cpus=cpus, nodes=sorted(k[1]), tag=tag)
+        else:
+            cpu_vid[gk] = topology.add_cpu(host, None, cpus=cpus, tag=f"?{n_unknown}")
+            n_unknown += 1
+    if any(k[0] != "numa" for _, k in order):
+        topology.mark_unknown(host, "numa_ids")
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            topology.link_smp(cpu_vid[a], cpu_vid[b], within_socket=a[0] == b[0])
+    keys = cpu_group
+    # host bridges: only where a NUMA node's devices are NODE apart (else the CPU vertex is the one bridge)
+    parent: dict[str, str] = {d.label: cpu_vid[k] for d, k in zip(devs, keys)}
+    bridge = _components(len(devs), lambda i, j: m.links[i][j].kind in _SAME_BRIDGE)
+    n_br = 0
+    for k in order:
+        members = [i for i, kk in enumerate(keys) if kk == k]
+        stated = [i for i in members if any(m.links[i][j].kind in _NO_SMP for j in members if j != i)]
+        roots = sorted({bridge[i] for i in stated})
+        if len(roots) < 2:
+            continue
+        for r in roots:
+            br = topology.add_pcie_bridge(host, n_br, parent=cpu_vid[k])
+            n_br += 1
+            for i in stated:
+                if bridge[i] == r:
+                    parent[devs[i].label] = br
+    # PCIe switches: a PXB group is a switch tree; below its top, each PIX group is one switch, and every other
+    # member sits behind a switch of its own (PXB: more than one bridge between any two of them)
     n_sw = 0
     pxb = m.pcie_groups("PXB")
     pix = m.pcie_groups("PIX")
     for group in pxb:
-        top = None
-        if group not in pix:
-            top = topology.add_pcie_switch(host, n_sw, parent=parent[group[0]])
+        if group in pix:
+            continue
+        top = topology.add_pcie_switch(host, n_sw, parent=parent[group[0]])
+        n_sw += 1
+        for lb in group:
+            parent[lb] = top
+        for sub in [p for p in pix if set(p) <= set(group)] + [(lb,) for lb in group
+                                                                 if not any(lb in p for p in pix)]:
+            sw = topology.add_pcie_switch(host, n_sw, parent=top)
             n_sw += 1
-            for lb in group:
-                parent[lb] = top
-        for sub in pix:
-            if set(sub) <= set(group):
-                sw = topology.add_pcie_switch(host, n_sw, parent=top or parent[sub[0]])
-                n_sw += 1
-                for lb in sub:
-                    parent[lb] = sw
+            for lb in sub:
+                parent[lb] = sw
+    for sub in pix:
+        if sub in pxb:   # a PIX group that is its whole switch tree: one switch
+            sw = topology.add_pcie_switch(host, n_sw, parent=parent[sub[0]])
+            n_sw += 1
+            for lb in sub:
+                parent[lb] = sw
     gpu_vid = {}
-    for d in m.devices:
+    for d in devs:
         if d.kind == "gpu":
-            gpu_vid[d.label] = topology.add_gpu(host, d.index, parent=parent[d.label])
+            name = names.get(d.index)
+            gtype = gpu_type or (gpu_models.slurm_type(name) if name else None)
+            gpu_vid[d.label] = topology.add_gpu(host, d.index, name=name, gpu_type=gtype, parent=parent[d.label])
         else:
-            topology.add_nic(host, d.name, parent=parent[d.label])
+            layer = nic_link_layer(d.name)
+            if layer is None:
+                topology.mark_unknown(host, "nic_link_layer")
+            topology.add_nic(host, d.name, link_layer=layer, parent=parent[d.label])
+    if not gpu_type and not names:
+        topology.mark_unknown(host, "gpu_model")
     gpus = [d.label for d in m.gpus]
+    any_nvlink = any(m.link(a, b).nvlinks for a in gpus for b in gpus if a != b)
+    if any_nvlink and nvlink_gbytes is None:
+        topology.mark_unknown(host, "nvlink_speed")
     if is_nvswitch_board(m):
         nvs = topology.add_nvswitch(host, 0)
         for a in gpus:
@@ -562,11 +693,13 @@ def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, 
             for b in gpus[i + 1:]:
                 if m.link(a, b).nvlinks:
                     topology.link_nvlink(gpu_vid[a], gpu_vid[b], m.link(a, b).nvlinks, nvlink_gbytes)
+    fill_cores(topology, host, threads_per_core)
 
 
-def to_topology(m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, ...] = ()):
+def to_topology(m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, ...] = (),
+                gpu_type: str | None = None, threads_per_core: int | None = None):
     from slurmtools.topology.graph import Topology
 
     t = Topology(host)
-    add_to(t, m, host, nvlink_status)
+    add_to(t, m, host, nvlink_status, gpu_type, threads_per_core)
     return t

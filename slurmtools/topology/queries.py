@@ -90,22 +90,100 @@ def _internal_distances(t: Topology, start: str, kinds: tuple[str, ...]) -> dict
     return dist
 
 
-def nearest_nics(t: Topology, host: str, compute_only: bool = True) -> dict[int, list[str]]:
-    """For each GPU index, the NIC name(s) the fewest PCIe/SMP hops away (ties all listed); [] when no NIC is
-    connected to the GPU's PCIe tree at all."""
-    out: dict[int, list[str]] = {}
+# How far apart two devices of one host are, nearest first, named as `nvidia-smi topo -m` and NCCL name them.
+PATH_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+PATH_MEANING = {
+    "PIX": "through one PCIe switch",
+    "PXB": "through several PCIe switches, not the CPU",
+    "PHB": "through the CPU's PCIe host bridge",
+    "NODE": "between host bridges of one NUMA node",
+    "SYS": "across the socket link (far)",
+}
+PATH_RANK = {c: i for i, c in enumerate(PATH_CLASSES)}
+
+
+def _internal_path(t: Topology, a: str, b: str) -> list[tuple[str, str]] | None:
+    """The vertices and edge kinds on the PCIe/SMP path from `a` to `b` [(vertex, kind of the edge into it)],
+    or None when nothing connects them. PCIe trees hang off CPU vertices, so the path is the tree path."""
+    prev: dict[str, tuple[str, str] | None] = {a: None}
+    queue = deque([a])
+    while queue:
+        u = queue.popleft()
+        if u == b:
+            break
+        for w, d in t.g.adj[u].items():
+            k = d["e"].kind
+            if w not in prev and k in INTERNAL:
+                prev[w] = (u, k)
+                queue.append(w)
+    if b not in prev:
+        return None
+    out = []
+    x = b
+    while prev[x] is not None:
+        u, k = prev[x]
+        out.append((x, k))
+        x = u
+    return out[::-1]
+
+
+def path_class(t: Topology, a: str, b: str) -> str | None:
+    """How the PCIe path between devices `a` and `b` (vertex ids) runs, as a class of `PATH_CLASSES`; None when the
+    graph does not connect them. Ranked by what the path crosses, never by counting edges: a NIC under the CPU is
+    farther than one two PCIe switches away. A path through a CPU vertex is NODE when that NUMA node's host
+    bridges are in the graph (so the path left one), PHB when the source did not state host bridges (NCCL XML)."""
+    path = _internal_path(t, a, b)
+    if path is None:
+        return None
+    hops = [(u, v) for (u, _), (v, k) in zip([(a, "")] + path[:-1], path) if k == "smp"]
+    if any(not t.edge(u, v).within_socket for u, v in hops):
+        return "SYS"
+    if hops:
+        return "NODE"
+    inner = [v for v, _ in path[:-1]]
+    kinds = [t.kind(v) for v in inner]
+    if "cpu" in kinds:
+        cpu = inner[kinds.index("cpu")]
+        bridges = any(t.kind(w) == "pcie_bridge" for w in t.neighbours(cpu, edge_kind="pcie"))
+        return "NODE" if bridges else "PHB"
+    if "pcie_bridge" in kinds:
+        return "PHB"
+    return "PIX" if kinds.count("pcie_switch") <= 1 else "PXB"
+
+
+@dataclass(frozen=True)
+class NicPath:
+    """A NIC as seen from one GPU: its name and how the path to it runs (None: not connected in the graph)."""
+    nic: str
+    path: str | None
+
+    @property
+    def far(self) -> bool:
+        return self.path == "SYS"
+
+
+def nic_paths(t: Topology, host: str, compute_only: bool = True) -> dict[int, list[NicPath]]:
+    """For each GPU index, every NIC of the host with its path class, nearest first (unconnected last)."""
+    nics = [n for n in t.nics(host) if n.compute or not compute_only]
+    out: dict[int, list[NicPath]] = {}
     for g in t.gpus(host):
-        dist = _internal_distances(t, g.vid, INTERNAL)
-        best: list[tuple[int, str]] = []
-        for vid, dd in dist.items():
-            v = t.vertex(vid)
-            if v.kind == "nic" and (v.compute or not compute_only):
-                best.append((dd, v.name))
-        if best:
-            m = min(d for d, _ in best)
-            out[g.index] = sorted((n for d, n in best if d == m), key=_natural)
-        else:
-            out[g.index] = []
+        paths = [NicPath(n.name, path_class(t, g.vid, n.vid)) for n in nics]
+        out[g.index] = sorted(paths, key=lambda p: (PATH_RANK.get(p.path, len(PATH_RANK)), _natural(p.nic)))
+    return out
+
+
+def nearest_nics(t: Topology, host: str, compute_only: bool = True) -> dict[int, list[str]]:
+    """For each GPU index, the NIC name(s) of the nearest path class (ties all listed). A GPU whose NICs are all
+    across the socket link gets those (`nearest_nic_paths` says they are far); [] when no NIC is connected."""
+    return {g: [p.nic for p in ps] for g, ps in nearest_nic_paths(t, host, compute_only).items()}
+
+
+def nearest_nic_paths(t: Topology, host: str, compute_only: bool = True) -> dict[int, list[NicPath]]:
+    """`nearest_nics` with each NIC's path class."""
+    out = {}
+    for g, ps in nic_paths(t, host, compute_only).items():
+        known = [p for p in ps if p.path is not None]
+        out[g] = [p for p in known if p.path == known[0].path] if known else []
     return out
 
 
@@ -141,13 +219,13 @@ def local_cores(t: Topology, host: str) -> dict[int, tuple[int, ...]]:
 
 
 def gpu_numa(t: Topology, host: str) -> dict[int, list[int]]:
-    """For each GPU index, the NUMA node number(s) it is local to."""
-    return {g.index: [t.vertex(c).numa for c in _local_cpu_vertices(t, g.vid)] for g in t.gpus(host)}
+    """For each GPU index, the NUMA node number(s) it is local to ([] when the source did not say)."""
+    return {g.index: [k for c in _local_cpu_vertices(t, g.vid) for k in t.vertex(c).numa_ids] for g in t.gpus(host)}
 
 
 def nic_numa(t: Topology, host: str) -> dict[str, list[int]]:
-    """For each NIC name, the NUMA node number(s) it is local to."""
-    return {n.name: [t.vertex(c).numa for c in _local_cpu_vertices(t, n.vid)] for n in t.nics(host)}
+    """For each NIC name, the NUMA node number(s) it is local to ([] when the source did not say)."""
+    return {n.name: [k for c in _local_cpu_vertices(t, n.vid) for k in t.vertex(c).numa_ids] for n in t.nics(host)}
 
 
 # ------------------------------------------------------------------------------------------- the fabric view

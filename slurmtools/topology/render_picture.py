@@ -48,7 +48,8 @@ def _save(plt, fig, fmt: str) -> bytes:
 def _label(t: Topology, vid: str) -> str:
     v = t.vertex(vid)
     if v.kind == "cpu":
-        return f"NUMA {v.numa}" + (f"\nsocket {v.socket}" if v.socket is not None else "")
+        ids = ",".join(str(k) for k in v.numa_ids) or "unknown"
+        return f"NUMA {ids}" + (f"\nsocket {v.socket}" if v.socket is not None else "")
     if v.kind == "gpu":
         return f"GPU{v.index}" + (f"\n{v.gpu_type or v.name}" if (v.gpu_type or v.name) else "")
     if v.kind == "nic":

@@ -6,7 +6,7 @@ topology.conf. Pure: reading the TOML is the only I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
@@ -47,6 +47,8 @@ class NodeType:
     nvswitches: int = 1  # NVSwitch chips on the board (H100 HGX: 4); GPU links are spread over them
     #: cores per GPU kept for GPU jobs (Slurm's RestrictedCoresPerGPU, 24.05+); 0 = none kept
     restricted_cores_per_gpu: int = 0
+    #: NVLink GB/s per link and direction: stated in the file, or from the GPU model (`gpu_models`)
+    nvlink_gbytes_per_link: float | None = None
 
     @property
     def cpus(self) -> int:
@@ -190,6 +192,19 @@ def load_fabric(path: str | Path) -> Fabric:
                     raise t.error(key, f"node type {n} has no GPUs (gpus = 0): leave {key} out")
         if nt.nvlink == "nvswitch" and nt.nvlinks_per_gpu == 0:
             raise t.error("nvlinks_per_gpu", "an NVSwitch node type needs nvlinks_per_gpu > 0")
+        stated = t.float("nvlink_gbytes_per_link", None)
+        if nt.nvlink == "nvswitch":
+            from slurmtools.topology.gpu_models import nvlink_generation
+
+            gen = nvlink_generation(nt.gpu_type)
+            speed = stated if stated is not None else (gen.gbytes_per_link if gen else None)
+            if speed is None or speed <= 0:
+                raise t.error("nvlink_gbytes_per_link", f"NVLink speed of GPU type {nt.gpu_type!r} is not known to "
+                                                        "slurmtools: state GB/s per link and direction (e.g. 25 "
+                                                        "for NVLink 3/4, 50 for NVLink 5)")
+            nt = replace(nt, nvlink_gbytes_per_link=speed)
+        elif stated is not None:
+            raise t.error("nvlink_gbytes_per_link", f"node type {n} has no NVLink (nvlink = \"none\"): leave it out")
         return nt
 
     node_types = each(root.tables("node_types"), node_type)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -206,29 +207,59 @@ def test_shared_sweep(path):
 
 # ---------------------------------------------------------------- into the graph
 
-@pytest.mark.parametrize("name", sorted(FACTS))
-def test_graph_agrees_with_the_matrix(name):
+def _topo_m_captures() -> list[Path]:
+    """Every `nvidia-smi topo -m` capture the tests can see: the copies here and, when present, ../shared."""
+    from tests.unit.topology._data import TEST_DATA
+
+    here = sorted(p for p in TEST_DATA.glob("*.txt") if re.search(r"topo-m|NV\d|PHB|PIX|nic|pcie", p.name)
+                  and "p2p" not in p.name and "nvlink-s" not in p.name and "nvlink-status" not in p.name)
+    return here + shared_files("topo_matrix", "*.txt")
+
+
+@pytest.mark.parametrize("path", _topo_m_captures(), ids=lambda p: p.name)
+def test_graph_agrees_with_the_matrix(path):
+    """No fact of the graph contradicts its capture: every cell's class is the graph's path class between the
+    two devices (NV# cells its NVLink count), and each GPU's local CPUs and NUMA nodes are its affinity cells."""
     from slurmtools.topology import queries as q
     from slurmtools.topology.nvsmi import to_topology
     from slurmtools.topology.render_slurm import gres_lines_for_host
 
-    m = parse_topo_matrix(read_data(name), name)
+    try:
+        m = parse_topo_matrix(path.read_text(), path.name)
+    except ParseError:
+        assert re.search(r"TRUNCATED|p2p|nvlink", path.name)   # the captures that must be refused
+        return
     t = to_topology(m, "node1")
     assert [g.index for g in t.gpus("node1")] == [g.index for g in m.gpus]
     assert sorted(n.name for n in t.nics("node1")) == sorted(n.name for n in m.nics)
+    vid = {d.label: (f"gpu:node1:{d.index}" if d.kind == "gpu" else f"nic:node1:{d.name}") for d in m.devices}
+    for a in m.devices:
+        for b in m.devices:
+            cell = m.link(a, b)
+            if a is b:
+                continue
+            if cell.kind == "NV":
+                assert q.nvlink_count(t, vid[a.label], vid[b.label]) == cell.nvlinks, (a.label, b.label)
+            elif not (a.kind == b.kind == "gpu" and cell.kind != "SYS" and _nv_hidden(m, a, b)):
+                assert q.path_class(t, vid[a.label], vid[b.label]) == cell.kind, (a.label, b.label, cell.token)
     # gres.conf Links= rows are the matrix's NVLink counts, -1 for the GPU itself, hence symmetric
     links = [[int(x) for x in re.search(r"Links=(\S+)", ln).group(1).split(",")]
              for ln in gres_lines_for_host(t, "node1")]
     assert links == [[-1 if a == b else m.nvlinks(a, b) for b in range(len(m.gpus))] for a in range(len(m.gpus))]
-    near = q.nearest_nics(t, "node1")
+    near = q.nearest_nic_paths(t, "node1")
+    cpus, numa = q.local_cpus(t, "node1"), q.gpu_numa(t, "node1")
     for g in m.gpus:
         cls, nics = m.nearest_nics(g.index)
-        if cls in ("PIX", "PXB"):   # a shared PCIe switch is decisive; farther classes tie in the graph
-            assert sorted(near[g.index]) == sorted(nics)
-    numa = q.gpu_numa(t, "node1")
-    for g in m.gpus:
-        if g.numa_affinity is not None and len(g.numa_affinity) == 1:
-            assert numa[g.index] == sorted(g.numa_affinity)
+        assert sorted(p.nic for p in near[g.index]) == sorted(nics)
+        assert {p.path for p in near[g.index]} <= {cls}
+        assert cpus[g.index] == tuple(sorted(g.cpu_affinity or ()))
+        assert numa[g.index] == (sorted(g.numa_affinity) if g.numa_affinity else [])
+
+
+def _nv_hidden(m, a, b) -> bool:
+    """GPU pairs whose PCIe class the matrix hides: every other GPU pair cell of theirs is NV#, so nvidia-smi
+    never showed a PCIe class between GPUs of this board (the graph may place them either way)."""
+    return any(m.link(x, y).kind == "NV" for x in m.gpus for y in m.gpus if x is not y)
 
 
 def test_nvswitch_board_versus_mesh():

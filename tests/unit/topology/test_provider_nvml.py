@@ -4,10 +4,8 @@ multi-node clique; then capture -> JSON -> capture and capture -> graph -> JSON 
 
 from __future__ import annotations
 
-import ctypes
 import json
 import sys
-import types
 
 import pytest
 
@@ -15,80 +13,7 @@ from slurmtools.errors import ParseError
 from slurmtools.topology import queries as q
 from slurmtools.topology.graph import Topology
 from slurmtools.topology.nvml_capture import NvmlCapture, capture, nvlink_layout, to_topology
-
-
-class _FabricInfo(ctypes.Structure):
-    _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint),
-                ("state", ctypes.c_ubyte)]
-
-
-def fake_nvml(gpus: list[dict], ancestor: list[list[int]], *, remote_types: bool = True,
-              numa: bool = True, fabric: dict | None = None) -> types.ModuleType:
-    """A module with the pynvml calls capture() makes. gpus: name, bus, links {link: (remote bus, type)},
-    cpus (list), numa. Handles are indices."""
-    nv = types.ModuleType("pynvml")
-
-    class NVMLError(Exception):
-        pass
-
-    nv.NVMLError = NVMLError
-    nv.NVML_FEATURE_ENABLED = 1
-    nv.NVML_NVLINK_MAX_LINKS = 18
-    nv.calls = []
-    nv.nvmlInit = lambda: nv.calls.append("init")
-    nv.nvmlShutdown = lambda: nv.calls.append("shutdown")
-    nv.nvmlSystemGetDriverVersion = lambda: b"550.54.15"
-    nv.nvmlDeviceGetCount = lambda: len(gpus)
-    nv.nvmlDeviceGetHandleByIndex = lambda i: i
-    nv.nvmlDeviceGetName = lambda h: gpus[h]["name"]
-    nv.nvmlDeviceGetUUID = lambda h: f"GPU-{h:08x}-0000-0000-0000-000000000000"
-    nv.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=gpus[h]["bus"].encode())
-    nv.nvmlDeviceGetMemoryInfo = lambda h: types.SimpleNamespace(total=80 * 1024 ** 3)
-    nv.nvmlDeviceGetMinorNumber = lambda h: h
-
-    def state(h, k):
-        if k not in gpus[h]["links"]:
-            raise NVMLError("invalid argument")
-        return 1
-
-    nv.nvmlDeviceGetNvLinkState = state
-    nv.nvmlDeviceGetNvLinkRemotePciInfo = lambda h, k: types.SimpleNamespace(busId=gpus[h]["links"][k][0])
-
-    def rtype(h, k):
-        if not remote_types:
-            raise NVMLError("not supported")
-        return {"gpu": 0, "switch": 2}[gpus[h]["links"][k][1]]
-
-    nv.nvmlDeviceGetNvLinkRemoteDeviceType = rtype
-    nv.nvmlDeviceGetNvLinkVersion = lambda h, k: 4
-
-    def affinity(h, words):
-        arr = (ctypes.c_ulonglong * words)()
-        for c in gpus[h]["cpus"]:
-            arr[c // 64] |= 1 << (c % 64)
-        return arr
-
-    nv.nvmlDeviceGetCpuAffinity = affinity
-
-    def numa_id(h):
-        if not numa:
-            raise NVMLError("not supported")
-        return gpus[h]["numa"]
-
-    nv.nvmlDeviceGetNumaNodeId = numa_id
-    nv.nvmlDeviceGetTopologyCommonAncestor = lambda a, b: ancestor[a][b]
-    if fabric is not None:
-        nv.c_nvmlGpuFabricInfo_t = _FabricInfo
-
-        def fabric_info(h, ref):
-            if h not in fabric:
-                raise NVMLError("not supported")
-            uuid, clique = fabric[h]
-            ref._obj.clusterUuid[:] = list(bytes.fromhex(uuid.replace("-", "")))
-            ref._obj.cliqueId = clique
-
-        nv.nvmlDeviceGetGpuFabricInfo = fabric_info
-    return nv
+from tests.nvml_fake import fake_nvml
 
 
 def _bus(i: int) -> str:
@@ -174,8 +99,10 @@ def test_four_gpu_mesh(inject):
     t = to_topology(cap)
     assert not list(t.of_kind("nvswitch")) and not list(t.of_kind("nvlink_domain"))
     assert t.edge("gpu:mesh:1", "gpu:mesh:3").links == 4
-    # without NUMA ids the CPU affinity set stands for the NUMA node
-    assert q.gpu_numa(t, "mesh") == {g: [0] for g in range(4)}
+    # without NUMA ids the GPUs share one CPU group (their CPU set) whose NUMA id is unknown, never "0"
+    assert q.gpu_numa(t, "mesh") == {g: [] for g in range(4)}
+    assert len({q.local_cpus(t, "mesh")[g] for g in range(4)}) == 1
+    assert "numa_ids" in t.unknown("mesh")
 
 
 def test_multi_node_clique(inject):

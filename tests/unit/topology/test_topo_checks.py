@@ -148,7 +148,7 @@ def test_cli_export_and_show(tmp_path):
     info = json.loads(r.output)
     assert (info["hosts"], info["gpus"], info["levels"][0]["ratio"]) == (16, 128, 2.0)
     r = cli("topo", "show", str(out), "--host", "gpu02", "--json")
-    assert json.loads(r.output)["nearest_nics"]["3"] == ["mlx5_2", "mlx5_3"]
+    assert json.loads(r.output)["gpus"][3]["nearest_nics"] == ["mlx5_2", "mlx5_3"]
     r = cli("topo", "path", "gpu01", "gpu16", str(out))
     assert r.output.strip() == "gpu01 -> gpu16: 4 hops via leaf1 -> spine1 -> leaf4, bottleneck 400 GB/s"
     gml = tmp_path / "t.graphml"

@@ -58,9 +58,10 @@ def test_parallel_links_add_up():
     assert t.edge(a, b) == IbLink(4, "NDR", 4)
     assert t.edge(a, b).gbytes == 200.0
     g0, g1 = t.add_gpu("h", 0), t.add_gpu("h", 1)
-    t.link_nvlink(g0, g1, 6)
-    t.link_nvlink(g0, g1, 6)
+    t.link_nvlink(g0, g1, 6, 25.0)
+    t.link_nvlink(g0, g1, 6, 25.0)
     assert t.edge(g0, g1) == NvLink(12, 25.0)
+    assert NvLink(12).gbytes is None   # no speed stated: unknown, not 25 GB/s
     with pytest.raises(KeyError, match="nope"):
         t.link_ib(a, "switch:nope")
     with pytest.raises(ValueError, match="4xNDR"):

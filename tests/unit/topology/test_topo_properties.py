@@ -152,3 +152,78 @@ def test_random_host_queries_and_gres_round_trip(t):
         assert set(nics[g.index]) <= names and (bool(nics[g.index]) == bool(names))
     assert check_gres(t, render_gres_conf(t)) == []
     assert Topology.from_json(t.to_json()).same_as(t)
+
+
+# ------------------------------------------------------------------------ nearest NIC by NCCL path class
+
+@st.composite
+def pcie_trees(draw):
+    """A random host: NUMA nodes (pairs randomly on one socket), PCIe host bridges and nested switches under
+    them, GPUs and NICs anywhere in the trees. Returns the graph and the tree as parent pointers."""
+    t = Topology("box")
+    n_cpu = draw(st.integers(1, 3))
+    parent: dict[str, str | None] = {}
+    kind: dict[str, str] = {}
+    socket = [draw(st.integers(0, 1)) for _ in range(n_cpu)]
+    for c in range(n_cpu):
+        vid = t.add_cpu("h", c, cpus=range(c * 4, c * 4 + 4))
+        parent[vid], kind[vid] = None, "cpu"
+    cpus = [v for v in parent]
+    for a in range(n_cpu):
+        for b in range(a + 1, n_cpu):
+            t.link_smp(cpus[a], cpus[b], within_socket=socket[a] == socket[b])
+    inner = list(cpus)
+    for i in range(draw(st.integers(0, 3))):
+        up = draw(st.sampled_from(cpus))
+        vid = t.add_pcie_bridge("h", i, parent=up)
+        parent[vid], kind[vid] = up, "pcie_bridge"
+        inner.append(vid)
+    for i in range(draw(st.integers(0, 6))):
+        up = draw(st.sampled_from(inner))
+        vid = t.add_pcie_switch("h", i, parent=up)
+        parent[vid], kind[vid] = up, "pcie_switch"
+        inner.append(vid)
+    for g in range(draw(st.integers(1, 6))):
+        up = draw(st.sampled_from(inner))
+        parent[t.add_gpu("h", g, parent=up)] = up
+    for n in range(draw(st.integers(1, 6))):
+        up = draw(st.sampled_from(inner))
+        parent[t.add_nic("h", f"mlx5_{n}", parent=up)] = up
+    return t, parent, kind, socket
+
+
+def _brute_class(a: str, b: str, parent, kind, socket, cpus) -> str:
+    """NCCL's path types read straight off the parent pointers: SYS across sockets, NODE between NUMA nodes of
+    a socket or host bridges of a NUMA node, PHB through a host bridge (or a CPU with no bridges stated), PIX
+    through one PCIe switch, PXB through more."""
+    def up(x):
+        out = []
+        while parent[x] is not None:
+            x = parent[x]
+            out.append(x)
+        return out
+    ua, ub = up(a), up(b)
+    if ua[-1] != ub[-1]:
+        return "NODE" if socket[cpus.index(ua[-1])] == socket[cpus.index(ub[-1])] else "SYS"
+    lca = next(x for x in ua if x in ub)
+    path = ua[:ua.index(lca) + 1] + ub[:ub.index(lca)]
+    if kind[lca] == "cpu":
+        return "NODE" if any(kind.get(x) == "pcie_bridge" and parent[x] == lca for x in parent) else "PHB"
+    if any(kind[x] == "pcie_bridge" for x in path):
+        return "PHB"
+    return "PIX" if sum(kind[x] == "pcie_switch" for x in path) <= 1 else "PXB"
+
+
+@settings(settings.get_profile("topo"))
+@given(pcie_trees())
+def test_nearest_nic_is_the_brute_force_ranking_by_path_class(tree):
+    t, parent, kind, socket = tree
+    cpus = [v for v in parent if kind.get(v) == "cpu"]
+    order = ("PIX", "PXB", "PHB", "NODE", "SYS")
+    near = q.nearest_nic_paths(t, "h")
+    for g in t.gpus("h"):
+        classes = {n.name: _brute_class(g.vid, n.vid, parent, kind, socket, cpus) for n in t.nics("h")}
+        best = min(classes.values(), key=order.index)
+        assert sorted(p.nic for p in near[g.index]) == sorted(n for n, c in classes.items() if c == best)
+        assert {p.path for p in near[g.index]} == {best}
+        assert all(q.path_class(t, g.vid, f"nic:h:{n}") == c for n, c in classes.items())
