@@ -111,23 +111,11 @@ class TopoMatrix:
     def pcie_groups(self, kind: str) -> list[tuple[str, ...]]:
         """Devices joined by `kind` ("PIX": same PCIe switch, "PXB": same switch tree) or nearer, as components."""
         limit = CLASS_RANK[kind]
-        n = len(self.devices)
-        parent = list(range(n))
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for i in range(n):
-            for j in range(i + 1, n):
-                ln = self.links[i][j]
-                if ln.kind != "NV" and 0 < ln.rank <= limit:
-                    parent[find(i)] = find(j)
+        root = _components(len(self.devices), lambda i, j: self.links[i][j].kind != "NV"
+                           and 0 < self.links[i][j].rank <= limit)
         groups: dict[int, list[str]] = {}
-        for i in range(n):
-            groups.setdefault(find(i), []).append(self.devices[i].label)
+        for i, r in enumerate(root):
+            groups.setdefault(r, []).append(self.devices[i].label)
         return [tuple(g) for g in groups.values() if len(g) > 1]
 
     def numa_of(self, label: str) -> int | None:
