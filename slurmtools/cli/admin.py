@@ -156,3 +156,42 @@ def render_topology_files(out_dir: str = typer.Option(..., "--out-dir", help="Fo
     if other.exists():
         other.unlink()
     typer.echo(str(target))
+
+
+@render_app.command("node-expectations")
+def render_node_expectations(
+    source: Optional[str] = typer.Argument(None, help="Topology JSON, fabric TOML, or a provider's input (default: "
+                                                      "the site's fabric)", show_default=False),
+    site: Optional[str] = SiteOpt,
+    host: List[str] = typer.Option([], "--host", help="Only these hosts (default: every host of the graph)"),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the file here (e.g. /etc/slurm/"
+                                                          "slurmtools-node-expectations.json) instead of stdout"),
+) -> None:
+    """Print the node expectations the prolog checks each node's links against (GPU count, NVLinks and PCIe per
+    GPU, HCA rate): install it next to slurm.conf, owned by root. Facts the graph does not state are null and
+    not checked; a summary of what will and will not be checked goes to stderr."""
+    from slurmtools.cli.common import fail
+    from slurmtools.cli.topo import load_topology
+    from slurmtools.render.node_expectations import document, dumps, summary
+
+    t = load_topology(source, site)
+    try:
+        doc = document(t, host or None)
+    except KeyError as e:
+        fail(f"--host: no host {e.args[0]!r} in topology {t.name!r}")
+    text = dumps(doc)
+    for line in summary(doc):
+        typer.echo(line, err=True)
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    from pathlib import Path
+
+    target = Path(out)
+    if not target.parent.is_dir():
+        fail(f"--out: {target.parent}: not a folder")
+    tmp = target.with_name(target.name + ".new")
+    tmp.write_text(text)
+    tmp.chmod(0o644)
+    tmp.replace(target)
+    typer.echo(str(target), err=True)

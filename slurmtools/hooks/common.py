@@ -273,3 +273,45 @@ def dumps(obj) -> str:
     if isinstance(obj, (list, tuple)):
         return "[" + ", ".join(dumps(v) for v in obj) + "]"
     return q(str(obj))
+
+
+class _JsonContext:
+    """What `_json.make_scanner` reads from a decoder: the C scanner alone, without json.decoder (and re)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict = {}
+
+    @staticmethod
+    def parse_constant(name: str):
+        raise ValueError(f"{name} is not a number JSON allows")
+
+
+def loads(text: str) -> object:
+    """JSON for the hooks' own files without importing json (and re), the counterpart of `dumps`.
+
+    Raises ValueError("line L column C: invalid JSON: ...") for anything that is not one JSON document."""
+    from _json import make_scanner
+
+    start = len(text) - len(text.lstrip(" \t\r\n"))
+    try:
+        obj, end = make_scanner(_JsonContext)(text, start)
+    except Exception:  # the C scanner reports most errors only through json.decoder: let json say what is wrong
+        return _loads_slowly(text)
+    if text[end:].strip(" \t\r\n"):
+        return _loads_slowly(text)
+    return obj
+
+
+def _loads_slowly(text: str) -> object:
+    import json
+
+    try:
+        return json.loads(text, parse_constant=_JsonContext.parse_constant)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"line {e.lineno} column {e.colno}: invalid JSON: {e.msg}") from None
+    except ValueError as e:
+        raise ValueError(f"invalid JSON: {e}") from None

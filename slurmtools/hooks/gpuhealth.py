@@ -1,23 +1,20 @@
 """GPU health for the prolog: ECC, retired/pending pages, row remapping, and whether the GPUs are visible at all.
 
-Two sources with one shape (`list[GpuStatus]`): NVML (pynvml, imported only here and only when a job has GPUs)
-and, for the Slurm lab which has no GPUs, a fault file `slurmtools-fake-gpu-health.json` in the lab's etc folder.
-The fake is honoured only when that file and every folder above it are owned by root and not writable by group
-or others (see `safefs.open_secure_dir`), so no job user can make a node look sick or healthy.
-`problems()` is pure: it turns statuses into one-line reasons that name the GPU.
+Two sources with one shape (`list[GpuStatus]`): NVML (`read_statuses` over the session `hooks.nodecheck` opens
+with `hooks.nvml`, pynvml imported only when a job has GPUs) and, for the Slurm lab which has no GPUs, the lab's
+root-owned fault file (`from_fake_spec`, `hooks.labfake`). `problems()` is pure: it turns statuses into one-line
+reasons that name the GPU.
 """
 
 from __future__ import annotations
 
-import os
+from slurmtools.hooks import labfake
+from slurmtools.hooks.labfake import FAKE_NAME  # noqa: F401  (where the lab tests have always found it)
+from slurmtools.hooks.nvml import is_lost
 
-from slurmtools.hooks import safefs
-
-FAKE_NAME = "slurmtools-fake-gpu-health.json"
-
-
-class NvmlUnavailable(Exception):
-    """No NVML here (library or driver missing): not a GPU fault, the check is skipped."""
+TYPE_CHECKING = False  # typing and types cost the prolog start-up time
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 class GpuStatus:
@@ -71,32 +68,16 @@ def problems(statuses: list[GpuStatus], expected: tuple[int, ...] | None) -> lis
     return out
 
 
-def from_nvml() -> list[GpuStatus]:
-    if not os.path.exists("/dev/nvidiactl"):  # no NVIDIA driver here: skip pynvml's costly import
-        raise NvmlUnavailable("no NVIDIA driver (/dev/nvidiactl absent)")
-    try:
-        import pynvml
-    except Exception as e:
-        raise NvmlUnavailable(f"pynvml not importable ({type(e).__name__})") from None
-    try:
-        pynvml.nvmlInit()
-    except Exception as e:
-        raise NvmlUnavailable(f"NVML init failed: {e}") from None
-    try:
-        n = pynvml.nvmlDeviceGetCount()
-        return [_nvml_status(pynvml, i) for i in range(n)]
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+def read_statuses(nv: ModuleType) -> list[GpuStatus]:
+    """Every GPU's health through an initialised pynvml module `nv` (the real one, or a test's NVML-shaped fake)."""
+    return [_nvml_status(nv, i) for i in range(nv.nvmlDeviceGetCount())]
 
 
-def _nvml_status(nv, i: int) -> GpuStatus:
+def _nvml_status(nv: ModuleType, i: int) -> GpuStatus:
     try:
         h = nv.nvmlDeviceGetHandleByIndex(i)
     except nv.NVMLError as e:
-        return GpuStatus(index=i, lost="lost" in str(e).lower())
+        return GpuStatus(index=i, lost=is_lost(nv, e))
 
     def opt(fn, *a):
         try:
@@ -112,48 +93,17 @@ def _nvml_status(nv, i: int) -> GpuStatus:
     remap = opt(nv.nvmlDeviceGetRemappedRows)  # (corrected, uncorrected, pending, failure) on A100 and later
     return GpuStatus(
         index=i, uuid=uuid, minor=opt(nv.nvmlDeviceGetMinorNumber), ecc_uncorrected=ecc,
-        retired_pages_pending=bool(pending), retired_pages_dbe=len(dbe) if dbe is not None else None,
+        retired_pages_pending=bool(pending),
+        retired_pages_dbe=len(dbe) if dbe is not None else None,
         remap_pending=bool(remap and remap[2]), remap_failure=bool(remap and remap[3]),
     )
 
 
-def fake_path() -> tuple[str, str] | None:
-    """(etc folder, file name) of the lab's fault file when the lab wrapper named an etc folder."""
-    etc = os.environ.get("SLURMTOOLS_LAB_ETC")
-    return (etc, FAKE_NAME) if etc else None
-
-
-def from_fake(etc: str, node: str | None) -> list[GpuStatus] | None:
-    """Statuses from the root-owned lab fault file, or None when there is none (or it is not root's).
-
-    Format: {"nodes": {"gpu03": {"count": 8, "faults": {"5": {"ecc_uncorrected": 2}}}}}; nodes not named get the
-    default {"count": 8} healthy GPUs unless "default" says otherwise.
-    """
-    try:
-        dfd = safefs.open_secure_dir(etc)
-    except (safefs.UnsafePath, OSError):
-        return None
-    try:
-        fd = os.open(FAKE_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
-    except OSError:
-        os.close(dfd)
-        return None
-    try:
-        st = os.fstat(fd)
-        import stat as _st
-        if not _st.S_ISREG(st.st_mode) or st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
-            return None
-        import json
-
-        doc = json.loads(os.read(fd, 1 << 20))
-    finally:
-        os.close(fd)
-        os.close(dfd)
-    spec = (doc.get("nodes") or {}).get(node or "", doc.get("default", {"count": 8}))
-    faults = spec.get("faults") or {}
+def from_fake_spec(spec: dict, node: str | None) -> list[GpuStatus]:
+    """Statuses from one node's part of the lab fault file (format in `hooks.labfake`)."""
     out = []
     for i in range(int(spec.get("count", 8))):
-        f = faults.get(str(i), {})
+        f = labfake.gpu_faults(spec, i)
         out.append(GpuStatus(index=i, uuid=f"GPU-fake-{node}-{i}", minor=i,
                              ecc_uncorrected=int(f.get("ecc_uncorrected", 0)),
                              retired_pages_pending=bool(f.get("retired_pages_pending")),
@@ -161,12 +111,3 @@ def from_fake(etc: str, node: str | None) -> list[GpuStatus] | None:
                              lost=bool(f.get("lost"))))
     return out
 
-
-def statuses(node: str | None) -> tuple[list[GpuStatus], str]:
-    """The GPUs of this node and where the answer came from ("lab-fake" or "nvml"); raises NvmlUnavailable."""
-    fp = fake_path()
-    if fp:
-        fake = from_fake(fp[0], node)
-        if fake is not None:
-            return fake, "lab-fake"
-    return from_nvml(), "nvml"

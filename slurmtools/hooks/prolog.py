@@ -1,8 +1,11 @@
-"""Node prolog: note the job's start, check its GPUs, drain the node only for a real GPU fault.
+"""Node prolog: note the job's start, check its GPUs and the node's links, drain the node only for a real fault.
 
-Exit 1 (Slurm then drains the node and requeues the job held) ONLY when the health check found a fault, after
-draining the node ourselves with a reason that names the GPU. Anything else (our own bug, no NVML, an odd
-environment, an unsafe spool folder) is logged and the prolog succeeds: a false alarm costs a whole node.
+The checks are `hooks.nodecheck`: GPU health (ECC, retired pages, row remapping, GPUs gone) of the job's GPUs,
+and topology drift of the whole node (GPU count, NVLinks up, PCIe and HCA links against the installed node
+expectations), within a time budget. Exit 1 (Slurm then drains the node and requeues the job held) ONLY when a
+check found a fault, after draining the node ourselves with a reason that names the GPU, link or HCA. Anything
+else (our own bug, no NVML, an odd environment, an unsafe spool folder, a malformed expectations file) is logged
+and the prolog succeeds: a false alarm costs a whole node.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ def main() -> int:
         return 0
     node = job.node if job else None
     reason = "slurmtools prolog: " + "; ".join(faults)
-    log(f"GPU FAULT: {reason}")
+    log(f"NODE FAULT: {reason}")
     if node:
         ok, said = drain(node, reason)
         log(f"drain {node}: {'done' if ok else 'failed'} {said}")
@@ -68,16 +71,10 @@ def _note_start(job: JobEnv, log: HookLog) -> None:
 
 
 def _health(job: JobEnv | None, log: HookLog) -> list[str]:
-    from slurmtools.hooks import gpuhealth
+    from slurmtools.hooks import labfake, nodecheck
 
-    fake = gpuhealth.fake_path()
-    if job is None or (job.gpus is None and fake is None):
+    if job is None:
         return []
-    try:
-        statuses, source = gpuhealth.statuses(job.node)
-    except gpuhealth.NvmlUnavailable as e:
-        log(f"GPU health skipped: {e}")
-        return []
-    faults = gpuhealth.problems(statuses, job.gpus)
-    log(f"GPU health ({source}, {len(statuses)} GPUs, job GPUs {job.gpus}): {'; '.join(faults) or 'ok'}")
-    return faults
+    # NVML only for jobs with GPUs (its import and init cost every other job start); the lab fakes GPUs always
+    gpus_wanted = job.gpus is not None or labfake.fake_path() is not None
+    return nodecheck.check(job.node, job.gpus, gpus_wanted, log)

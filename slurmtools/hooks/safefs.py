@@ -113,6 +113,49 @@ def read_small_at(dfd: int, name: str, limit: int = 65536) -> bytes | None:
         os.close(fd)
 
 
+def read_trusted(path: str, limit: int = 8 << 20) -> bytes:
+    """Contents of a file root wrote for the hooks (a lab fault file, the node expectations): every folder above
+    it as `open_secure_dir` wants, the file itself a plain file (never a symlink) owned by root (our euid) and not
+    writable by group or others, so no job user can change what a root hook decides. Raises FileNotFoundError
+    when it is absent, UnsafePath naming the reason otherwise."""
+    folder, name = os.path.split(path)
+    _check_name(name)
+    dfd = open_secure_dir(folder or "/")
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            raise UnsafePath(f"{path}: {e.strerror} (symlinks are refused)") from None
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(f"{path}: not a plain file")
+        if st.st_uid not in (0, os.geteuid()):
+            raise UnsafePath(f"{path}: owned by uid {st.st_uid}, not root")
+        if st.st_mode & 0o022:
+            raise UnsafePath(f"{path}: writable by group or others (mode {stat.S_IMODE(st.st_mode):o})")
+        if st.st_size > limit:
+            raise UnsafePath(f"{path}: larger than {limit} bytes")
+        chunks = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise UnsafePath(f"{path}: larger than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
 def remove_user_tree(parent: str, name: str, owner_uid: int | None) -> str:
     """Delete `parent/name` (a job's scratch folder) without following any symlink inside or at it.
 

@@ -1,20 +1,24 @@
-"""Prolog/epilog in the real Slurm lab: a failing GPU drains its node with a reason naming the GPU; odd jobs never
-drain a node; the epilog's per-job record carries what only Slurm knows (the QoS).
+"""Prolog/epilog in the real Slurm lab: a failing GPU drains its node with a reason naming the GPU; a degraded
+NVLink and an HCA at HDR instead of the declared NDR drain theirs (topology drift against the node expectations
+rendered from the site); odd jobs never drain a node; the epilog's per-job record carries what only Slurm knows
+(the QoS).
 
-The lab has no GPUs and no NVML, so the fault comes from the root-owned lab fault file the prolog honours
-(slurmtools/hooks/gpuhealth.py); everything else (slurmd running the prolog as root, the drain, the held requeue)
-is the real Slurm.
+The lab has no GPUs, no NVML and no HCAs, so the faults come from the root-owned lab fault file the prolog honours
+(slurmtools/hooks/labfake.py), which may name a fake sysfs tree for the HCAs; everything else (slurmd running the
+prolog as root, the drain, the held requeue) is the real Slurm.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from slurmtools.hooks.expectations import NAME as EXPECTATIONS_NAME
 from slurmtools.hooks.gpuhealth import FAKE_NAME
 
 pytestmark = pytest.mark.lab
@@ -79,6 +83,44 @@ def test_failing_gpu_drains_its_node_with_the_reason(lab, fault_file):
         lab.sh(f"scancel {job}", check=False)
         lab.sh(f"scontrol update nodename={node} state=resume", check=False)
     wait_node(lab, node, lambda i: "DRAIN" not in i.get("State", ""), 60)
+
+
+@pytest.fixture
+def expectations_file(lab):
+    """The node expectations rendered from the lab's site, installed in its etc folder as an admin would."""
+    path = lab.dir / "etc" / EXPECTATIONS_NAME
+    site = (lab.dir / "site.path").read_text().strip()
+    lab.sh(f"{sys.executable} -m slurmtools admin render node-expectations --site {site} --out {path}")
+    yield path
+    path.unlink(missing_ok=True)
+
+
+def test_degraded_links_drain_the_node_with_the_reason(lab, fault_file, expectations_file):
+    node = "gpu14"
+    sysfs = lab.dir / "fake-sys"  # root's, like the lab's etc folder: the prolog refuses anything else
+    for i in range(8):
+        port = sysfs / "sys" / "class" / "infiniband" / f"mlx5_{i}" / "ports" / "1"
+        port.mkdir(parents=True, exist_ok=True)
+        (port / "rate").write_text("200 Gb/sec (4X HDR)\n" if i == 5 else "400 Gb/sec (4X NDR)\n")
+        (port / "state").write_text("4: ACTIVE\n")
+        (port / "phys_state").write_text("5: LinkUp\n")
+        (port / "link_layer").write_text("InfiniBand\n")
+    fault_file({"nodes": {node: {"count": 8, "links": {"nvlinks": 18, "pcie_gen": 5, "pcie_width": 16, "pstate": 0},
+                                 "faults": {"3": {"nvlinks_up": 16}}, "sysfs_root": str(sysfs)}}})
+    job = int(lab.sh(f"sbatch --parsable -J drift -p gpu --qos=production -A nlp -w {node} --gres=gpu:h100:1 "
+                     f"-t 5 -o /dev/null --wrap 'true'", user=USER).stdout.strip())
+    try:
+        info = wait_node(lab, node, lambda i: "DRAIN" in i.get("State", ""), 60)
+        assert info.get("Reason", "").startswith(
+            "slurmtools prolog: GPU 3 NVLink 16/18 up (down: 16-17); HCA mlx5_5 port 1 at 200 Gb/sec (4X HDR), "
+            "declared 4X NDR"), info
+        lab.wait_state(job, "PENDING", 60)  # requeued held, as for a GPU fault
+    finally:
+        lab.sh(f"scancel {job}", check=False)
+        lab.sh(f"scontrol update nodename={node} state=resume", check=False)
+    wait_node(lab, node, lambda i: "DRAIN" not in i.get("State", ""), 60)
+    log = (lab.dir / "spool" / "slurmtools" / "hooks.log").read_text()
+    assert f"job={job} node={node} topology drift ({expectations_file}, profile dgx-h100" in log
 
 
 ODD_JOBS = [

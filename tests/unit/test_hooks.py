@@ -319,3 +319,86 @@ def test_hooks_use_the_scontrol_of_the_slurmd_that_runs_them(tmp_path):
     # without such a daemon above it, the usual folders
     p = subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True, text=True, env=env)
     assert p.stdout.strip() != str(scontrol)
+
+
+# ------------------------------------------------------------------------------- topology drift in the prolog
+
+NODE_HEALTH = REPO / "scripts" / "node-health"
+
+
+def lab_node(etc: Path, spec: dict, expect: dict | None = None) -> None:
+    """The lab fault file for gpu03 and, with `expect`, node expectations beside it (both root's)."""
+    from tests.unit.test_drift import write_expectations
+
+    write_fake(etc, {"nodes": {"gpu03": spec}})
+    if expect is not None:
+        write_expectations(etc, host="gpu03", **expect)
+
+
+def test_prolog_drains_for_a_degraded_nvlink_with_a_one_line_reason(tmp_path):
+    etc = tmp_path / "etc"
+    lab_node(etc, {"count": 8, "links": {"nvlinks": 18, "pcie_gen": 5, "pcie_width": 16, "pstate": 0},
+                   "faults": {"3": {"nvlinks_up": 12}}}, {"gpus": 8, "nvlinks": 18, "hcas": []})
+    r = run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc)))
+    assert r.returncode == 1, r.stderr.decode()
+    assert b"NODE FAULT: slurmtools prolog: GPU 3 NVLink 12/18 up (down: 12-17)\n" in r.stderr
+    assert b"GPU health (lab-fake, 8 GPUs, job GPUs (0, 1)): ok" in r.stderr
+    rec = json.loads((spool(tmp_path) / "decisions.jsonl").read_text())
+    assert rec["event"] == "node_drained" and rec["details"]["faults"] == ["GPU 3 NVLink 12/18 up (down: 12-17)"]
+
+
+def test_prolog_of_a_cpu_job_drains_for_an_hca_at_hdr(tmp_path):
+    from tests.unit.test_drift import sysfs
+
+    etc = tmp_path / "etc"
+    root = sysfs(tmp_path / "fake-sys", {"mlx5_0": "400 Gb/sec (4X NDR)", "mlx5_1": "200 Gb/sec (4X HDR)"})
+    lab_node(etc, {"count": 8, "sysfs_root": str(root)}, {"gpus": 8, "nvlinks": 18})
+    env = base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc))
+    del env["SLURM_JOB_GPUS"]
+    r = run_hook(PROLOG, env)
+    assert r.returncode == 1, r.stderr.decode()
+    assert b"NODE FAULT: slurmtools prolog: HCA mlx5_1 port 1 at 200 Gb/sec (4X HDR), declared 4X NDR\n" in r.stderr
+    # the lab fake states no GPU links: said, not guessed
+    assert b"GPU links: the lab fault file states no links" in r.stderr
+
+
+def test_prolog_keeps_the_node_for_a_malformed_or_missing_expectations_file(tmp_path):
+    etc = tmp_path / "etc"
+    lab_node(etc, {"count": 8, "links": {"nvlinks": 18}, "faults": {"0": {"nvlinks_up": 1}}})
+    r = run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc)))
+    assert r.returncode == 0
+    assert f"topology drift: not checked (no {etc}/slurmtools-node-expectations.json)".encode() in r.stderr
+    (etc / "slurmtools-node-expectations.json").write_text('{"format": "slurmtools.node-expectations/1", '
+                                                           '"profiles": {"p": {"gpus": "8"}}, "hosts": {"gpu03": "p"}}')
+    r = run_hook(PROLOG, base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc)))
+    assert r.returncode == 0
+    assert (f"topology drift: not checked (malformed: {etc}/slurmtools-node-expectations.json: profiles.p.gpus: "
+            f"expected a whole number or null, found '8')").encode() in r.stderr
+
+
+def test_prolog_drift_imports_no_heavy_module(tmp_path):
+    """The prolog must start fast: the drift check runs on the standard library (no json, re, typing)."""
+    etc = tmp_path / "etc"
+    lab_node(etc, {"count": 8, "links": {"nvlinks": 18, "pcie_gen": 5, "pcie_width": 16}},
+             {"gpus": 8, "nvlinks": 18, "hcas": []})
+    heavy = ("json", "re", "typing", "dataclasses", "networkx", "pynvml")
+    code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from slurmtools.hooks.prolog import main; rc = main(); "
+            f"print('HEAVY', sorted(m for m in {heavy!r} if m in sys.modules)); sys.exit(rc)")
+    r = subprocess.run(["/usr/bin/python3", "-I", "-c", code, str(REPO)], capture_output=True, timeout=60,
+                       env=base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc)))
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"topology drift (" in r.stderr and b"facts compared" in r.stderr
+    assert r.stdout.strip() == b"HEAVY []"
+
+
+def test_node_health_dry_run_names_the_faults_and_drains_nothing(tmp_path):
+    etc = tmp_path / "etc"
+    lab_node(etc, {"count": 7, "links": {"nvlinks": 18, "pcie_gen": 5, "pcie_width": 16},
+                   "faults": {"2": {"pcie_width": 8}}}, {"gpus": 8, "nvlinks": 18, "hcas": []})
+    env = base_env(tmp_path, SLURMTOOLS_LAB_ETC=str(etc), SLURMTOOLS_SCONTROL="/nonexistent")
+    r = subprocess.run([str(NODE_HEALTH), "--dry-run"], env=env, capture_output=True, timeout=60)
+    assert r.returncode == 1, r.stderr.decode()
+    assert r.stdout == b"slurmtools node-health: NVML sees 7 GPUs, 8 declared; GPU 2 PCIe x8 of max x16\n"
+    env.pop("SLURMTOOLS_LAB_ETC")
+    r = subprocess.run([str(NODE_HEALTH), "--dry-run"], env=env, capture_output=True, timeout=60)
+    assert r.returncode == 0 and b"topology drift: not checked" in r.stderr

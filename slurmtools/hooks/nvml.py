@@ -1,0 +1,55 @@
+"""One NVML session for a hook: pynvml imported only here, only when a check needs the GPUs, initialised once.
+
+Why one session: `nvmlInit` is the costly part of every NVML read (hundreds of milliseconds on an 8-GPU node
+without persistence mode), and the prolog reads both GPU health and link state between one `open_nvml()` and
+its `close_nvml()`.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing and types cost the prolog start-up time
+if TYPE_CHECKING:
+    from types import ModuleType
+
+NVIDIACTL = "/dev/nvidiactl"
+
+
+class NvmlUnavailable(Exception):
+    """No NVML here (library or driver missing): not a GPU fault, the check is skipped."""
+
+
+def open_nvml(device: str | None = None) -> ModuleType:
+    """The initialised pynvml module; raises NvmlUnavailable naming why there is none. Close with `close_nvml`.
+    `device`: the driver's control file that must exist first (default NVIDIACTL)."""
+    device = device or NVIDIACTL
+    if not os.path.exists(device):  # no NVIDIA driver here: skip pynvml's costly import
+        raise NvmlUnavailable(f"no NVIDIA driver ({device} absent)")
+    try:
+        import pynvml
+    except Exception as e:
+        raise NvmlUnavailable(f"pynvml not importable ({type(e).__name__})") from None
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:
+        raise NvmlUnavailable(f"NVML init failed: {e}") from None
+    return pynvml
+
+
+def close_nvml(nv: ModuleType) -> None:
+    try:
+        nv.nvmlShutdown()
+    except Exception:
+        pass
+
+
+def is_lost(nv: ModuleType, e: BaseException) -> bool:
+    """Whether an NVML error says the GPU fell off the bus (NVML_ERROR_GPU_IS_LOST)."""
+    code = getattr(nv, "NVML_ERROR_GPU_IS_LOST", None)
+    return (code is not None and getattr(e, "value", None) == code) or "lost" in str(e).lower()
+
+
+def is_not_supported(nv: ModuleType, e: BaseException) -> bool:
+    code = getattr(nv, "NVML_ERROR_NOT_SUPPORTED", None)
+    return code is not None and getattr(e, "value", None) == code

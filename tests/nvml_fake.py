@@ -1,0 +1,150 @@
+"""The one NVML-shaped fake `pynvml` of the test suite (no GPU in CI): topology capture, GPU health, link state.
+
+`fake_nvml(gpus, ancestor)` returns a module with the nvidia-ml-py function names the code calls, and the real
+module's error behaviour: its `NVMLError` class (with the per-code subclasses, e.g. `NVMLError_NotSupported`,
+`NVMLError_GpuIsLost`, and their messages) and its `NVML_*` constants, taken from the installed nvidia-ml-py.
+Tests inject it where the code imports pynvml (`monkeypatch.setitem(sys.modules, "pynvml", nv)`) or hand it to a
+reader that takes the module. A GPU is a dict; handles are indices:
+
+- topology: name, bus, numa, cpus, links {link: (remote bus, "gpu"|"switch")}, optional minor;
+- link state: down (link numbers the GPU has but reports inactive), no_nvlink (every NVLink call answers
+  Not Supported, as on a PCIe-only GPU), pcie (current gen, current width, max gen, max width), pstate;
+- health: ecc_uncorrected (volatile count), retired_pending (bool), retired_dbe (page addresses), remap
+  ((corrected, uncorrected, pending, failure) rows); absent: the call answers Not Supported, as on GPUs
+  without that feature; lost: every call for the GPU answers GPU is lost.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import types
+
+import pynvml as _real
+
+
+class _FabricInfo(ctypes.Structure):
+    _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint),
+                ("state", ctypes.c_ubyte)]
+
+
+def fake_nvml(gpus: list[dict], ancestor: list[list[int]] | None = None, *, remote_types: bool = True,
+              numa: bool = True, fabric: dict | None = None) -> types.ModuleType:
+    """A module with the pynvml calls slurmtools makes, answering for `gpus`. `nv.calls` records init/shutdown."""
+    nv = types.ModuleType("pynvml")
+    for name in dir(_real):
+        if name.startswith(("NVML_", "NVMLError")):
+            setattr(nv, name, getattr(_real, name))
+    NVMLError = _real.NVMLError
+
+    def err(code: int):
+        return NVMLError(code)  # the real constructor picks the subclass (NVMLError_NotSupported, ...)
+
+    def gpu(h: int) -> dict:
+        g = gpus[h]
+        if g.get("lost"):
+            raise err(_real.NVML_ERROR_GPU_IS_LOST)
+        return g
+
+    def have(h: int, key: str):
+        g = gpu(h)
+        if g.get(key) is None:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        return g[key]
+
+    nv.calls = []
+    nv.nvmlInit = lambda: nv.calls.append("init")
+    nv.nvmlShutdown = lambda: nv.calls.append("shutdown")
+    nv.nvmlSystemGetDriverVersion = lambda: b"550.54.15"
+    nv.nvmlDeviceGetCount = lambda: len(gpus)
+
+    def handle(i: int) -> int:
+        if not 0 <= i < len(gpus):
+            raise err(_real.NVML_ERROR_INVALID_ARGUMENT)
+        gpu(i)
+        return i
+
+    nv.nvmlDeviceGetHandleByIndex = handle
+    nv.nvmlDeviceGetName = lambda h: gpu(h)["name"]
+    nv.nvmlDeviceGetUUID = lambda h: (gpu(h), f"GPU-{h:08x}-0000-0000-0000-000000000000")[1]
+    nv.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=gpu(h)["bus"].encode())
+    nv.nvmlDeviceGetMemoryInfo = lambda h: (gpu(h), types.SimpleNamespace(total=80 * 1024 ** 3))[1]
+    nv.nvmlDeviceGetMinorNumber = lambda h: gpu(h).get("minor", h)
+
+    def state(h, k):
+        g = gpu(h)
+        if g.get("no_nvlink"):
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        if k not in g.get("links", {}):
+            raise err(_real.NVML_ERROR_INVALID_ARGUMENT)
+        return _real.NVML_FEATURE_DISABLED if k in g.get("down", ()) else _real.NVML_FEATURE_ENABLED
+
+    nv.nvmlDeviceGetNvLinkState = state
+    nv.nvmlDeviceGetNvLinkRemotePciInfo = lambda h, k: types.SimpleNamespace(busId=gpu(h)["links"][k][0])
+
+    def rtype(h, k):
+        if not remote_types:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        return {"gpu": 0, "switch": 2}[gpu(h)["links"][k][1]]
+
+    nv.nvmlDeviceGetNvLinkRemoteDeviceType = rtype
+    nv.nvmlDeviceGetNvLinkVersion = lambda h, k: (gpu(h), 4)[1]
+
+    def affinity(h, words):
+        arr = (ctypes.c_ulonglong * words)()
+        for c in gpu(h)["cpus"]:
+            arr[c // 64] |= 1 << (c % 64)
+        return arr
+
+    nv.nvmlDeviceGetCpuAffinity = affinity
+
+    def numa_id(h):
+        if not numa:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        return gpu(h)["numa"]
+
+    nv.nvmlDeviceGetNumaNodeId = numa_id
+
+    def common_ancestor(a, b):
+        if ancestor is None:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        return ancestor[a][b]
+
+    nv.nvmlDeviceGetTopologyCommonAncestor = common_ancestor
+    if fabric is not None:
+        nv.c_nvmlGpuFabricInfo_t = _FabricInfo
+
+        def fabric_info(h, ref):
+            if h not in fabric:
+                raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+            uuid, clique = fabric[h]
+            ref._obj.clusterUuid[:] = list(bytes.fromhex(uuid.replace("-", "")))
+            ref._obj.cliqueId = clique
+
+        nv.nvmlDeviceGetGpuFabricInfo = fabric_info
+
+    # PCIe link: (current gen, current width, max gen, max width)
+    nv.nvmlDeviceGetCurrPcieLinkGeneration = lambda h: have(h, "pcie")[0]
+    nv.nvmlDeviceGetCurrPcieLinkWidth = lambda h: have(h, "pcie")[1]
+    nv.nvmlDeviceGetMaxPcieLinkGeneration = lambda h: have(h, "pcie")[2]
+    nv.nvmlDeviceGetMaxPcieLinkWidth = lambda h: have(h, "pcie")[3]
+    nv.nvmlDeviceGetPerformanceState = lambda h: have(h, "pstate")
+
+    # health
+    def ecc(h, error_type, counter_type):
+        if (error_type, counter_type) != (_real.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, _real.NVML_VOLATILE_ECC):
+            raise err(_real.NVML_ERROR_INVALID_ARGUMENT)  # the fake knows only what the prolog asks
+        return have(h, "ecc_uncorrected")
+
+    def retired(h, cause):
+        if cause != _real.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR:
+            raise err(_real.NVML_ERROR_INVALID_ARGUMENT)
+        return list(have(h, "retired_dbe"))
+
+    def pending(h):
+        return _real.NVML_FEATURE_ENABLED if have(h, "retired_pending") else _real.NVML_FEATURE_DISABLED
+
+    nv.nvmlDeviceGetTotalEccErrors = ecc
+    nv.nvmlDeviceGetRetiredPages = retired
+    nv.nvmlDeviceGetRetiredPagesPendingStatus = pending
+    nv.nvmlDeviceGetRemappedRows = lambda h: tuple(have(h, "remap"))
+    return nv
