@@ -228,18 +228,18 @@ def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate
     start = end - timedelta(seconds=secs)
     if sacct_file:
         from slurmtools.errors import ParseError
+        from slurmtools.policy.replay import REPLAY_FIELDS
         from slurmtools.slurm.commands import parse_sacct
 
         try:
             with open(sacct_file) as fh:
                 text = fh.read()
-        except OSError as exc:
-            fail(f"--sacct-file {sacct_file}: {exc.strerror}")
-        first = text.splitlines()[0] if text.strip() else ""
-        if "|" not in first or "JobID" not in first.split("|"):
-            raise ParseError(sacct_file, 1, "expected `sacct --parsable2` output with its header line (JobID|...)")
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"--sacct-file {sacct_file}: {getattr(exc, 'strerror', None) or exc}")
+        if not text.strip():
+            raise ParseError(sacct_file, 1, "empty; expected `sacct --parsable2` output with its header line")
         try:
-            records = parse_sacct(text)
+            records = parse_sacct(text, sacct_file, REPLAY_FIELDS)
         except (ValueError, KeyError) as exc:
             raise ParseError(sacct_file, None, f"cannot read sacct output: {exc}") from None
         records = [r for r in records if (r.submit or r.start or r.end) is None or (r.submit or r.start or r.end) >= start]

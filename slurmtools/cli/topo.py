@@ -237,14 +237,19 @@ def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
         sys.stdout.write(data)
 
 
-def _report(findings, json_out: bool, ok: str) -> None:
+def _report(findings, json_out: bool, ok: str, compared: dict | None = None) -> None:
+    """One line per finding (or `ok`), exit 1 if any. `compared` (lint --gres): what the gres.conf check compared,
+    printed first, and with --json the output is {"gres": compared, "findings": [...]}."""
+    rows = [{"code": f.code, "subject": f.subject, "message": f.message} for f in findings]
     if json_out:
-        print_json([{"code": f.code, "subject": f.subject, "message": f.message} for f in findings])
-    elif findings:
+        print_json(rows if compared is None else {"gres": compared, "findings": rows})
+    else:
+        if compared is not None:
+            typer.echo(compared["summary"])
         for f in findings:
             typer.echo(f.line())
-    else:
-        typer.echo(ok)
+        if not findings:
+            typer.echo(ok)
     if findings:
         raise typer.Exit(1)
 
@@ -264,18 +269,27 @@ def diff(discovered: str = typer.Argument(..., help="The discovered topology (JS
 
 @topo_app.command("lint")
 def lint(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
-         gres: Optional[Path] = typer.Option(None, "--gres", help="Check this gres.conf's Cores=/Links= against "
-                                                                  "the topology"),
+         gres: Optional[Path] = typer.Option(None, "--gres", help="Check this gres.conf's GPUs, Cores= and Links= "
+                                                                  "against the topology (says what it compared; "
+                                                                  "fails when nothing matched)"),
          json_out: bool = JsonOpt) -> None:
     """Check one topology (and optionally a gres.conf against it); one line per problem, exit 1 if any."""
-    from slurmtools.topology.checks import check_gres, lint as run_lint
+    from slurmtools.topology.checks import compare_gres, lint as run_lint
 
     t = load_topology(source, site)
     findings = run_lint(t)
+    compared = None
     if gres is not None:
         try:
             text = gres.read_text()
-        except OSError as exc:
-            fail(f"--gres: cannot read {gres}: {exc.strerror or exc}")
-        findings += check_gres(t, text, str(gres))
-    _report(findings, json_out, f"topology {t.name}: no problems found")
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"--gres: cannot read {gres}: {getattr(exc, 'strerror', None) or exc}")
+        c = compare_gres(t, text, str(gres))
+        summary = f"{gres}: {c.summary(t.name)}"
+        if c.gpus == 0:
+            fail(f"--gres: nothing matched: {summary}")
+        findings += c.findings
+        compared = {"summary": summary, "hosts": c.hosts, "gpus": c.gpus, "cores": c.cores, "links": c.links,
+                    "absent_nodes": c.absent, "absent_lines": c.absent_lines, "no_gpu_hosts": c.no_gpus,
+                    "skipped_lines": [{"line": n, "why": w} for n, w in c.conf.skipped]}
+    _report(findings, json_out, f"topology {t.name}: no problems found", compared)

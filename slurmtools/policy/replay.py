@@ -21,6 +21,9 @@ from slurmtools.slurm.tres import parse_tres
 
 #: policies that need the batch script, which sacct does not keep
 NEEDS_SCRIPT = ("checkpoint_signal",)
+#: the sacct fields a request is rebuilt from (a tuple: any one of them); a dump without one cannot be replayed
+REPLAY_FIELDS = (("JobID", "JobIDRaw"), "User", "Account", "Partition", "QOS", "ReqTRES",
+                 ("TimelimitRaw", "Timelimit"))
 
 
 def request_from_record(r: AcctRecord) -> JobRequest:

@@ -14,6 +14,7 @@ from datetime import datetime
 import pandas as pd
 
 from slurmtools.errors import ParseError
+from slurmtools.slurm.parsable import read_header
 
 #: what to ask sacctmgr for; `read_events` accepts these fields in any order
 EVENT_FIELDS = ("NodeName", "TimeStart", "TimeEnd", "State", "Reason")
@@ -72,13 +73,15 @@ def _read_event_rows(text: str, source: str) -> pd.DataFrame:
     cols = {"node": "str", "start": "datetime64[s]", "end": "datetime64[s]", "state": "str"}
     if not lines:
         return pd.DataFrame({k: pd.Series(dtype=v) for k, v in cols.items()})
-    head = [h.strip().lower() for h in lines[0].split("|")]
+    h = read_header(lines[0], source)
+    h.missing(("NodeName", "TimeStart", "TimeEnd", "State"), source,
+              f"use sacctmgr -P show event format={','.join(EVENT_FIELDS)}")
     need = {"nodename": "node", "timestart": "start", "timeend": "end", "state": "state"}
-    missing = [k for k in need if k not in head]
-    if missing:
-        raise ParseError(source, 1, f"the header line lacks field(s) {', '.join(missing)} "
-                                    f"(use sacctmgr -P show event format={','.join(EVENT_FIELDS)})")
-    df = pd.read_csv(io.StringIO("\n".join(lines)), sep="|", dtype=str, keep_default_na=False,
+    if len(h.delimiter) != 1:
+        raise ParseError(source, 1, f"the delimiter {h.delimiter!r} is {len(h.delimiter)} characters; expected "
+                                    f"`sacctmgr -P` output ('|')")
+    head = h.lower() + ([""] if h.trailing else [])
+    df = pd.read_csv(io.StringIO("\n".join(lines)), sep=h.delimiter, dtype=str, keep_default_na=False,
                      quoting=3, header=0, names=head, usecols=list(need), index_col=False)
     df = df.rename(columns=need)
     df["node"] = df["node"].str.strip()

@@ -2,7 +2,9 @@
 
 Parsing is vectorised with pyarrow's CSV reader and compute kernels: a million-job dump must reach a full report
 in seconds, so nothing here loops over rows in Python except the rare row that needs repair (a job name holding
-the `|` delimiter) or a job holding GPUs of several types.
+the `|` delimiter) or a job holding GPUs of several types. The delimiter is read from the header line
+(`slurmtools.slurm.parsable`): `-P`, `-p` and `-p --delimiter=X` dumps all read alike, but under `--delimiter=,`
+every row with a TRES list needs repair, row by row (correct, slower: `-P` is the fast path).
 
 Facts this relies on (Slurm 22.05): times are local `YYYY-MM-DDTHH:MM:SS` or `Unknown`/`None`; `State` may read
 `CANCELLED by 1234`; `sacct -D` prints every run of a requeued job under the same JobIDRaw; steps have a `.` in
@@ -22,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from slurmtools.errors import ParseError
+from slurmtools.slurm.parsable import Header, Splitter, read_header
 
 #: sacct field (lower case) -> (our column, arrow type read from the text)
 FIELDS: dict[str, tuple[str, pa.DataType]] = {
@@ -45,7 +48,8 @@ FIELDS: dict[str, tuple[str, pa.DataType]] = {
     "tresusageinave": ("tres_usage_ave", pa.string()),
     "cluster": ("cluster", pa.string()),
 }
-REQUIRED = ("jobid", "state", "start", "end")
+#: the fields a dump must have (a tuple: any one of them)
+REQUIRED = (("JobID", "JobIDRaw"), "State", "Start", "End")
 #: the fields `sacct -o` should ask for; what `Backend.accounting_dump` is called with
 SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
                 "Submit", "Eligible", "Start", "End", "NodeList", "NNodes", "AllocTRES", "ReqTRES",
@@ -73,17 +77,14 @@ class Accounting:
     notes: list[str] = field(default_factory=list)
 
 
-def _header(first_line: str, source: str) -> list[str]:
-    names = first_line.rstrip("\r\n").split("|")
-    if names and names[-1] == "":
-        names = names[:-1]  # `sacct --parsable` ends every line with a delimiter
-    low = [n.strip().lower() for n in names]
-    missing = [r for r in REQUIRED if r not in low and not (r == "jobid" and "jobidraw" in low)]
-    if missing:
-        want = ", ".join(missing)
-        raise ParseError(source, 1, f"the header line lacks sacct field(s) {want}; dump with "
-                                    f"`sacct --parsable2 -o {','.join(SACCT_FIELDS)}` (without --noheader)")
-    return names
+def _header(first_line: str, source: str) -> Header:
+    h = read_header(first_line, source)
+    h.missing(REQUIRED, source, f"dump with `sacct --parsable2 -o {','.join(SACCT_FIELDS)}` (without --noheader)",
+              "sacct ")
+    if len(h.delimiter) != 1:
+        raise ParseError(source, 1, f"the delimiter {h.delimiter!r} is {len(h.delimiter)} characters; dump with "
+                                    f"`sacct --parsable2` or a one-character --delimiter")
+    return h
 
 
 BLOCK = 1 << 24
@@ -112,7 +113,8 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         total = p.stat().st_size
     if not first.strip():
         raise ParseError(name, 1, "empty sacct dump (expected a header line such as JobID|State|Start|End|...)")
-    names = _header(first, name)
+    header = _header(first, name)
+    names, delim = header.names, header.delimiter
     low = [n.strip().lower() for n in names]
     include = [names[i] for i, n in enumerate(low) if n in FIELDS]
     types = {names[i]: FIELDS[n][1] for i, n in enumerate(low) if n in FIELDS}
@@ -123,9 +125,8 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         bad_rows.append((row.number, row.text))
         return "skip"
 
-    ropts = pacsv.ReadOptions(column_names=names + ([""] if first.rstrip("\r\n").endswith("|") else []),
-                              skip_rows=1, block_size=BLOCK)
-    popts = pacsv.ParseOptions(delimiter="|", quote_char=False, escape_char=False, newlines_in_values=False,
+    ropts = pacsv.ReadOptions(column_names=names + ([""] if header.trailing else []), skip_rows=1, block_size=BLOCK)
+    popts = pacsv.ParseOptions(delimiter=delim, quote_char=False, escape_char=False, newlines_in_values=False,
                                invalid_row_handler=on_bad)
     copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
                                  strings_can_be_null=False)  # arrow's own ISO-8601 parser: fast, strict
@@ -154,15 +155,15 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
             if on_block is not None:
                 on_block(min(i * BLOCK, total), total)
     except pa.ArrowInvalid as exc:
-        raise ParseError(name, None, _arrow_message(str(exc), names, opener)) from None
+        raise ParseError(name, None, _arrow_message(str(exc), header, opener)) from None
     notes: list[str] = []
     if bad_rows and any(n is None or n < 0 for n, _ in bad_rows):
         # the threaded reader may not know row numbers: find the lines in the text (rare, so a rescan is fine)
         whole = opener()
         blob = whole.getvalue() if isinstance(whole, io.BytesIO) else Path(whole).read_bytes()
-        bad_rows = [(_line_of(blob, t), t) for _, t in bad_rows]
+        bad_rows = _lines_of(blob, bad_rows)
     if bad_rows:
-        extra, fixed_note = _repair(bad_rows, names, include, copts, name)
+        extra, fixed_note = _repair(bad_rows, header, include, copts, name)
         take(extra)
         notes.append(fixed_note)
     low_inc = set(renamed)
@@ -178,12 +179,17 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     return Accounting(jobs=jobs, steps=nsteps, source=name, notes=notes)
 
 
-def _line_of(blob: bytes, text: str) -> int | None:
-    pos = blob.find(text.encode())
-    return None if pos < 0 else blob.count(b"\n", 0, pos) + 1
+def _lines_of(blob: bytes, rows: list[tuple[int | None, str]]) -> list[tuple[int | None, str]]:
+    """The line number of each row's text, in one pass (a `--delimiter=,` dump repairs nearly every row)."""
+    wanted = {t for _, t in rows}
+    where: dict[str, int] = {}
+    for i, ln in enumerate(blob.decode(errors="replace").splitlines(), start=1):
+        if ln in wanted:
+            where.setdefault(ln, i)
+    return [(where.get(t), t) for _, t in rows]
 
 
-def _arrow_message(msg: str, names: list[str], opener=None) -> str:
+def _arrow_message(msg: str, header: Header, opener=None) -> str:
     """Arrow's conversion error -> `line N: field F: ...`; the line is found by rescanning (errors only)."""
     import re
 
@@ -191,6 +197,7 @@ def _arrow_message(msg: str, names: list[str], opener=None) -> str:
     if not m:
         return msg.splitlines()[0]
     col = int(m.group(1))
+    names = header.names
     field_name = names[col] if col < len(names) else f"#{col}"
     line = int(m.group(2)) + 1 if m.group(2) else None
     bad = re.search(r"invalid value '(.*)'", m.group(3))
@@ -199,7 +206,7 @@ def _arrow_message(msg: str, names: list[str], opener=None) -> str:
         blob = src.getvalue() if isinstance(src, io.BytesIO) else Path(src).read_bytes()
         want = bad.group(1)
         for i, ln in enumerate(blob.decode(errors="replace").splitlines()[1:], start=2):
-            parts = ln.split("|")
+            parts = Splitter(header, "").pieces(ln)
             if col < len(parts) and parts[col] == want:
                 line = i
                 break
@@ -207,30 +214,29 @@ def _arrow_message(msg: str, names: list[str], opener=None) -> str:
     return f"{where}field {field_name}: {m.group(3)}"
 
 
-def _repair(bad_rows, names, include, copts, source) -> tuple[pa.Table, str]:
-    """Rows with too many fields: a free-text field (JobName) held `|`. Rejoin it; refuse anything else."""
-    low = [n.strip().lower() for n in names]
-    if "jobname" not in low:
-        n, _ = bad_rows[0]
-        raise ParseError(source, n, f"expected {len(names)} fields separated by '|', got another count")
-    j = low.index("jobname")
+def _repair(bad_rows, header: Header, include, copts, source) -> tuple[pa.Table, str]:
+    """Rows with another count of fields: values that hold the delimiter (a job name with `|`, a TRES list under
+    `--delimiter=,`) are rejoined where exactly one split fits; anything else is refused with its line."""
+    names, d = header.names, header.delimiter
+    splitter = Splitter(header, source)
+    sep = "\x1e" if d == "\x1f" else "\x1f"
     fixed_lines = []
+    held: set[str] = set()
     for number, text in bad_rows:
-        parts = text.split("|")
-        extra = len(parts) - len(names)
-        if extra <= 0:
-            raise ParseError(source, number, f"expected {len(names)} fields separated by '|', got {len(parts)}")
-        parts[j:j + extra + 1] = ["|".join(parts[j:j + extra + 1])]
-        fixed_lines.append("\x1f".join(parts))
+        values = splitter.split(text, number)
+        held.update(n for n, v in zip(names, values) if d in v)
+        fixed_lines.append(sep.join(values))
     ro = pacsv.ReadOptions(column_names=names, skip_rows=0)
-    po = pacsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False)
+    po = pacsv.ParseOptions(delimiter=sep, quote_char=False, escape_char=False)
     try:
         extra_table = pacsv.read_csv(io.BytesIO("\n".join(fixed_lines).encode()), read_options=ro,
                                      parse_options=po, convert_options=copts)
     except pa.ArrowInvalid as exc:
-        raise ParseError(source, bad_rows[0][0], _arrow_message(str(exc), names)) from None
+        raise ParseError(source, bad_rows[0][0], _arrow_message(str(exc), header)) from None
+    fields = ", ".join(n for n in names if n in held)
     return (extra_table.select(include),
-            f"{len(bad_rows)} line(s) had a '|' inside JobName and were rejoined (first: line {bad_rows[0][0]})")
+            f"{len(bad_rows)} line(s) had the delimiter {d!r} inside {fields} and were rejoined "
+            f"(first: line {bad_rows[0][0]})")
 
 
 def _col(table: pa.Table, name: str, default):

@@ -20,6 +20,7 @@ from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
 from slurmtools.slurm.model import (AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo, QosInfo,
                                     UserAssociations)
+from slurmtools.slurm.parsable import Splitter, read_header
 from slurmtools.slurm.readers.common import check_errors as _check_errors, num as _num, ts as _ts
 from slurmtools.slurm.tres import parse_tres
 
@@ -301,23 +302,24 @@ def _elapsed(row: dict) -> int:
         return 0
 
 
-def parse_sacct(text: str) -> list[AcctRecord]:
-    """`sacct --parsable2` text with a header line -> records (any column order; unknown columns kept in extra)."""
+def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID", "JobIDRaw"),)
+                ) -> list[AcctRecord]:
+    """`sacct --parsable2` text with a header line -> records (any column order; unknown columns kept in extra).
+    The delimiter is read from the header (`-p`, `-P`, `--delimiter=X`); a header without the `required` fields
+    (a tuple: any one of them) fails in one line naming them and `source`."""
     lines = text.splitlines()
     if not lines:
         return []
-    header = lines[0].split("|")
-    # free text ("|" possible): JobName, else Comment, else the last column takes the surplus pieces
-    free = next((header.index(c) for c in ("JobName", "Comment", "SubmitLine") if c in header), len(header) - 1)
+    h = read_header(lines[0], source)
+    h.missing(required, source, f"dump with `sacct --parsable2 -o {','.join(ACCT_FIELDS)}`", "sacct ")
+    known = {f.lower(): f for f in (*ACCT_FIELDS, "Elapsed", "Timelimit")}
+    header = [known.get(n.lower(), n) for n in h.names]  # the spelling the fields are read by below
+    splitter = Splitter(h, source)
     out = []
-    for ln in lines[1:]:
+    for lineno, ln in enumerate(lines[1:], start=2):
         if not ln.strip():
             continue
-        parts = ln.split("|")
-        extra = len(parts) - len(header)
-        if extra > 0:
-            parts = parts[:free] + ["|".join(parts[free:free + extra + 1])] + parts[free + extra + 1:]
-        row = dict(zip(header, parts))
+        row = dict(zip(header, splitter.split(ln, lineno)))
         jobid = row.get("JobID", "")
         base, _, step = jobid.partition(".")
         raw = row.get("JobIDRaw", base).split(".")[0]

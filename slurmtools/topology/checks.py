@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slurmtools.errors import ParseError
 from slurmtools.hostlist import expand
@@ -174,7 +174,25 @@ class GresGpu:
     links: tuple[int, ...] | None
 
 
-_DEV = re.compile(r"(\d+)$")
+@dataclass
+class GresConf:
+    """What a gres.conf says, read as slurmd reads it (`_parse_gres_config` in Slurm's `src/interfaces/gres.c`)."""
+    gpus: list[GresGpu]
+    #: (line, why) of Name=gpu lines that name no /dev/nvidiaN device, so no GPU index to compare
+    skipped: list[tuple[int, str]]
+    #: lines for other GRES (mps, shard, nic, ...)
+    other: int = 0
+    #: AutoDetect= by node (None: the file-wide one)
+    autodetect: dict[str | None, str] = field(default_factory=dict)
+
+
+#: the keys of a gres.conf line (Slurm's `_gres_options`; CPUs= is the old name of Cores=, Link= of Links=)
+GRES_KEYS = ("AutoDetect", "Count", "CPUs", "Cores", "File", "Files", "Flags", "Link", "Links", "MultipleFiles",
+             "Name", "NodeName", "Type")
+_KEYS = {k.lower(): k for k in GRES_KEYS}
+_KV = re.compile(r'\s*([A-Za-z0-9_.]+)\s*=\s*(?:"([^"]*)"|(\S+))(?=\s|$)')  # Slurm's keyvalue_pattern
+_NVIDIA_DEV = re.compile(r"/dev/nvidia(\d+)")
+_COUNT = re.compile(r"\d+[KMGTP]?", re.IGNORECASE)
 
 
 def _ints(value: str, source: str, lineno: int, key: str) -> tuple[int, ...]:
@@ -191,72 +209,214 @@ def _ints(value: str, source: str, lineno: int, key: str) -> tuple[int, ...]:
     return tuple(out)
 
 
-def parse_gres_conf(text: str, source: str = "gres.conf") -> list[GresGpu]:
-    """The GPU lines of a gres.conf (`Name=gpu ... File=/dev/nvidiaN`). Lines for other GRES, AutoDetect and
-    comments are skipped; a GPU line whose File= does not end in a device number fails with its line."""
-    out = []
+def _logical_lines(text: str):
+    """(first line number, text) of each line as Slurm's parser sees it: an unescaped `#` starts a comment, a
+    line ending in an odd number of backslashes goes on on the next line, and a backslash escapes the character
+    after it."""
+    buf, first = "", None
     for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
+        line, bs = raw, 0
+        for i, ch in enumerate(raw):
+            if ch == "#" and bs % 2 == 0:
+                line = raw[:i]
+                break
+            bs = bs + 1 if ch == "\\" else 0
+        stripped = line.rstrip()
+        tail = len(stripped) - len(stripped.rstrip("\\"))
+        first = lineno if first is None else first
+        if tail % 2:
+            buf += stripped[:-1]
             continue
-        kv: dict[str, str] = {}
-        for tok in line.split():
-            k, sep, v = tok.partition("=")
-            if not sep:
-                raise ParseError(source, lineno, f"expected key=value, got {tok!r}")
-            kv[k.lower()] = v
-        if kv.get("name", "").lower() != "gpu":
+        yield first, re.sub(r"\\(.)", r"\1", buf + line)
+        buf, first = "", None
+    if first is not None:
+        yield first, re.sub(r"\\(.)", r"\1", buf)
+
+
+def _key_values(line: str, source: str, lineno: int) -> list[tuple[str, str]]:
+    pairs, pos = [], 0
+    while line[pos:].strip():
+        m = _KV.match(line, pos)
+        if not m:
+            raise ParseError(source, lineno, f"expected Key=Value, got {line[pos:].strip()[:40]!r}")
+        key = _KEYS.get(m.group(1).lower())
+        if key is None:
+            raise ParseError(source, lineno, f"unknown key {m.group(1)!r}: a gres.conf line holds "
+                                             f"{', '.join(GRES_KEYS)}")
+        if any(k == key for k, _ in pairs):
+            raise ParseError(source, lineno, f"{key}= given twice")
+        pairs.append((key, m.group(2) if m.group(2) is not None else m.group(3)))
+        pos = m.end()
+    return pairs
+
+
+def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
+    """A gres.conf as slurmd reads it: comments, backslash continuations, quoted values, keys in any case, NodeName=
+    hostlists, File= device lists (`/dev/nvidia[0-3]`), Cores=/CPUs=, Links=/Link=, AutoDetect= on its own line
+    or on a NodeName= line. What it cannot read fails with `file:line: what was expected`."""
+    out = GresConf([], [])
+    for lineno, line in _logical_lines(text):
+        if not line.strip():
+            continue
+        if re.match(r"\s*include\s", line, re.IGNORECASE):
+            raise ParseError(source, lineno, "Include: the included file is not read here; check it on its own")
+        pairs = _key_values(line, source, lineno)
+        first = pairs[0][0]
+        kv = dict(pairs)
+        if first not in ("NodeName", "Name", "AutoDetect"):
+            raise ParseError(source, lineno, f"a line starts with NodeName=, Name= or AutoDetect=, got {first}=")
+        if first == "AutoDetect":
+            if len(pairs) > 1:
+                raise ParseError(source, lineno, "a line that starts with AutoDetect= holds nothing else (Slurm "
+                                                 "reads the rest only after NodeName= or Name=)")
+            out.autodetect[None] = kv["AutoDetect"].lower()
+            continue
+        if "NodeName" in kv and first != "NodeName":
+            raise ParseError(source, lineno, "NodeName= must come first on its line")
+        try:
+            nodes: list[str | None] = expand(kv["NodeName"]) if "NodeName" in kv else [None]
+        except ValueError as exc:
+            raise ParseError(source, lineno, f"NodeName: {exc}") from None
+        if "NodeName" in kv and not nodes:
+            raise ParseError(source, lineno, "NodeName: expected a node name or hostlist, got nothing")
+        if "AutoDetect" in kv:
+            for n in nodes:
+                out.autodetect[n] = kv["AutoDetect"].lower()
+        if "Name" not in kv:
+            if "AutoDetect" not in kv:
+                raise ParseError(source, lineno, "expected Name= (the GRES this line declares, e.g. Name=gpu)")
+            continue
+        if "Count" in kv and not _COUNT.fullmatch(kv["Count"]):
+            raise ParseError(source, lineno, f"Count: expected a number (suffix K, M, G, T or P), got {kv['Count']!r}")
+        cores_key = "Cores" if "Cores" in kv else "CPUs"
+        cores = _ints(kv[cores_key], source, lineno, cores_key) if cores_key in kv else None
+        links_key = "Links" if "Links" in kv else "Link"
+        links = _ints(kv[links_key], source, lineno, links_key) if links_key in kv else None
+        if kv["Name"].lower() != "gpu":
+            out.other += 1
+            continue
+        if "MultipleFiles" in kv:
+            out.skipped.append((lineno, "MultipleFiles= (one GPU over several device files) is not compared"))
+            continue
+        file_key = "File" if "File" in kv else "Files"
+        if file_key not in kv:
+            out.skipped.append((lineno, "Name=gpu without File= names no GPU index"))
             continue
         try:
-            nodes = expand(kv["nodename"]) if "nodename" in kv else [None]
-            files = expand(kv["file"]) if "file" in kv else []
+            files = expand(kv[file_key])
         except ValueError as exc:
-            raise ParseError(source, lineno, str(exc)) from None
+            raise ParseError(source, lineno, f"{file_key}: {exc}") from None
         if not files:
-            raise ParseError(source, lineno, "Name=gpu line without File= (cannot tell which GPU it is)")
-        cores = _ints(kv["cores"], source, lineno, "Cores") if "cores" in kv else None
-        links = _ints(kv["links"], source, lineno, "Links") if "links" in kv else None
-        for f in files:
-            m = _DEV.search(f)
-            if not m:
-                raise ParseError(source, lineno, f"File={f}: expected a device ending in its number (/dev/nvidia3)")
+            raise ParseError(source, lineno, f"{file_key}: expected a device path such as /dev/nvidia0")
+        devices = [_NVIDIA_DEV.fullmatch(f) for f in files]
+        if not all(devices):
+            bad = files[devices.index(None)]
+            out.skipped.append((lineno, f"{file_key}={bad} is not an NVIDIA device /dev/nvidiaN, so no GPU index"))
+            continue
+        for m in devices:
             for n in nodes:
-                out.append(GresGpu(n, int(m.group(1)), lineno, kv.get("type"), cores, links))
+                out.gpus.append(GresGpu(n, int(m.group(1)), lineno, kv.get("Type"), cores, links))
     return out
 
 
-def check_gres(t: Topology, text: str, source: str = "gres.conf") -> list[Finding]:
+def parse_gres_conf(text: str, source: str = "gres.conf") -> list[GresGpu]:
+    """The GPUs a gres.conf declares by device (see `read_gres_conf`)."""
+    return read_gres_conf(text, source).gpus
+
+
+@dataclass
+class GresCheck:
+    """A gres.conf against a topology: the findings, and what was compared (so nothing passes by comparing
+    nothing)."""
+    findings: list[Finding]
+    hosts: list[str]  # topology hosts whose GPUs were compared
+    gpus: int  # GPUs compared
+    cores: int  # of them, with Cores= compared to the capture
+    links: int  # of them, with Links= compared
+    absent: list[str]  # nodes the file names that the topology does not have
+    absent_lines: int  # Name=gpu lines skipped because none of their nodes is in the topology
+    no_gpus: list[str]  # hosts the file names that have no GPU in the topology (a fabric-only source)
+    conf: GresConf
+
+    def summary(self, topology: str) -> str:
+        """One line: what was compared, and what was not and why."""
+        from slurmtools.hostlist import compress
+
+        parts = [f"compared {self.gpus} GPU(s) on {len(self.hosts)} host(s)"
+                 + (f" ({compress(self.hosts)})" if self.hosts else "") + f" of topology {topology}"
+                 + (f" (Cores= on {self.cores}, Links= on {self.links})" if self.gpus else "")]
+        if not self.conf.gpus and not self.conf.skipped:
+            auto = ", ".join(f"AutoDetect={v}" + (f" on {n}" if n else "") for n, v in self.conf.autodetect.items())
+            parts.append("the file declares no GPU by device (File=/dev/nvidiaN)" + (f"; {auto}" if auto else ""))
+        if self.gpus and min(self.cores, self.links) < self.gpus and self.conf.autodetect:
+            auto = ",".join(sorted(set(self.conf.autodetect.values())))
+            parts.append(f"AutoDetect={auto}: slurmd takes what the file leaves out from the driver")
+        if self.absent:
+            parts.append(f"node(s) {compress(self.absent)} not in the topology ({self.absent_lines} line(s) "
+                         f"skipped whole)")
+        if self.no_gpus:
+            parts.append(f"host(s) {compress(self.no_gpus)} have no GPU in the topology")
+        for lineno, why in self.conf.skipped:
+            parts.append(f"line {lineno} skipped: {why}")
+        return "; ".join(parts)
+
+
+def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck:
     """A gres.conf against a topology (a capture): per host, every GPU listed, Cores= equal to the cores local to
-    the GPU, Links= equal to its NVLink row. Hosts of the topology with GPUs but no line are reported too."""
-    gres = parse_gres_conf(text, source)
+    the GPU, Links= equal to its NVLink row; and what was compared (hosts, GPUs, skipped lines)."""
+    conf = read_gres_conf(text, source)
     out: list[Finding] = []
     known = set(t.host_names())
     by_host: dict[str, dict[int, GresGpu]] = {}
-    for g in gres:
+    absent: set[str] = set()
+    absent_lines: set[int] = set()
+    for g in conf.gpus:
+        if g.node is not None and g.node not in known:
+            absent.add(g.node)
+            absent_lines.add(g.line)
+            continue
         targets = [g.node] if g.node is not None else [h for h in known if t.gpus(h)]
         for h in targets:
             by_host.setdefault(h, {})[g.index] = g
+    absent_lines -= {g.line for g in conf.gpus if g.node in known}  # a line with some nodes in is compared
+    hosts, no_gpus, gpus_n, cores_n, links_n = [], [], 0, 0, 0
     for h in sorted(by_host, key=_natural):
-        if h not in known:
-            continue
         gpus = t.gpus(h)
-        if not gpus:
-            continue
-        cores = q.local_cores(t, h)
-        matrix = q.nvlink_matrix(t, h)
         listed = by_host[h]
+        if not gpus:
+            no_gpus.append(h)  # a fabric-only source: nothing to compare the lines with
+            continue
+        hosts.append(h)
+        cores = q.local_cores(t, h)
+        matrix = None if "nvlink" in t.unknown(h) else q.nvlink_matrix(t, h)  # unstated: nothing to compare to
         for i, g in enumerate(gpus):
             line = listed.get(g.index)
             if line is None:
                 out.append(Finding("gres-missing", h, f"{source}: no line for GPU {g.index}"))
                 continue
+            gpus_n += 1
             where = f"{source}:{line.line}"
-            if line.cores is not None and cores[g.index] and tuple(sorted(line.cores)) != cores[g.index]:
-                out.append(Finding("gres-cores", h, f"{where}: GPU {g.index} Cores={_r(line.cores)}, the capture "
-                                                    f"has {_r(cores[g.index])}"))
-            if line.links is not None and list(line.links) != matrix[i]:
-                out.append(Finding("gres-links", h, f"{where}: GPU {g.index} Links={','.join(map(str, line.links))}"
-                                                    f", the capture has {','.join(map(str, matrix[i]))}"))
+            if line.cores is not None and cores[g.index]:
+                cores_n += 1
+                if tuple(sorted(line.cores)) != cores[g.index]:
+                    out.append(Finding("gres-cores", h, f"{where}: GPU {g.index} Cores={_r(line.cores)}, the "
+                                                        f"capture has {_r(cores[g.index])}"))
+            if line.links is not None and matrix is not None:
+                links_n += 1
+                if list(line.links) != matrix[i]:
+                    out.append(Finding("gres-links", h, f"{where}: GPU {g.index} Links="
+                                                        f"{','.join(map(str, line.links))}, the capture has "
+                                                        f"{','.join(map(str, matrix[i]))}"))
         for idx in sorted(set(listed) - {g.index for g in gpus}):
             out.append(Finding("gres-extra", h, f"{source}:{listed[idx].line}: GPU {idx} is not in the capture"))
-    return out
+    return GresCheck(out, hosts, gpus_n, cores_n, links_n, sorted(absent, key=_natural), len(absent_lines),
+                     no_gpus, conf)
+
+
+def check_gres(t: Topology, text: str, source: str = "gres.conf") -> list[Finding]:
+    """`compare_gres`'s findings; a file that matched no GPU of the topology is a finding too (`gres-unmatched`),
+    never a silent pass."""
+    c = compare_gres(t, text, source)
+    if c.gpus == 0:
+        return c.findings + [Finding("gres-unmatched", source, c.summary(t.name))]
+    return c.findings

@@ -90,7 +90,8 @@ def test_missing_required_field_names_it(tmp_path):
     p.write_text("JobID|State|Start\n1|COMPLETED|2026-11-02T00:00:00\n")
     with pytest.raises(ParseError) as e:
         read_sacct(p)
-    assert str(e.value).startswith(f"{p}:1: ") and "end" in str(e.value) and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{p}:1: the header line lacks sacct field(s) End (read 3 field(s) separated "
+                                   f"by '|')") and "\n" not in str(e.value)
 
 
 def test_bad_time_names_line_and_field(tmp_path):

@@ -1,0 +1,195 @@
+"""Parsable Slurm dumps (`sacct -P`, `sacct -p --delimiter=X`, `sacctmgr -P`): the delimiter, the header and lines
+whose values hold the delimiter. Every reader of such a dump (reports, policy replay, capacity events) goes through
+here, so the delimiter is found once, the same way, from the header line.
+
+A header line is field names (letters, digits, `_`) separated by one delimiter; `--parsable` (`-p`) also ends
+every line with it. The delimiter is whatever separates the first two names, and must separate all of them.
+
+sacct does not quote: a value that holds the delimiter (a `,` in AllocTRES or NodeList under `--delimiter=,`, a
+`|` in a job name) makes more pieces than fields. `Splitter` puts such a line back together from what each field
+can hold (a TRES list is `name=value` items with every name once, a hostlist keeps its `,` inside brackets, a
+time is a time...), and refuses the line when no split, or more than one, fits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from slurmtools.errors import ParseError
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_SEP = re.compile(r"[^A-Za-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class Header:
+    names: list[str]  # as written (case kept), without the empty name a trailing delimiter makes
+    delimiter: str
+    trailing: bool  # `--parsable`: every line ends with the delimiter
+
+    def lower(self) -> list[str]:
+        return [n.lower() for n in self.names]
+
+    def missing(self, wanted, source: str, hint: str, what: str = "") -> None:
+        """Raise one line naming the fields of `wanted` (names as Slurm spells them; a tuple is alternatives,
+        any one will do) the header lacks, and what was read. `what`: "sacct " names the kind of field."""
+        have = set(self.lower())
+        lack = []
+        for w in wanted:
+            alts = (w,) if isinstance(w, str) else tuple(w)
+            if not any(a.lower() in have for a in alts):
+                lack.append(" or ".join(alts))
+        if lack:
+            read = f"read {len(self.names)} field(s) separated by {self.delimiter!r}"
+            raise ParseError(source, 1, f"the header line lacks {what}field(s) {', '.join(lack)} ({read}); {hint}")
+
+
+def read_header(line: str, source: str) -> Header:
+    """The delimiter and field names of a parsable dump's first line; one line naming the file when the line is
+    not field names separated by one delimiter."""
+    text = line.rstrip("\r\n")
+    first = _NAME.match(text)
+    if not first:
+        raise ParseError(source, 1, f"expected a header line of field names (JobID|State|...), got {text[:60]!r}")
+    if first.end() == len(text):
+        return Header([text], "|", False)  # one field: nothing to tell the delimiter by
+    delim = _SEP.match(text, first.end()).group(0)
+    names = text.split(delim)
+    trailing = names[-1] == ""
+    if trailing:
+        names = names[:-1]
+    bad = next((n for n in names if not _NAME.fullmatch(n)), None)
+    if bad is not None:
+        raise ParseError(source, 1, f"cannot tell the delimiter: {delim!r} follows {names[0]!r} but then "
+                                    f"{bad[:40]!r} is not a field name; expected field names separated by one "
+                                    f"delimiter, as `sacct -P` or `sacct -p --delimiter=X` writes them")
+    return Header(names, delim, trailing)
+
+
+# ------------------------------------------------------------------------------- lines holding the delimiter
+
+#: what a field's value may look like, by lower-case field name; any other field is one piece, whatever it holds
+_TEXT = {"jobname", "comment", "admincomment", "systemcomment", "submitline", "workdir", "constraints", "reason",
+         "extra", "container", "stdout", "stderr", "stdin"}
+_KIND = {"nodelist": "hosts", "partition": "list", "reqgres": "list", "allocgres": "list", "flags": "list",
+         "jobid": "jobid", "jobidraw": "jobid",
+         "submit": "time", "eligible": "time", "start": "time", "end": "time", "timestart": "time",
+         "timeend": "time", "nnodes": "int", "elapsedraw": "int", "alloccpus": "int", "ncpus": "int",
+         "exitcode": "exit", "derivedexitcode": "exit"}
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None|")
+_INT = re.compile(r"-?\d+")
+_EXIT = re.compile(r"(?:\d+:\d+)?")
+_BRACKETED = r"(?:[^\[\],\s=]|\[[^\[\]=]*\])+"  # a host or job id: `,` only inside brackets
+_HOSTS = re.compile(rf"None assigned|{_BRACKETED}(?:,{_BRACKETED})*|")
+_JOBID = re.compile(rf"{_BRACKETED}|")
+_LIST = re.compile(r"[^,=\s]+(?:,[^,=\s]+)*|")
+_MANY = ("text", "tres", "usage", "hosts", "list", "jobid")  # kinds whose value may span pieces
+
+
+def _kind(name: str) -> str:
+    n = name.lower()
+    if n in _TEXT:
+        return "text"
+    if n.startswith("tresusage"):
+        return "usage"
+    if "tres" in n:
+        return "tres"
+    return _KIND.get(n, "one")
+
+
+class Splitter:
+    """Rejoins the pieces of a line whose values hold the delimiter (see the module docstring)."""
+
+    def __init__(self, header: Header, source: str):
+        self.header, self.source = header, source
+        self.kinds = [_kind(n) for n in header.names]
+
+    def pieces(self, line: str) -> list[str]:
+        text = line.rstrip("\r\n")
+        d = self.header.delimiter
+        if self.header.trailing and text.endswith(d):
+            text = text[:-len(d)]
+        return text.split(d)
+
+    def split(self, line: str, lineno: int | None) -> list[str]:
+        """The line's values, one per header field; one line naming file and line when it cannot be split."""
+        parts = self.pieces(line)
+        n, d = len(self.kinds), self.header.delimiter
+        if len(parts) == n:
+            return parts
+        found = self._splits(parts) if len(parts) > n else []
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            why = "" if len(parts) < n else (f", and no field that can hold {d!r} (JobName, TRES, NodeList, ...) "
+                                             f"takes the extra pieces")
+            raise ParseError(self.source, lineno, f"expected {n} fields separated by {d!r}, got {len(parts)}{why}")
+        differ = [self.header.names[i] for i in range(n) if found[0][i] != found[1][i]]
+        raise ParseError(self.source, lineno, f"{d!r} occurs inside values and the line splits into fields in more "
+                                              f"than one way ({', '.join(differ)} differ); dump with a "
+                                              f"--delimiter no value holds (`sacct -P` writes '|')")
+
+    def _splits(self, parts: list[str]) -> list[list[str]]:
+        """Up to two ways of giving every field its pieces (a depth-first search; dead ends are remembered).
+
+        One rule ties two fields: sacct lists several partitions only for a job that has not started (the
+        database keeps a started job's own partition: `as_mysql_job_start` in Slurm's accounting plugin)."""
+        n, m, d = len(self.kinds), len(parts), self.header.delimiter
+        low = self.header.lower()
+        part_col = low.index("partition") if "partition" in low else -1
+        start_col = low.index("start") if "start" in low else -1
+        out: list[list[str]] = []
+        dead: set[tuple[int, int, bool, bool]] = set()
+        acc: list[str] = []
+
+        def go(ci: int, pi: int, several: bool, started: bool) -> None:
+            if ci == n:
+                if pi == m:
+                    out.append(list(acc))
+                return
+            if (ci, pi, several, started) in dead:
+                return
+            before = len(out)
+            kind = self.kinds[ci]
+            most = m - pi - (n - ci - 1) if kind in _MANY else 1
+            for k in range(1, most + 1):
+                value = d.join(parts[pi:pi + k])
+                ok = _fits(kind, value, d)
+                if ok is None:
+                    break  # no longer value of this field fits either
+                s2 = several or (ci == part_col and "," in value)
+                t2 = started or (ci == start_col and value[:1].isdigit())
+                if ok and not (s2 and t2):
+                    acc.append(value)
+                    go(ci + 1, pi + k, s2, t2)
+                    acc.pop()
+                    if len(out) >= 2:
+                        return
+            if len(out) == before:
+                dead.add((ci, pi, several, started))
+
+        go(0, 0, False, False)
+        return out
+
+
+def _fits(kind: str, value: str, d: str) -> bool | None:
+    """Whether `value` can be a whole value of a field of this kind; None when no longer value can be either."""
+    if kind == "text":
+        return True
+    if d in value and (kind == "one" or d != ","):
+        return None  # only free text holds any delimiter; lists, TRES and hostlists hold only `,`
+    if kind == "one":
+        return True
+    if kind in ("tres", "usage"):
+        if value == "":
+            return True
+        items = value.split(",")
+        keys = [it.partition("=")[0] for it in items]
+        if any("=" not in it or not k for it, k in zip(items, keys)) or len(set(keys)) != len(keys):
+            return None  # a TRES list is name=value items, each name once: more pieces cannot mend it
+        if kind == "usage" and ("node" in keys or "billing" in keys):
+            return None  # usage is measured (cpu, mem, energy, gres/gpuutil...); nodes and billing are allocated
+        return True
+    pattern = {"hosts": _HOSTS, "list": _LIST, "jobid": _JOBID, "time": _TIME, "int": _INT, "exit": _EXIT}[kind]
+    return pattern.fullmatch(value) is not None
