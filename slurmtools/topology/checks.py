@@ -191,7 +191,8 @@ GRES_KEYS = ("AutoDetect", "Count", "CPUs", "Cores", "File", "Files", "Flags", "
              "Name", "NodeName", "Type")
 _KEYS = {k.lower(): k for k in GRES_KEYS}
 _KV = re.compile(r'\s*([A-Za-z0-9_.]+)\s*=\s*(?:"([^"]*)"|(\S+))(?=\s|$)')  # Slurm's keyvalue_pattern
-_NVIDIA_DEV = re.compile(r"/dev/nvidia(\d+)")
+# the GPU's device file: /dev/nvidiaN, or nvidiaN in another folder (a lab's or container's device tree)
+_NVIDIA_DEV = re.compile(r"(?:.*/)?nvidia(\d+)")
 _COUNT = re.compile(r"\d+[KMGTP]?", re.IGNORECASE)
 
 
