@@ -155,8 +155,6 @@ def test_render_states_pcie_only_where_the_graph_does():
 
 def test_render_unknown_facts_of_the_host_stay_null():
     t = build_site(load_fabric(EXAMPLE_FABRIC))
-    if not hasattr(t, "mark_unknown"):
-        pytest.skip("this graph model records no unknown facts")
     t.mark_unknown("gpu03", "nvlink", "nics")
     doc = ne.document(t)
     p = doc["profiles"][doc["hosts"]["gpu03"]]
