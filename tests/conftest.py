@@ -1,10 +1,45 @@
-"""Shared test helpers: where the repository and the shared real-world data are."""
+"""Shared test helpers: where the repository and the shared real-world data are, and the Slurm lab fixture.
+
+The `lab` fixture is a real Slurm cluster on loopback (scripts/slurm-lab), brought up once per test session and
+shared by tests/integration and the lab tests of tests/hostile. Never a fake.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 #: real third-party captures beside the checkout (../shared/data); tests use it only when present
 SHARED_DATA = REPO.parent / "shared" / "data"
 TEST_DATA = REPO / "tests" / "data"
+
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+from labtools import LAB_SCRIPT, Lab, _lab_dir, _lab_env, lab_slurm  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def lab() -> Lab:
+    if os.geteuid() != 0:
+        pytest.fail("the Slurm lab cannot start: it needs root (slurmd, munged and the prolog/epilog hooks run as "
+                    "root). Run the test command as root, e.g. `sudo scripts/test`.", pytrace=False)
+    d = _lab_dir()
+    env, version = _lab_env(d)
+    healthy = False
+    if os.environ.get("SLURMTOOLS_LAB_REUSE") == "1":
+        healthy = (subprocess.run([str(LAB_SCRIPT), "status"], capture_output=True, env=env).returncode == 0
+                   and version.startswith(lab_slurm()))
+    if not healthy:
+        p = subprocess.run([str(LAB_SCRIPT), "up", "--slurm", lab_slurm()], capture_output=True, text=True, env=env,
+                           timeout=900)
+        if p.returncode != 0:
+            pytest.fail(f"scripts/slurm-lab up --slurm {lab_slurm()} failed (lab folder {d}):\n{p.stdout}\n{p.stderr}",
+                        pytrace=False)
+        env, version = _lab_env(d)
+    lab = Lab(dir=d, env=env, slurm_version=version)
+    lab.wait_nodes_idle()
+    return lab

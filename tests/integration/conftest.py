@@ -1,4 +1,5 @@
-"""The Slurm lab fixture: a real Slurm cluster on loopback, brought up once per test session.
+"""Lab test collection: every test under tests/integration needs the Slurm lab (the `lab` fixture is in
+tests/conftest.py, shared with tests/hostile).
 
 Never a fake: every test here talks to real slurmctld/slurmd/slurmdbd daemons started by scripts/slurm-lab.
 SLURMTOOLS_LAB_SLURM picks the release (22.05, Debian's, by default; 25.11 built from source); scripts/test runs the
@@ -7,34 +8,8 @@ lab suite once per release. Set SLURMTOOLS_LAB_REUSE=1 to reuse a lab that is al
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
-from labtools import LAB_SCRIPT, Lab, _lab_dir, _lab_env, lab_slurm
-
-
-@pytest.fixture(scope="session")
-def lab() -> Lab:
-    if os.geteuid() != 0:
-        pytest.fail("the Slurm lab cannot start: it needs root (slurmd, munged and the prolog/epilog hooks run as "
-                    "root). Run the test command as root, e.g. `sudo scripts/test`.", pytrace=False)
-    d = _lab_dir()
-    env, version = _lab_env(d)
-    healthy = False
-    if os.environ.get("SLURMTOOLS_LAB_REUSE") == "1":
-        healthy = (subprocess.run([str(LAB_SCRIPT), "status"], capture_output=True, env=env).returncode == 0
-                   and version.startswith(lab_slurm()))
-    if not healthy:
-        p = subprocess.run([str(LAB_SCRIPT), "up", "--slurm", lab_slurm()], capture_output=True, text=True, env=env,
-                           timeout=900)
-        if p.returncode != 0:
-            pytest.fail(f"scripts/slurm-lab up --slurm {lab_slurm()} failed (lab folder {d}):\n{p.stdout}\n{p.stderr}",
-                        pytrace=False)
-        env, version = _lab_env(d)
-    lab = Lab(dir=d, env=env, slurm_version=version)
-    lab.wait_nodes_idle()
-    return lab
+from labtools import _lab_dir, lab_slurm
 
 
 def pytest_collection_modifyitems(config, items):
