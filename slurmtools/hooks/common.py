@@ -32,8 +32,9 @@ def _user_ok(s: str) -> bool:
 
 
 def _int(s: str | None) -> int | None:
+    """A whole number in ASCII digits ('²' and '١' pass str.isdigit(); Slurm never writes them), else None."""
     s = (s or "").strip()
-    return int(s) if s.isdigit() and len(s) < 19 else None
+    return int(s) if s.isascii() and s.isdigit() and len(s) < 19 else None
 
 
 def _word(s: str | None, ok=_user_ok) -> str | None:
@@ -49,7 +50,7 @@ def parse_gpu_indices(s: str | None) -> tuple[int, ...] | None:
     out = []
     for part in s.split(","):
         part = part.strip()
-        if not part.isdigit() or len(part) > 4:
+        if not (part.isascii() and part.isdigit()) or len(part) > 4:
             return None
         out.append(int(part))
     return tuple(out)
@@ -62,7 +63,7 @@ def first_host(hostlist: str | None) -> str | None:
         prefix, rest = head.split("[", 1)
         num = ""
         for c in rest:
-            if not c.isdigit():
+            if not ("0" <= c <= "9"):
                 break
             num += c
         if not num:
@@ -73,44 +74,95 @@ def first_host(hostlist: str | None) -> str | None:
     return name if _node_ok(name) else None
 
 
-class JobEnv:
-    """The job as slurmd's hook environment describes it; unparseable fields are None.
+def _text(limit: int):
+    return lambda s: (s or "")[:limit] or None
 
+
+#: JobEnv field <- the variables that may carry it (the first one that reads wins), its parser, what it should be
+_FIELDS = (
+    ("job_id", ("SLURM_JOB_ID", "SLURM_JOBID"), _int, "a whole number"),
+    ("user", ("SLURM_JOB_USER",), _word, "a user name"),
+    ("uid", ("SLURM_JOB_UID",), _int, "a whole number"),
+    ("account", ("SLURM_JOB_ACCOUNT",), _word, "an account name"),
+    ("partition", ("SLURM_JOB_PARTITION",), _word, "a partition name"),
+    ("node", ("SLURMD_NODENAME",), lambda s: _word(s, _node_ok), "a node name"),
+    ("nodelist", ("SLURM_NODELIST", "SLURM_JOB_NODELIST"), _text(4096), "a host list"),
+    ("restart_count", ("SLURM_JOB_RESTART_COUNT",), _int, "a whole number"),
+    ("exit_code", ("SLURM_JOB_EXIT_CODE2", "SLURM_JOB_EXIT_CODE"), _text(32), "an exit code"),
+    ("derived_exit", ("SLURM_JOB_DERIVED_EC",), _text(32), "an exit code"),
+    ("context", ("SLURM_SCRIPT_CONTEXT",), _word, "a word"),
+)
+
+
+class JobEnv:
+    """The job as slurmd's hook environment describes it; a field whose variable is absent or unreadable is None.
+
+    Each variable is read on its own: one odd value makes that field alone unknown (and is named in `problems`),
+    never the whole job, so no bookkeeping trouble can keep the prolog from its health check.
     A plain class, not a dataclass: importing dataclasses costs more than this whole module.
     """
 
-    __slots__ = ("job_id", "user", "uid", "account", "partition", "node", "nodelist", "gpus", "restart_count",
-                 "exit_code", "derived_exit", "context")
+    __slots__ = ("job_id", "user", "uid", "account", "partition", "node", "nodelist", "gpus", "gpus_given",
+                 "restart_count", "exit_code", "derived_exit", "context", "problems")
 
     def __init__(self, **kw):
         for k in self.__slots__:
             setattr(self, k, kw.get(k))
+        self.gpus_given = bool(self.gpus_given or self.gpus)
+        self.problems = list(self.problems or ())
 
     @classmethod
     def from_environ(cls, env: os._Environ | dict | None = None) -> "JobEnv":
         e = os.environ if env is None else env
-        g = lambda k: e.get(k)  # noqa: E731
-        return cls(
-            job_id=_int(g("SLURM_JOB_ID") or g("SLURM_JOBID")),
-            user=_word(g("SLURM_JOB_USER")),
-            uid=_int(g("SLURM_JOB_UID")),
-            account=_word(g("SLURM_JOB_ACCOUNT")),
-            partition=_word(g("SLURM_JOB_PARTITION")),
-            node=_word(g("SLURMD_NODENAME"), _node_ok),
-            nodelist=(g("SLURM_NODELIST") or g("SLURM_JOB_NODELIST") or "")[:4096] or None,
-            gpus=parse_gpu_indices(g("SLURM_JOB_GPUS") if g("SLURM_JOB_GPUS") is not None
-                                   else g("CUDA_VISIBLE_DEVICES")),
-            restart_count=_int(g("SLURM_JOB_RESTART_COUNT")) or 0,
-            exit_code=(g("SLURM_JOB_EXIT_CODE2") or g("SLURM_JOB_EXIT_CODE") or "")[:32] or None,
-            derived_exit=(g("SLURM_JOB_DERIVED_EC") or "")[:32] or None,
-            context=_word(g("SLURM_SCRIPT_CONTEXT")),
-        )
+        job = cls()
+        for name, variables, parse, what in _FIELDS:
+            setattr(job, name, job._read(e, variables, parse, what))
+        if job.restart_count is None and not (e.get("SLURM_JOB_RESTART_COUNT") or "").strip():
+            job.restart_count = 0  # absent: a first run; present but unreadable: unknown (None)
+        # the job's GPUs: SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES; given but unreadable means "check them all",
+        # never "the job has no GPUs"
+        var = "SLURM_JOB_GPUS" if e.get("SLURM_JOB_GPUS") is not None else "CUDA_VISIBLE_DEVICES"
+        job.gpus = job._read(e, (var,), parse_gpu_indices, "a list of GPU indices")
+        try:
+            job.gpus_given = bool((e.get(var) or "").strip())
+        except Exception:  # noqa: BLE001 -- an odd mapping: the GPUs count as given
+            job.gpus_given = True
+        return job
+
+    def _read(self, env, variables: tuple[str, ...], parse, what: str):
+        """The first of `variables` that parses; a present one that does not is noted in `problems`."""
+        for var in variables:
+            try:
+                raw = env.get(var)
+                if raw is None or not raw.strip():
+                    continue
+                value = parse(raw)
+            except Exception as e:  # noqa: BLE001 -- one odd variable must not cost the others
+                self.problems.append(f"{var} could not be read ({type(e).__name__}); unknown")
+                continue
+            if value is not None:
+                return value
+            self.problems.append(f"{var}={ascii(raw)[:80]} is not {what}; unknown")
+        return None
 
     @property
     def is_first_node(self) -> bool:
         """The batch host (first node) speaks for the whole job in the decision log."""
         first = first_host(self.nodelist)
         return first is None or self.node is None or first == self.node
+
+
+def read_job(log: "HookLog") -> JobEnv:
+    """The job from the environment, field by field, for a hook: each unreadable variable is logged and leaves its
+    field alone unknown; even an unreadable environment gives a JobEnv (every field unknown), never an exception."""
+    try:
+        job = JobEnv.from_environ()
+    except Exception as e:  # noqa: BLE001
+        job = JobEnv(problems=[f"environment unreadable ({type(e).__name__}); every job field unknown"])
+    log.job = job
+    for p in job.problems:
+        log(p)
+    return job
 
 
 def spool_dir() -> str:

@@ -2,7 +2,9 @@
 
 The record is written atomically (O_EXCL temporary + rename through a directory descriptor) into
 `<spool>/jobs/<job>.<restart>.<node>.json`; the spool folder must be root's and not group/world-writable, else
-nothing is written there (logged). The epilog exits 0 whatever happens: a failing epilog drains the node.
+nothing is written there (logged). The epilog exits 0 whatever happens: a failing epilog drains the node. Every
+step around the record (start mark, Slurm's fields, GPU accounting, stop report, scratch) fails alone: the record
+is written with that part unknown.
 Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier), start
 time and the preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0)
 and the prolog's start mark.
@@ -14,7 +16,7 @@ import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import HookLog, JobEnv, dumps, job_fields, spool_dir
+from slurmtools.hooks.common import HookLog, JobEnv, read_job, dumps, job_fields, spool_dir
 
 JOBS = "jobs"
 RUNNING = "running"
@@ -31,9 +33,18 @@ def main() -> int:
     return 0
 
 
+def _guarded(log: HookLog, what: str, fn, *args, default=None):
+    """`fn(*args)`, or `default` when it raises: one bookkeeping step failing leaves its part of the record
+    unknown and never costs the record (issue 12: an odd variable used to lose the whole record)."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001
+        log(f"{what} failed (ignored): {type(e).__name__}: {e}")
+        return default
+
+
 def run(log: HookLog, now: float | None = None) -> dict | None:
-    job = JobEnv.from_environ()
-    log.job = job
+    job = read_job(log)
     end = time.time() if now is None else now
     try:
         dfd = safefs.open_secure_dir(spool_dir(), create=True)
@@ -44,11 +55,13 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
     if job.job_id is None:
         log("no usable SLURM_JOB_ID; nothing recorded")
         return None
-    start, mark_restart = _take_start(job, log)
+    start, mark_restart = _guarded(log, "start mark", _take_start, job, log, default=(None, None))
     # which run of the job this was: the prolog's count (the epilog's own SLURM_JOB_RESTART_COUNT is already
-    # incremented when the job was requeued during this run)
+    # incremented when the job was requeued during this run); None when neither is known
     run_no = mark_restart if mark_restart is not None else job.restart_count
-    fields = job_fields(job.job_id) if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0" else None
+    fields = None
+    if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
+        fields = _guarded(log, "Slurm's job record", job_fields, job.job_id)
     rec = {
         "job": job.job_id,
         "user": job.user,
@@ -67,22 +80,24 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
         "restart_count": job.restart_count,
         "job_state": fields.get("JobState") if fields else None,
         "preempt_time": _set(fields.get("PreemptTime")) if fields else None,
-        "gpu_accounting": _gpu_accounting(job, start, log),
+        "gpu_accounting": _guarded(log, "GPU accounting", _gpu_accounting, job, start, log),
     }
     if dfd is not None:
         try:
             jfd = safefs.open_secure_dir(os.path.join(spool_dir(), JOBS), create=True)
             try:
                 node = job.node or "unknown-node"
-                safefs.write_atomic_at(jfd, f"{job.job_id}.{run_no}.{node}.json",
+                run_name = "unknown-run" if run_no is None else run_no
+                safefs.write_atomic_at(jfd, f"{job.job_id}.{run_name}.{node}.json",
                                        dumps(rec).encode() + b"\n")
             finally:
                 os.close(jfd)
         except (safefs.UnsafePath, OSError) as e:
             log(f"record not written: {e}")
-        if fields and job.is_first_node:
-            _audit(job, fields, run_no, _stop_report(job, log), log)
-    _clean_scratch(job, log)
+        if fields and job.is_first_node and run_no is not None:
+            report = _guarded(log, "stop report", _stop_report, job, log)
+            _guarded(log, "decision log", _audit, job, fields, run_no, report, log)
+    _guarded(log, "scratch clean-up", _clean_scratch, job, log)
     return rec
 
 
@@ -105,7 +120,7 @@ def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None]:
             pass
         try:
             start, restarts = raw.decode().split()
-            return float(start), int(restarts)
+            return float(start), (None if restarts == "-" else int(restarts))  # "-": the prolog did not know
         except (ValueError, UnicodeDecodeError):
             log("start mark unreadable; start left empty")
             return None, None

@@ -6,6 +6,10 @@ expectations), within a time budget. Exit 1 (Slurm then drains the node and requ
 check found a fault, after draining the node ourselves with a reason that names the GPU, link or HCA. Anything
 else (our own bug, no NVML, an odd environment, an unsafe spool folder, a malformed expectations file) is logged
 and the prolog succeeds: a false alarm costs a whole node.
+
+The health check depends on no bookkeeping: each environment variable is read on its own (a bad one leaves that
+field unknown), and reading the environment, the start mark and the decision log each fail alone. A prolog that
+skipped its check because of a bookkeeping error would let a node with a failing GPU take jobs (issue 12).
 """
 
 from __future__ import annotations
@@ -14,20 +18,18 @@ import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import HookLog, JobEnv, drain, spool_dir
+from slurmtools.hooks.common import HookLog, JobEnv, read_job, drain, spool_dir
 
 RUNNING = "running"
 
 
 def main() -> int:
     log = HookLog("prolog")
+    job = read_job(log)
     try:
-        job = JobEnv.from_environ()
-        log.job = job
         _note_start(job, log)
-    except Exception as e:  # never fail a job for our own trouble
-        log(f"internal error before health check (ignored): {type(e).__name__}: {e}")
-        job = None
+    except Exception as e:  # bookkeeping only: never fail a job for it, never skip the check for it
+        log(f"start mark failed (ignored): {type(e).__name__}: {e}")
     try:
         faults = _health(job, log)
     except Exception as e:
@@ -35,16 +37,15 @@ def main() -> int:
         return 0
     if not faults:
         return 0
-    node = job.node if job else None
+    node = job.node
     reason = "slurmtools prolog: " + "; ".join(faults)
     log(f"NODE FAULT: {reason}")
-    if node:
+    if node:  # without a usable node name the exit status alone makes slurmd drain this node
         ok, said = drain(node, reason)
         log(f"drain {node}: {'done' if ok else 'failed'} {said}")
     try:
         from slurmtools import audit
-        audit.record("node_drained", job=job.job_id if job else None, user=job.user if job else None,
-                     details={"node": node, "faults": faults},
+        audit.record("node_drained", job=job.job_id, user=job.user, details={"node": node, "faults": faults},
                      path=os.path.join(spool_dir(), audit.LOG_NAME))
     except Exception as e:
         log(f"decision log not written: {e}")
@@ -62,19 +63,23 @@ def _note_start(job: JobEnv, log: HookLog) -> None:
     if job.job_id is None or job.node is None:
         log("no usable SLURM_JOB_ID/SLURMD_NODENAME; start not noted")
         return
-    rfd = safefs.open_secure_dir(os.path.join(spool_dir(), RUNNING), create=True)
     try:
-        body = f"{time.time():.3f} {job.restart_count}\n".encode()  # "start restart_count"
+        rfd = safefs.open_secure_dir(os.path.join(spool_dir(), RUNNING), create=True)
+    except (safefs.UnsafePath, OSError) as e:
+        log(f"running folder refused, no start mark: {e}")
+        return
+    try:
+        count = "-" if job.restart_count is None else job.restart_count  # "-": unknown
+        body = f"{time.time():.3f} {count}\n".encode()  # "start restart_count"
         safefs.write_atomic_at(rfd, f"{job.job_id}.{job.node}", body)
     finally:
         os.close(rfd)
 
 
-def _health(job: JobEnv | None, log: HookLog) -> list[str]:
+def _health(job: JobEnv, log: HookLog) -> list[str]:
     from slurmtools.hooks import labfake, nodecheck
 
-    if job is None:
-        return []
-    # NVML only for jobs with GPUs (its import and init cost every other job start); the lab fakes GPUs always
-    gpus_wanted = job.gpus is not None or labfake.fake_path() is not None
+    # NVML only for jobs with GPUs (its import and init cost every other job start); the lab fakes GPUs always.
+    # GPUs given but unreadable: every GPU is checked (job.gpus None), never none.
+    gpus_wanted = job.gpus_given or labfake.fake_path() is not None
     return nodecheck.check(job.node, job.gpus, gpus_wanted, log)
