@@ -14,8 +14,9 @@ Use::
     ckpt.save(state, step=n_steps)
 
 Why it is built this way (facts measured on Slurm 22.05; see docs/checkpoint.md):
-- The batch shell is warned only with `--signal=B:USR1@lead` (time limit) and, on preemption, only when slurmctld
-  has `preempt_send_user_signal`: both arrive as the SAME signal. The handler therefore only records the signal;
+- The batch shell is warned only with `--signal=B:URG@lead` (time limit; the signal is the site's or job's choice,
+  slurmtools.warning_signals) and, on preemption, only when slurmctld has `preempt_send_user_signal`: both
+  arrive as the SAME signal. The handler therefore only records the signal;
   `should_stop()` then asks Slurm which it was: `scontrol show job` carries `PreemptTime` once the job has been
   picked for preemption, and `TimeLimit`/`RunTime` say how close the limit is.
 - Handlers only set a flag (no I/O, no locks): the save happens at the next step boundary, in normal code.
@@ -233,8 +234,13 @@ class Checkpointer:
         self._saver = saver or dsave
         self._loader = loader or dload
         self._custom = saver is not None
-        self.warning_signal = (warning_signal or os.environ.get("SLURMTOOLS_CHECKPOINT_SIGNAL") or "USR1").upper()
-        self.warning_signal = self.warning_signal.removeprefix("SIG")
+        from slurmtools.warning_signals import DEFAULT, normalize, why_not
+
+        given = warning_signal or os.environ.get("SLURMTOOLS_CHECKPOINT_SIGNAL") or DEFAULT
+        if normalize(given) is None:  # a typo would leave the warning unhandled: say so now, not at preemption
+            where = "warning_signal" if warning_signal else "SLURMTOOLS_CHECKPOINT_SIGNAL"
+            raise CheckpointError(f"checkpoint: {where}: {why_not(given)}")
+        self.warning_signal = normalize(given)
         lead_env = os.environ.get("SLURMTOOLS_SIGNAL_LEAD", "").strip()
         self.signal_lead = signal_lead if signal_lead is not None else (int(lead_env) if lead_env.isdigit() else None)
         self.job_id = job_id or os.environ.get("SLURM_JOB_ID")
@@ -277,7 +283,7 @@ class Checkpointer:
                          f"program unless SLURMTOOLS_FORWARD_SIGNAL=1): {e.strerror or e}")
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        if self._got is None:  # the first signal decides; a later SIGTERM does not erase a USR1
+        if self._got is None:  # the first signal decides; a later SIGTERM does not erase the warning
             self._got = (signal.Signals(signum).name.removeprefix("SIG"), time.time())
 
     @property

@@ -31,7 +31,10 @@ TimeOpt = typer.Option("1h", "--time", help='Time limit: "90m", "2h", "1d", "2-0
 TierOpt = typer.Option(None, "--tier", help='Tier (QoS) name (default: the site\'s default tier), or "best": the '
                                             "highest-priority tier you may use that fits the job (the plan says when "
                                             "that falls back to a lower tier)")
-SignalOpt = typer.Option(False, "--handles-signal", help="Your program handles the warning signal (SIGUSR1 at "
+CkptSignalOpt = typer.Option(None, "--checkpoint-signal", help="The warning signal on preemptible tiers: URG, USR1 "
+                                                                 "or USR2 (default: the tier's, URG unless the site "
+                                                                 "says otherwise; see docs/checkpoint.md)")
+SignalOpt = typer.Option(False, "--handles-signal", help="Your program handles the warning signal (SIGURG at "
                                                         "preemption and before the time limit) itself: pass it on. "
                                                         "Without this, only programs using slurmtools.checkpoint get "
                                                         "it; others run on and are requeued intact when preempted")
@@ -96,7 +99,7 @@ def _mem_mb(text: str | None) -> int | None:
 
 def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
              output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None, handles_signal=False,
-             cpus=None, ntasks=None, mem=None):
+             cpus=None, ntasks=None, mem=None, checkpoint_signal=None):
     import shlex
 
     from slurmtools.durations import parse_duration
@@ -123,7 +126,7 @@ def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, n
                       account=account, user=user, partition=partition, output_dir=output_dir, workdir=workdir,
                       env=_pairs(env, "--env"), template_vars=_pairs(var, "--var"), sweep=tuple(sweeps),
                       max_wait=wait, tp_size=tp_size, handles_signal=handles_signal, cpus=cpus, ntasks=ntasks,
-                      mem_mb=_mem_mb(mem))
+                      mem_mb=_mem_mb(mem), checkpoint_signal=checkpoint_signal)
 
 
 def _plan_and_render(req, site, state):
@@ -154,6 +157,7 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
          var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt, max_wait: Optional[str] = WaitOpt,
          tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt, cpus: Optional[int] = CpusOpt,
          ntasks: Optional[int] = NtasksOpt, mem: Optional[str] = MemOpt, idle: bool = IdleOpt,
+         checkpoint_signal: Optional[str] = CkptSignalOpt,
          slurm_version: Optional[str] = SlurmVersionOpt,
          site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
@@ -163,7 +167,8 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem,
+                   checkpoint_signal)
     site = load_site(site_path)
     state = gather(site, idle=idle, slurm_version=slurm_version)
     ident, req = checks.identity(req, site, state, idle=idle)
@@ -193,7 +198,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
            var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt,
            max_wait: Optional[str] = WaitOpt, tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt,
            cpus: Optional[int] = CpusOpt, ntasks: Optional[int] = NtasksOpt, mem: Optional[str] = MemOpt,
-           site_path: Optional[str] = SiteOpt,
+           checkpoint_signal: Optional[str] = CkptSignalOpt, site_path: Optional[str] = SiteOpt,
            json_out: bool = JsonOpt) -> None:
     """Plan, check admission (when the policy layer is installed), sbatch, and print the job id and output path."""
     import os
@@ -204,7 +209,8 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     from slurmtools.planner.live import gather
 
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem)
+                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem,
+                   checkpoint_signal)
     site = load_site(site_path)
     state = gather(site)
     if state.backend is None:

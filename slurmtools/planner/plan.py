@@ -358,7 +358,7 @@ def _job_tail(r: JobRequest, tmpl: TemplateShape, tier: str, tier_obj: Tier, slu
         raise RequestError("--sweep", f"template {tmpl.name} is not a sweep; use --template array")
     signal = None
     if tier_obj.preemptible:
-        signal = tier_obj.checkpoint_signal
+        signal, why_signal = checkpoint_signal(r, tier_obj)
         lead, why_lead = signal_lead(tier_obj.signal_lead, r.time_limit)
         if why_lead:
             notes.append(why_lead)
@@ -370,7 +370,8 @@ def _job_tail(r: JobRequest, tmpl: TemplateShape, tier: str, tier_obj: Tier, slu
               "the script passes it on only to a program that said it handles it (slurmtools.checkpoint does); "
               "any other program runs on and Slurm requeues it, intact, when the grace time ends")
         add("signal", f"B:{signal}@{lead}",
-            f"the batch shell gets SIG{signal} {when} (grace {human(tier_obj.grace_time)}); {to}")
+            f"the batch shell gets SIG{signal} ({why_signal}) {when} (grace {human(tier_obj.grace_time)}); {to}")
+        env.append(("SLURMTOOLS_CHECKPOINT_SIGNAL", signal))
         env.append(("SLURMTOOLS_SIGNAL_LEAD", str(lead)))
         if r.handles_signal:
             env.append(("SLURMTOOLS_FORWARD_SIGNAL", "1"))
@@ -533,6 +534,18 @@ def _tier_why(r: JobRequest, t: Tier, gpus: int, nodes: int) -> str:
     if t.max_nodes:
         lim.append(f"{nodes} <= {t.max_nodes} nodes")
     return f"tier {t.name}: {how} ({_preemption(t)}; limits checked: {', '.join(lim) or 'none'})"
+
+
+def checkpoint_signal(r: JobRequest, tier: Tier) -> tuple[str, str]:
+    """The warning signal of a preemptible tier's job, and why: the job's --checkpoint-signal, else the tier's.
+
+    Both are from slurmtools.warning_signals.USABLE (the request and the site loader refuse others); the plan
+    exports it as SLURMTOOLS_CHECKPOINT_SIGNAL, which the wiring traps and slurmtools.checkpoint handles."""
+    from slurmtools.warning_signals import normalize
+
+    if r.checkpoint_signal is not None:
+        return normalize(r.checkpoint_signal) or r.checkpoint_signal, "--checkpoint-signal"
+    return tier.checkpoint_signal, f"tier {tier.name}'s checkpoint_signal"
 
 
 def signal_lead(tier_lead: int, time_limit: int) -> tuple[int, str | None]:

@@ -51,6 +51,8 @@ class JobRequest:
     tp_size: int | None = None
     #: the program handles the warning signal itself (else only slurmtools.checkpoint's promise lets it through)
     handles_signal: bool = False
+    #: the warning signal for preemptible tiers (`--checkpoint-signal`); None: the tier's (site) choice
+    checkpoint_signal: str | None = None
     #: CPU jobs (`--gpus 0`, or `--cpus` with no GPU option): CPUs per task (sbatch's --cpus-per-task), the total
     #: tasks (sbatch's --ntasks; None: one per node) and memory per node in MB (None: the node type's share)
     cpus: int | None = None
@@ -73,6 +75,11 @@ class JobRequest:
 
 def validate(r: JobRequest) -> None:
     """Shape checks that need no site. Site checks (tiers, partitions, node types) live in the planner."""
+    if r.checkpoint_signal is not None:
+        from slurmtools.warning_signals import normalize, why_not
+
+        if normalize(r.checkpoint_signal) is None:
+            raise RequestError("--checkpoint-signal", why_not(r.checkpoint_signal))
     if r.cpu_job:
         _validate_cpu(r)
     else:

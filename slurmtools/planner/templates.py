@@ -171,6 +171,20 @@ def checkpoint_wiring() -> str:
         return (bundled("job_templates") / "_checkpoint_wiring.sh").read_text(encoding="utf-8").rstrip("\n")
 
 
+def launcher_guard(plan: Plan) -> str:
+    """Shell code a launcher template puts before `exec LAUNCHER` in each task: `trap "" USR1; ` when the warning
+    signal is one that ends a process by default (USR1, USR2), else nothing.
+
+    Why: srun passes USR1/USR2 to every process of the step, the launcher too, and torchrun (so accelerate and
+    deepspeed) has no handler for them: measured in the lab, USR1 killed torchrun and the job ended FAILED. An
+    ignored signal stays ignored across exec, so the launcher lives on; a training process that handles it
+    (slurmtools.checkpoint) installs its own handler over the inherited "ignore"."""
+    from slurmtools.warning_signals import KILLS_BY_DEFAULT
+
+    sig = plan.checkpoint_signal
+    return f'trap "" {sig}; ' if plan.preemptible and sig in KILLS_BY_DEFAULT else ""
+
+
 def render(plan: Plan, info: TemplateInfo, site_source: Path | None = None) -> str:
     """The sbatch script for `plan` from template `info`."""
     import jinja2
@@ -191,6 +205,7 @@ def render(plan: Plan, info: TemplateInfo, site_source: Path | None = None) -> s
         "wiring": Trusted(checkpoint_wiring()) if plan.preemptible else "",
         "explanation": [f"{d.text}: {d.why}" for d in plan.directives],
         "run": lambda line: f"slurmtools_run {line}" if plan.preemptible else line,
+        "guard": launcher_guard(plan),
     }
     try:
         # load from the template's own folder first so a same-named template earlier on the path cannot shadow it

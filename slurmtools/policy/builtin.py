@@ -323,6 +323,10 @@ class CheckpointSignal(Policy):
     lua = True
 
     def configure(self, site, fabric):
+        from slurmtools.warning_signals import USABLE
+
+        # any usable warning signal passes (a job may choose its own: `--checkpoint-signal`); the message names the
+        # tier's own choice
         return {"tiers": {t.name: {"signal": t.checkpoint_signal, "lead": t.signal_lead}
                           for t in site.tiers.values() if t.preemptible}}
 
@@ -334,7 +338,7 @@ class CheckpointSignal(Policy):
         t = self.params["tiers"].get(r.qos or "")
         if t is None or r.script == "":
             return Decision.allow()  # no batch script: an interactive srun/salloc, which has nothing to checkpoint
-        if script_signal(r.script) == t["signal"]:
+        if script_signal(r.script) in self.params["signals"]:
             return Decision.allow()
         return Decision.deny(fmt("checkpoint_signal", qos=r.qos, signal=t["signal"], lead=str(t["lead"])))
 

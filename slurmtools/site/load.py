@@ -15,7 +15,17 @@ from slurmtools.site.tomlread import Table, each, load_toml
 
 SYSTEM_SITE = Path("/etc/slurmtools/site.toml")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
-_SIGNALS = ("USR1", "USR2", "TERM", "INT", "HUP", "URG", "CONT")
+
+
+def _checkpoint_signal(t: Table) -> str:
+    """A tier's warning signal: one of slurmtools.warning_signals.USABLE (`SIGURG`, `urg` accepted), else refused."""
+    from slurmtools.warning_signals import DEFAULT, normalize, why_not
+
+    v = t.str("checkpoint_signal", DEFAULT)
+    sig = normalize(v)
+    if sig is None:
+        raise t.error("checkpoint_signal", why_not(v))
+    return sig
 
 
 def find_site_path(explicit: str | os.PathLike | None = None) -> Path:
@@ -129,7 +139,7 @@ def _tier(name: str, t: Table, partitions: dict) -> Tier:
         max_gpus_per_job=t.int("max_gpus_per_job", None, minimum=1),
         max_gpus_per_user=t.int("max_gpus_per_user", None, minimum=1),
         max_walltime=t.duration("max_walltime", "7d"), max_nodes=t.int("max_nodes", None, minimum=1),
-        partitions=parts, checkpoint_signal=t.str("checkpoint_signal", "USR1", choices=_SIGNALS),
+        partitions=parts, checkpoint_signal=_checkpoint_signal(t),
         signal_lead=t.duration("signal_lead", "5m"), charged=t.bool("charged", True),
     )
 

@@ -56,8 +56,9 @@ class Tier:
     max_walltime: int  # seconds
     max_nodes: int | None
     partitions: tuple[str, ...]
-    #: the signal sent to the batch shell ahead of time limit and preemption (sbatch --signal=B:SIG@lead)
-    checkpoint_signal: str = "USR1"
+    #: the signal sent to the batch shell ahead of time limit and preemption (sbatch --signal=B:SIG@lead); one of
+    #: slurmtools.warning_signals.USABLE (default URG: see docs/checkpoint.md, "Which signal")
+    checkpoint_signal: str = "URG"
     #: seconds of warning before the time limit
     signal_lead: int = 300
     #: whether this tier's GPU-hours count against the accounts' monthly budgets (`charged = false`: idle capacity

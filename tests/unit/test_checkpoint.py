@@ -49,7 +49,7 @@ def test_json_format_and_bad_inputs(tmp_path):
         Checkpointer(tmp_path, fmt="yaml", install=False)
     with pytest.raises(C.CheckpointError, match="keep must be"):
         Checkpointer(tmp_path, keep=0, install=False)
-    with pytest.raises(C.CheckpointError, match="unknown signal 'NOPE'"):
+    with pytest.raises(C.CheckpointError, match="warning_signal: 'NOPE' is not a usable checkpoint signal"):
         Checkpointer(tmp_path, warning_signal="NOPE")
 
 
@@ -141,7 +141,7 @@ def test_kill_during_writes_never_leaves_torn_checkpoint(tmp_path):
             assert obj["step"] == c.step and len(obj["blob"]) == 2 * 1024 * 1024
 
 
-def run_trainer(tmp_path, signal_at_step: int | None, sig=signal.SIGUSR1, steps=40, env=None):
+def run_trainer(tmp_path, signal_at_step: int | None, sig=signal.SIGURG, steps=40, env=None):
     ck, log = tmp_path / "ck", tmp_path / "log"
     p = subprocess.Popen([sys.executable, str(TRAINER), str(ck), str(log), "--steps", str(steps),
                           "--step-seconds", "0.02"], env=env or no_slurm_env())
@@ -156,7 +156,7 @@ def run_trainer(tmp_path, signal_at_step: int | None, sig=signal.SIGUSR1, steps=
     return log.read_text().splitlines()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGURG, signal.SIGTERM])
 def test_real_signal_then_resume_gives_uninterrupted_result(tmp_path, sig):
     first = run_trainer(tmp_path, signal_at_step=10, sig=sig)
     saved = [ln for ln in first if " saved " in ln]
@@ -196,7 +196,7 @@ def test_wiring_passes_the_warning_on_when_the_script_says_so(tmp_path):
     promise of its own)."""
     ck, log = tmp_path / "ck", tmp_path / "log"
     out, _ = _run_wiring_job(tmp_path, f"{sys.executable} {TRAINER} {ck} {log} --steps 400 --step-seconds 0.02",
-                             no_slurm_env(SLURMTOOLS_FORWARD_SIGNAL="1"),
+                             no_slurm_env(SLURMTOOLS_FORWARD_SIGNAL="1", SLURMTOOLS_CHECKPOINT_SIGNAL="USR1"),
                              lambda: log.exists() and log.read_text().count(" step ") >= 5)
     lines = log.read_text().splitlines()
     assert any(" saved " in ln and "signal=USR1" in ln for ln in lines), lines
@@ -208,7 +208,7 @@ def test_wiring_passes_the_warning_on_once_the_library_promised_to_handle_it(tmp
     """In a job, the Checkpointer leaves its promise when it installs its handlers; then the warning reaches it."""
     ck, log = tmp_path / "ck", tmp_path / "log"
     promise = tmp_path / "promise"
-    env = no_slurm_env(SLURM_JOB_ID="4243", SLURMTOOLS_SIGNAL_PROMISE=str(promise),
+    env = no_slurm_env(SLURM_JOB_ID="4243", SLURMTOOLS_SIGNAL_PROMISE=str(promise), SLURMTOOLS_CHECKPOINT_SIGNAL="USR1",
                        SLURMTOOLS_REQUEUE_MARKER=str(tmp_path / "requeue"), PATH="/usr/bin:/bin")
     out, err = _run_wiring_job(tmp_path, f"{sys.executable} {TRAINER} {ck} {log} --steps 400 --step-seconds 0.02",
                                env, lambda: log.exists() and log.read_text().count(" step ") >= 5)
@@ -228,7 +228,8 @@ def test_wiring_keeps_the_warning_from_a_program_that_did_not_promise(tmp_path):
     promise = tmp_path / "promise"
     promise.touch()
     out, err = _run_wiring_job(tmp_path, f"{sys.executable} {prog}",
-                               no_slurm_env(SLURM_JOB_ID="4244", SLURMTOOLS_SIGNAL_PROMISE=str(promise)),
+                               no_slurm_env(SLURM_JOB_ID="4244", SLURMTOOLS_SIGNAL_PROMISE=str(promise),
+                                            SLURMTOOLS_CHECKPOINT_SIGNAL="USR1"),
                                started.exists)
     assert out.split() == ["finished", "rc=0"], (out, err)
     assert "SIGUSR1 (preemption or time-limit warning) not passed on" in err
@@ -247,7 +248,8 @@ def test_wiring_stops_a_preempted_plain_program_where_slurm_requeues_it(tmp_path
     prog = tmp_path / "plain.py"
     prog.write_text(f"import pathlib, time; pathlib.Path({str(started)!r}).touch(); time.sleep(30)")
     env = no_slurm_env(SLURM_JOB_ID="4245", SLURMTOOLS_SIGNAL_PROMISE=str(tmp_path / "promise"),
-                       SLURMTOOLS_PREEMPTED_EXIT_REQUEUED="1", PATH=f"{bindir}:/usr/bin:/bin")
+                       SLURMTOOLS_PREEMPTED_EXIT_REQUEUED="1", PATH=f"{bindir}:/usr/bin:/bin",
+                       SLURMTOOLS_CHECKPOINT_SIGNAL="USR1")
     out, err = _run_wiring_job(tmp_path, f"{sys.executable} {prog}", env, started.exists)
     assert out.strip() == f"rc={128 + signal.SIGTERM}", (out, err)
     assert "the job is preempted" in err

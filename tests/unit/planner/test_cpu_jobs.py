@@ -89,7 +89,7 @@ def test_one_task_goes_to_the_first_cpu_partition_with_no_gpu_directive(cpu_site
     assert [d.text for d in p.directives] == [
         "--job-name=job", "--partition=cpu", "--qos=standard", "--account=vision", "--time=01:00:00", "--nodes=1",
         "--ntasks-per-node=1", "--cpus-per-task=8", "--mem=32000M", "--output=%x-%j.out", "--requeue",
-        "--open-mode=append", "--signal=B:USR1@300"]
+        "--open-mode=append", "--signal=B:URG@300"]
     assert not any(k.startswith("NCCL") for k, _ in p.env)
     assert ("SRUN_CPUS_PER_TASK", "8") in p.env  # srun (22.05+) does not take --cpus-per-task from the job
     assert "a CPU job (no GPUs)" in p.directive("partition").why

@@ -125,7 +125,7 @@ def test_preemptible_tier_gets_requeue_append_and_batch_signal(site, fabric):
     o = opts(p)
     assert "requeue" in o and o["requeue"] is None
     assert o["open-mode"] == "append"
-    assert o["signal"] == "B:USR1@120"  # scavenger: signal_lead 2m
+    assert o["signal"] == "B:URG@120"  # scavenger: signal_lead 2m
     assert ("SLURMTOOLS_SIGNAL_LEAD", "120") in p.env and "SLURMTOOLS_FORWARD_SIGNAL" not in dict(p.env)
     assert "only to a program that said it handles it" in p.directive("signal").why
     p2 = plan_job(req(gpus=8, tier="production"), site, from_fabric(fabric), TORCHRUN)
@@ -148,7 +148,7 @@ def test_handles_signal_passes_the_warning_on(site, fabric):
 ])
 def test_signal_lead_fits_inside_the_time_limit(site, fabric, time_limit, lead, note):
     p = plan_job(req(gpus=8, tier="standard", time_limit=time_limit), site, from_fabric(fabric), TORCHRUN)
-    assert opts(p)["signal"] == f"B:USR1@{lead}"
+    assert opts(p)["signal"] == f"B:URG@{lead}"
     # Slurm warns when at most lead + 30 s remain and checks every 30 s: the warning never comes in the first minute
     assert lead == 0 or time_limit - lead - 60 >= 60
     if note is None:
