@@ -1,4 +1,5 @@
-"""Append-only JSON-lines decision log: every admission refusal, preemption and requeue, one line each.
+"""Append-only JSON-lines decision log: every admission, modification (re-route), refusal, preemption checkpoint,
+requeue and QoS sync change, one line each, each carrying the policy hash that decided and its writer's sequence.
 
 API (all of it)::
 
@@ -6,26 +7,39 @@ API (all of it)::
     audit.record("admission_refused", job=None, user="alice", details={"policy": "tier-limits", "message": "..."})
     audit.record("preempted", job=1234, user="bob", details={"qos": "scavenger"}, path="/var/spool/slurmtools/decisions.jsonl")
     for event in audit.read(path): ...
+    for problem in audit.verify(path): ...   # gaps, reordered or repeated lines, lines that are not records
 
 Each call is ONE `write()` on a descriptor opened with O_APPEND, so lines from concurrent writers (slurmd hooks on
-many nodes, the CLI, job_submit helpers) never interleave on a local filesystem; the file is opened with
+many nodes, the CLI, job_submit.lua in slurmctld) never interleave on a local filesystem; the file is opened with
 O_NOFOLLOW so a symlink planted in its place is refused instead of followed. Where the log lives: the `path`
 argument, else `$SLURMTOOLS_AUDIT_LOG`, else `decisions.jsonl` in `$SLURMTOOLS_SPOOL_DIR`, else in
 `/var/spool/slurmtools`. Standard library only: the hooks import it.
+
+Why per-writer sequences (docs/policy.md, "The decision log"): writers on many hosts append to one file with no
+common lock, so no global order exists to check. Each writer (`writer`, e.g. `epilog@gpu01`,
+`job_submit.lua@ctl`) numbers its own records 1, 2, 3 ... under a lock on its own counter file beside the log
+(`<log>.seq.<writer>`); `verify` then finds a deleted line (a gap), a moved line (a number out of order) and a
+deleted last line (the counter is ahead of the log). The policy hash (`policy`) is the caller's, else the one the
+loaded job_submit.lua left beside the log (`<log>.policy`), else null (which verify reports).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import socket
+import sys
 import time as _time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from slurmtools.errors import SlurmtoolsError
 
 #: events other modules write; free-form events are allowed too, these are the ones reports know
-EVENTS = ("admission_refused", "admission_modified", "preempted", "requeued", "time_limit", "node_drained")
+EVENTS = ("admission_allowed", "admission_refused", "admission_modified", "preempted", "requeued", "time_limit",
+          "node_drained", "qos_sync")
 LOG_NAME = "decisions.jsonl"
 DEFAULT_SPOOL = "/var/spool/slurmtools"
 #: a record larger than this is refused: a log line must stay one atomic write and readable
@@ -43,27 +57,91 @@ def default_path() -> Path:
     return Path(os.environ.get("SLURMTOOLS_SPOOL_DIR") or DEFAULT_SPOOL) / LOG_NAME
 
 
+_WRITER_CHARS = re.compile(r"[^A-Za-z0-9@._-]")
+
+
+def default_writer() -> str:
+    """`<program>@<node>`: $SLURMTOOLS_AUDIT_WRITER, else the program's name and the Slurm node or host name."""
+    env = os.environ.get("SLURMTOOLS_AUDIT_WRITER")
+    if env:
+        return env
+    prog = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    return f"{prog or 'python'}@{os.environ.get('SLURMD_NODENAME') or socket.gethostname()}"
+
+
+def seq_path(log: Path, writer: str) -> Path:
+    """The counter file of one writer beside the log (the Lua writer uses the same name)."""
+    return Path(f"{log}.seq.{_WRITER_CHARS.sub('_', writer)}")
+
+
+def policy_path(log: Path) -> Path:
+    """Where the loaded job_submit.lua leaves its policy hash, for writers that do not evaluate the policy."""
+    return Path(f"{log}.policy")
+
+
+def current_policy(log: Path) -> str | None:
+    try:
+        text = policy_path(log).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{16,64}", text) else None
+
+
 def record(event: str, job: int | str | None = None, user: str | None = None,
            details: dict[str, Any] | None = None, *, path: str | os.PathLike | None = None,
-           time: float | None = None) -> dict[str, Any]:
-    """Append one event; returns the record written. Raises AuditError (one line) if it cannot."""
+           time: float | None = None, policy: str | None = None, writer: str | None = None) -> dict[str, Any]:
+    """Append one event; returns the record written. Raises AuditError (one line) if it cannot.
+
+    The writer's counter is locked from reading the next number until the line is written, so concurrent
+    processes of one writer id (epilogs of one node) still number their lines 1, 2, 3 in file order."""
+    import fcntl
+
     if not isinstance(event, str) or not event or any(c.isspace() for c in event):
         raise AuditError(f"audit: event must be a non-empty word, got {event!r}")
+    p = Path(path) if path is not None else default_path()
+    w = writer or default_writer()
     rec: dict[str, Any] = {
         "time": round(_time.time() if time is None else float(time), 3),
         "event": event,
         "job": _job_id(job),
         "user": user,
         "details": details or {},
+        "policy": policy or current_policy(p),
+        "writer": w,
+        "seq": 0,
     }
+    sp = seq_path(p, w)
+    try:
+        sfd = os.open(sp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as e:
+        raise AuditError(f"audit: cannot open the sequence file {sp}: {e.strerror}") from None
+    try:
+        fcntl.flock(sfd, fcntl.LOCK_EX)
+        raw = os.pread(sfd, 64, 0).strip()
+        rec["seq"] = (int(raw) if raw.isdigit() else 0) + 1
+        data = _line(rec)
+        _append(p, data)
+        os.pwrite(sfd, b"%d\n" % rec["seq"], 0)
+        os.ftruncate(sfd, len(b"%d\n" % rec["seq"]))
+    except OSError as e:
+        raise AuditError(f"audit: cannot update the sequence file {sp}: {e.strerror}") from None
+    finally:
+        os.close(sfd)
+    return rec
+
+
+def _line(rec: dict[str, Any]) -> bytes:
     try:
         line = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str) + "\n"
     except (TypeError, ValueError) as e:
-        raise AuditError(f"audit: details of {event!r} are not JSON-serialisable: {e}") from None
+        raise AuditError(f"audit: details of {rec['event']!r} are not JSON-serialisable: {e}") from None
     data = line.encode("utf-8", "replace")
     if len(data) > MAX_LINE:
-        raise AuditError(f"audit: record of {event!r} is {len(data)} bytes, over the {MAX_LINE}-byte limit")
-    p = Path(path) if path is not None else default_path()
+        raise AuditError(f"audit: record of {rec['event']!r} is {len(data)} bytes, over the {MAX_LINE}-byte limit")
+    return data
+
+
+def _append(p: Path, data: bytes) -> None:
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(p, flags, 0o644)
@@ -77,7 +155,61 @@ def record(event: str, job: int | str | None = None, user: str | None = None,
         raise AuditError(f"audit: cannot write {p}: {e.strerror}") from None
     finally:
         os.close(fd)
-    return rec
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing `verify` found: the log line it is about (0: the log as a whole) and what is wrong."""
+
+    line: int
+    message: str
+
+
+def verify(path: str | os.PathLike | None = None) -> list[Problem]:
+    """Check the log: every line a record with a policy hash, each writer's numbers 1, 2, 3 ... in file order with
+    none missing, and each writer's counter file (when readable) not ahead of its last line."""
+    p = Path(path) if path is not None else default_path()
+    problems: list[Problem] = []
+    last: dict[str, tuple[int, int]] = {}  # writer -> (seq, line)
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        return [Problem(0, f"{p}: cannot read: {e.strerror}")]
+    with f:
+        for n, raw in enumerate(f, 1):
+            try:
+                rec = json.loads(raw)
+                if not isinstance(rec, dict) or not isinstance(rec.get("event"), str):
+                    raise ValueError("no event")
+            except ValueError:
+                problems.append(Problem(n, "not a decision record (torn, edited or foreign line)"))
+                continue
+            w, seq = rec.get("writer"), rec.get("seq")
+            if not rec.get("policy"):
+                problems.append(Problem(n, f"{rec['event']} record carries no policy hash"))
+            if not isinstance(w, str) or not w or isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+                problems.append(Problem(n, f"{rec['event']} record has no writer and sequence number"))
+                continue
+            prev_seq, prev_line = last.get(w, (0, 0))
+            where = f"after seq {prev_seq} (line {prev_line})" if prev_line else "as its first line in this log"
+            if seq == prev_seq + 1:
+                pass
+            elif seq > prev_seq + 1:
+                k = seq - prev_seq - 1
+                problems.append(Problem(n, f"writer {w}: seq {seq} {where}: {k} record(s) missing"))
+            else:
+                problems.append(Problem(n, f"writer {w}: seq {seq} {where}: out of order or repeated"))
+            if seq > prev_seq:
+                last[w] = (seq, n)
+    for w, (seq, n) in sorted(last.items()):
+        try:
+            raw = seq_path(p, w).read_bytes().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and int(raw) > seq:
+            problems.append(Problem(0, f"writer {w}: its counter is at {int(raw)} but its last record is seq {seq} "
+                                       f"(line {n}): {int(raw) - seq} record(s) missing from the end"))
+    return problems
 
 
 def read(path: str | os.PathLike | None = None, strict: bool = False) -> Iterator[dict[str, Any]]:

@@ -107,6 +107,27 @@ def render_job_submit(
         typer.echo(text, nl=False)
 
 
+def _qos_sync_logger(site):
+    """One `qos_sync` decision-log record per applied sacctmgr command, with the site's policy hash. A log that
+    cannot be written is said in one line per change; the change itself is already made."""
+    import getpass
+
+    from slurmtools import audit
+    from slurmtools.policy.engine import load_fabric_for
+    from slurmtools.policy.fingerprint import policy_hash
+    from slurmtools.policy.qos_sync import change_record
+
+    h = policy_hash(site, load_fabric_for(site))
+    path = _default_audit_log(site)
+
+    def done(cmd):
+        try:
+            audit.record("qos_sync", user=getpass.getuser(), details=change_record(cmd), policy=h, path=path)
+        except audit.AuditError as exc:
+            typer.echo(f"slurmtools: warning: {exc} (the change was made)", err=True)
+    return done
+
+
 def sync_qos(site: Optional[str] = SiteOpt,
              dry_run: bool = typer.Option(False, "--dry-run", help="Print the sacctmgr commands, change nothing")) -> None:
     """Make the accounting database's QoS match the site's tiers (priority, preemption, grace, limits)."""
@@ -123,7 +144,7 @@ def sync_qos(site: Optional[str] = SiteOpt,
     typer.echo(as_shell(cmds), nl=False)
     if dry_run:
         return
-    apply(cmds, be.run)
+    apply(cmds, be.run, _qos_sync_logger(s))
     left = plan_qos_sync(s, read_qos(be.run))
     if left:
         fail("sacctmgr accepted the changes but the QoS still differ:\n" + as_shell(left).rstrip(), code=3)

@@ -38,7 +38,8 @@ def current_usage(site: "Site", backend: "Backend", now: datetime | None = None)
 def preflight(request: JobRequest, site: "Site", backend: "Backend | None" = None,
               now: datetime | None = None) -> Decision:
     """Run the site's policies on a request before it is submitted. With a backend, budgets are checked against
-    this month's accounting; without one they are skipped. Refusals are written to the audit log."""
+    this month's accounting; without one they are skipped. Refusals and re-routes are written to the decision
+    log with the policy hash."""
     if backend is not None and not request.account and not request.default_account and request.user_name:
         acct = default_account(backend, request.user_name)
         if acct:
@@ -48,8 +49,12 @@ def preflight(request: JobRequest, site: "Site", backend: "Backend | None" = Non
         usage, month = current_usage(site, backend, now)
     ctx = PolicyContext(site=site, fabric=load_fabric_for(site), usage=usage, month=month)
     decision = evaluate(request, load_policies(site, ctx.fabric), ctx)
-    if decision.action == "deny":
-        _audit("admission_refused", request, decision, source="cli")
+    if decision.action in ("deny", "modify"):
+        from slurmtools.policy.fingerprint import policy_hash
+
+        event = "admission_refused" if decision.action == "deny" else "admission_modified"
+        extra = {"changes": dict(decision.changes)} if decision.action == "modify" else {}
+        _audit(event, request, decision, policy_hash(site, ctx.fabric), source="cli", **extra)
     return decision
 
 
@@ -66,7 +71,7 @@ def default_account(backend: "Backend", user: str) -> str | None:
     return lines[0] if lines else None
 
 
-def _audit(event: str, request: JobRequest, decision: Decision, **details) -> None:
+def _audit(event: str, request: JobRequest, decision: Decision, policy: str | None = None, **details) -> None:
     try:
         from slurmtools.audit import record
     except ImportError:  # the audit log module is optional for the policy layer
@@ -74,6 +79,6 @@ def _audit(event: str, request: JobRequest, decision: Decision, **details) -> No
     try:
         record(event, user=request.user_name,
                details={"account": request.effective_account, "qos": request.qos, "policy": decision.policy,
-                        "message": decision.message, **details})
+                        "message": decision.message, **details}, policy=policy)
     except Exception:  # an audit failure must never change an admission decision
         pass

@@ -107,9 +107,23 @@ def plan_qos_sync(site: Site, current: dict[str, dict[str, str]]) -> list[list[s
     return cmds
 
 
-def apply(cmds: list[list[str]], run: Runner) -> None:
+def apply(cmds: list[list[str]], run: Runner, done: Callable[[list[str]], None] | None = None) -> None:
+    """Run the commands in order; `done(cmd)` after each one sacctmgr accepted (the CLI writes the decision log
+    there, so a record exists for every change made even when a later command fails)."""
     for c in cmds:
         try:
             run(c)
         except SlurmError as exc:
             raise SlurmError("sacctmgr", f"{' '.join(c)}: {exc}") from None
+        if done is not None:
+            done(c)
+
+
+def change_record(cmd: list[str]) -> dict[str, object]:
+    """The decision-log details of one applied sacctmgr command: the action, the QoS and the settings."""
+    action = cmd[2] if len(cmd) > 2 else ""
+    if action == "add":
+        return {"action": "add", "qos": cmd[4].split(",") if len(cmd) > 4 else [], "command": cmd}
+    qos = next((a.split("=", 1)[1] for a in cmd if a.startswith("name=")), None)
+    sets = cmd[cmd.index("set") + 1:] if "set" in cmd else []
+    return {"action": action, "qos": [qos] if qos else [], "settings": sets, "command": cmd}

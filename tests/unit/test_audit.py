@@ -13,9 +13,11 @@ from slurmtools import audit
 def test_record_and_read_back(tmp_path):
     p = tmp_path / "d.jsonl"
     rec = audit.record("admission_refused", job=None, user="carol",
-                       details={"policy": "tier-limits", "message": "too many GPUs"}, path=p, time=100.0)
+                       details={"policy": "tier-limits", "message": "too many GPUs"}, path=p, time=100.0,
+                       policy="0123456789abcdef", writer="cli@login1")
     assert rec == {"time": 100.0, "event": "admission_refused", "job": None, "user": "carol",
-                   "details": {"policy": "tier-limits", "message": "too many GPUs"}}
+                   "details": {"policy": "tier-limits", "message": "too many GPUs"},
+                   "policy": "0123456789abcdef", "writer": "cli@login1", "seq": 1}
     audit.record("preempted", job="1234", user="bob", path=p)
     got = list(audit.read(p, strict=True))
     assert [g["event"] for g in got] == ["admission_refused", "preempted"] and got[1]["job"] == 1234
