@@ -16,6 +16,12 @@ class OptionError(SlurmtoolsError):
     exit_code = 2
 
 
+class BadInput(SlurmtoolsError):
+    """Too many of an input's rows are bad to trust a report built from the rest; the message names the input."""
+
+    exit_code = 1
+
+
 def register(app: typer.Typer) -> None:
     app.command("report")(report)
 
@@ -89,6 +95,10 @@ def report(
                                                                  "forecast and month-to-date budgets"),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the top-N tables and charts"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines even on a terminal"),
+    max_bad_share: Optional[float] = typer.Option(
+        None, "--max-bad-share", help="Fail when more than this share of an input's rows (sacct lines, epilog "
+                                      "records) is bad, e.g. 0.01 for 1% (default: the site's [reports] "
+                                      "max_bad_share, else 0.01); bad rows are skipped and listed in bad_rows.csv"),
     site_path: Optional[str] = SiteOpt,
 ) -> None:
     """Utilization report: GPU-hours vs capacity, cost, queue wait, preemption, waste, budgets, forecast."""
@@ -98,8 +108,10 @@ def report(
     import pandas as pd
 
     from slurmtools.cli.common import load_site
-    from slurmtools.reports import ingest, metrics, outputs
+    from slurmtools.reports import badrows, ingest, metrics, outputs
 
+    if max_bad_share is not None and not 0.0 <= max_bad_share <= 1.0:
+        raise OptionError(f"--max-bad-share: expected a share from 0 to 1 (0.01 is 1%), got {max_bad_share:g}")
     formats = tuple(f.strip() for f in fmt.split(",") if f.strip())
     bad = [f for f in formats if f not in outputs.FORMATS]
     if bad or not formats:
@@ -122,13 +134,23 @@ def report(
         backend = get_backend()
     month_start = pd.Timestamp(u - timedelta(seconds=1)).replace(day=1, hour=0, minute=0, second=0).to_pydatetime()
     load_since = min(s - timedelta(days=history_days), month_start)
+    bad: list = []
     jobs, history, notes, _ = ingest.load_jobs(s, u, history_since=load_since, sacct_file=sacct_file,
-                                               backend=backend, cache_dir=cache_dir, progress=progress)
+                                               backend=backend, cache_dir=cache_dir, progress=progress, bad_rows=bad)
     cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
                                                events_source=events_file or "sacctmgr show event",
                                                first_job=ingest.first_job(jobs, history))
     ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
-    epilog, enotes = ingest.load_epilog(ep_path)
+    epilog, enotes = ingest.load_epilog(ep_path, bad_rows=bad)
+    share, where = _max_bad_share(max_bad_share, site)
+    try:
+        badrows.check_share(bad, share, where)
+    except badrows.TooManyBadRows as exc:
+        try:
+            listed = outputs.write_bad_rows(bad, Path(out))
+        except OSError as oerr:
+            raise OptionError(f"--out: {out}: {oerr.strerror or oerr}") from None
+        raise BadInput(f"{exc}; the list: {listed}") from None
     if epilog_dir is None and enotes and "folder missing" in enotes[0]:
         enotes = [f"no epilog GPU records at {ep_path}; GPU efficiency from Slurm's gres/gpuutil only"]
     progress("computing metrics")
@@ -138,14 +160,27 @@ def report(
 
         fabric = load_fabric(site.fabric_path)
     rep = metrics.compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
-                          notes=notes + cnotes + enotes, history=history, fabric=fabric)
+                          notes=notes + cnotes + enotes, history=history, fabric=fabric, bad_rows=bad)
     progress("writing " + ", ".join(formats))
     try:
         written = outputs.write(rep, Path(out), formats, top=top)
     except OSError as exc:
         raise OptionError(f"--out: {out}: {exc.strerror or exc}") from None
     for p in written:
-        if p.suffix in (".html", ".md", ".json"):
+        if p.suffix in (".html", ".md", ".json") or p.name == badrows.FILE_NAME:
             typer.echo(str(p))
     if "csv" in formats:
-        typer.echo(f"{out}/*.csv ({sum(1 for p in written if p.suffix == '.csv')} tables)")
+        tables = sum(1 for p in written if p.suffix == ".csv" and p.name != badrows.FILE_NAME)
+        typer.echo(f"{out}/*.csv ({tables} tables)")
+
+
+def _max_bad_share(option: float | None, site) -> tuple[float, str]:
+    """The tolerated share of bad rows and where it was set: the option, the site file, or the default."""
+    from slurmtools.reports.badrows import DEFAULT_MAX_SHARE
+
+    if option is not None:
+        return option, "--max-bad-share"
+    settings = getattr(site, "reports", None)
+    if settings is not None and settings.max_bad_share is not None:
+        return settings.max_bad_share, f"{site.source} [reports] max_bad_share"
+    return DEFAULT_MAX_SHARE, "the default max_bad_share"

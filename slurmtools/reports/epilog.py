@@ -6,8 +6,9 @@ node, with `job`, `user`, `qos`, `gpus` (indexes), `start`/`end` (epoch s), `res
 are merged here: utilisation is the mean over all their GPUs, memory the peak.
 
 The reader is tolerant: flat spellings (`job_id`, `gpu_util_pct` as a number or a list per GPU, `gpu_mem_mb`,
-ISO times) are read too. A file that cannot be read is named in `problems` and skipped; it never ends the report
-(a nightly report should not die of one torn file).
+ISO times) are read too. A record that cannot be read (a torn file) or holds what the epilog never writes (a GPU
+utilisation outside 0-100 %, a negative count, a time outside 1970-2200, an end before the start) is skipped and
+listed in `bad` with its reason (`slurmtools.reports.badrows`); it never ends the report on its own.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from slurmtools.reports.badrows import BadRow, BadRows
+
+#: the times a record may hold (the sacct reader's bounds): 1970 .. 2200
+_T_MIN, _T_MAX = pd.Timestamp(1, unit="s"), pd.Timestamp("2200-01-01")
 
 _ALIASES = {
     "job_id": ("job", "job_id", "jobid", "SLURM_JOB_ID"),
@@ -42,6 +48,7 @@ class EpilogRecords:
     frame: pd.DataFrame  # job_id_raw int64, start datetime64[s], gpus int32, gpu_util_pct float32, gpu_mem_mb float32
     files: int = 0
     problems: list[str] = field(default_factory=list)
+    bad: BadRows | None = None
 
 
 def _get(d: dict, key: str):
@@ -66,9 +73,22 @@ def _time(v):
     if v is None or v == "":
         return pd.NaT
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return pd.Timestamp(datetime.fromtimestamp(float(v))).floor("s")
-    return pd.Timestamp(str(v)).tz_localize(None).floor("s") if pd.Timestamp(str(v)).tzinfo is None else \
-        pd.Timestamp(str(v)).tz_convert(None).floor("s")
+        t = pd.Timestamp(datetime.fromtimestamp(float(v))).floor("s")
+    else:
+        t = pd.Timestamp(str(v))
+        t = (t.tz_localize(None) if t.tzinfo is None else t.tz_convert(None)).floor("s")
+    if not _T_MIN <= t < _T_MAX:
+        raise ValueError("outside 1970-2200")
+    return t
+
+
+def _checked(values: list[float], key: str, top: float | None) -> list[float]:
+    """`values` when each is a finite number in [0, top]; else ValueError naming the field and the value."""
+    for x in values:
+        if not np.isfinite(x) or x < 0 or (top is not None and x > top):
+            limit = f"0 to {top:g}" if top is not None else "a number of 0 or more"
+            raise ValueError(f"field {key}: {x:g} is not {limit}")
+    return values
 
 
 def parse_record(d: dict) -> dict:
@@ -82,11 +102,15 @@ def parse_record(d: dict) -> dict:
         job_id = int(str(jid).split("_")[0].split(".")[0])
     except ValueError:
         raise ValueError(f"field job: expected a number, got {jid!r}") from None
+    if job_id <= 0:
+        raise ValueError(f"field job: {jid!r} is not a job id")
     out = {"job_id_raw": job_id}
     try:
         out["run"] = int(_get(d, "run") or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError("field restart_count: expected a number") from None
+    if not 0 <= out["run"] < 2**31:
+        raise ValueError(f"field run: {out['run']} is not a run index")
     utils: list[float] = []
     mem = np.nan
     acc = d.get("gpu_accounting")
@@ -115,18 +139,24 @@ def parse_record(d: dict) -> dict:
             mem = float(np.fmax(mem, _mean(fm) if not isinstance(fm, (list, tuple)) else max(map(float, fm))))
         except (TypeError, ValueError):
             raise ValueError("field gpu_mem_mb: expected a number or a list of numbers") from None
-    out["utils"] = utils
-    out["gpu_mem_mb"] = mem
+    # NVML reports each GPU's utilisation in percent: above 100 (or below 0) is not a measurement
+    out["utils"] = _checked(utils, "gpu_util_pct", 100.0)
+    out["gpu_mem_mb"] = mem if np.isnan(mem) else _checked([mem], "gpu_mem_mb", None)[0]
     try:
         g = _get(d, "gpus")
         out["gpus"] = len(g) if isinstance(g, (list, tuple)) else int(g or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError("field gpus: expected a count or a list of GPU indexes") from None
+    if not 0 <= out["gpus"] < 10**9:
+        raise ValueError(f"field gpus: {out['gpus']} is not a count of GPUs")
     for key in ("start", "end", "last_checkpoint"):
         try:
             out[key] = _time(_get(d, key))
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"field {key}: expected epoch seconds or an ISO time") from None
+        except (TypeError, ValueError, OverflowError, OSError):
+            raise ValueError(f"field {key}: expected epoch seconds or an ISO time between 1970 and 2200, got "
+                             f"{_get(d, key)!r}") from None
+    if not pd.isna(out["start"]) and not pd.isna(out["end"]) and out["end"] < out["start"]:
+        raise ValueError(f"field end: {out['end']} is before start {out['start']}")
     out["user"] = str(_get(d, "user") or "")
     out["tier"] = str(_get(d, "tier") or "")
     return out
@@ -168,18 +198,27 @@ def read_epilog_dir(path: str | Path) -> EpilogRecords:
     """Every `*.json` under `path` (recursively: the spool folder or its `jobs/`). A missing folder: no records."""
     root = Path(path)
     recs, problems, files = [], [], 0
+    bad = BadRows(str(root), "records")
     if not root.is_dir():
-        return EpilogRecords(merge_records([]), 0, [f"{root}: no epilog GPU records (folder missing)"])
+        return EpilogRecords(merge_records([]), 0, [f"{root}: no epilog GPU records (folder missing)"], bad)
     for f in sorted(root.rglob("*.json")):
         files += 1
+        text, line = "", None
         try:
-            d = json.loads(f.read_text())
+            raw = f.read_bytes()
+            text = raw.decode(errors="replace")
+            d = json.loads(raw.decode())
             if not isinstance(d, dict):
                 raise ValueError("expected a JSON object")
             recs.append(parse_record(d))
-        except (OSError, ValueError, json.JSONDecodeError) as exc:
-            problems.append(f"{f}: {str(exc).splitlines()[0]}")
-    return EpilogRecords(merge_records(recs), files, problems)
+        except (OSError, ValueError, RecursionError) as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                line = exc.lineno
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            problems.append(f"{f}: {why}")
+            bad.rows.append(BadRow(str(f), line, why, text))
+    bad.total = files
+    return EpilogRecords(merge_records(recs), files, problems, bad)
 
 
 STOP_EVENTS = ("preempted", "requeued", "time_limit")

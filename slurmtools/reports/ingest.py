@@ -49,10 +49,11 @@ def _day(ts) -> date:
 
 def load_jobs(since: datetime, until: datetime, *, history_since: datetime | None = None,
               sacct_file: str | Path | None = None, backend=None, cache_dir: str | Path | None = None,
-              now: datetime | None = None, progress: Progress | None = None
+              now: datetime | None = None, progress: Progress | None = None, bad_rows: list | None = None
               ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
     """(runs, history, notes, timings): every run active in [since, until) and whatever else the sources held;
     `history` is the cached daily usage of runs that ended in [history_since, since) and are not among the runs.
+    The rows of the fetched dump that were skipped as bad are appended to `bad_rows` (`badrows.BadRows`).
 
     With a cache, only the days not cached yet are fetched (a --sacct-file is trusted to cover the window asked
     for), and the finished days of what was fetched are stored."""
@@ -101,6 +102,8 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
         raise SlurmError("sacct", "no accounting source: give --sacct-file PATH or run where sacct works")
     timings["parse_s"] = time.perf_counter() - t
     notes += acc.notes
+    if bad_rows is not None and acc.bad is not None:
+        bad_rows.append(acc.bad)
     progress(f"parsed {len(acc.jobs):,} job runs and {acc.steps:,} steps")
     fresh = acc.jobs
     if c is not None and len(fresh):
@@ -189,10 +192,11 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
     return cap, events, notes
 
 
-def load_epilog(path: str | Path | None, decisions: str | Path | None = None) -> tuple[pd.DataFrame | None,
-                                                                                     list[str]]:
+def load_epilog(path: str | Path | None, decisions: str | Path | None = None, bad_rows: list | None = None
+                ) -> tuple[pd.DataFrame | None, list[str]]:
     """The epilog's records under `path`, with last-checkpoint times from the decision log `decisions` (default:
-    `decisions.jsonl` in `path` or, for the spool's `jobs/` folder, beside it)."""
+    `decisions.jsonl` in `path` or, for the spool's `jobs/` folder, beside it). Records skipped as bad are
+    appended to `bad_rows`."""
     from slurmtools.audit import LOG_NAME
     from slurmtools.reports.epilog import add_checkpoints, checkpoints_from_decisions, read_epilog_dir
 
@@ -200,6 +204,9 @@ def load_epilog(path: str | Path | None, decisions: str | Path | None = None) ->
         return None, []
     rec = read_epilog_dir(path)
     problems = list(rec.problems)
+    if bad_rows is not None and rec.bad is not None and rec.files:
+        bad_rows.append(rec.bad)
+        problems = []  # each is listed in bad_rows.csv, and counted in a note of its own
     if decisions is None:
         here = [Path(path) / LOG_NAME, Path(path).parent / LOG_NAME]
         decisions = next((p for p in here if p.is_file()), None)

@@ -53,6 +53,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: tiers whose GPU-hours are not charged against budgets (`slurmtools.policy.usage.uncharged_tiers`)
     uncharged_tiers: tuple[str, ...] = ()
+    #: the inputs' rows skipped as bad (`slurmtools.reports.badrows.BadRows`, only inputs that had some)
+    bad_rows: list = field(default_factory=list)
 
 
 def _secs(a) -> np.ndarray:
@@ -197,10 +199,16 @@ def _group(r: pd.DataFrame, key: str, prices: dict[str, float]) -> pd.DataFrame:
 
 def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capacity: pd.DataFrame | None = None,
             events: pd.DataFrame | None = None, epilog: pd.DataFrame | None = None, top: int = 10,
-            notes: list[str] | None = None, history: pd.DataFrame | None = None, fabric=None) -> Report:
+            notes: list[str] | None = None, history: pd.DataFrame | None = None, fabric=None,
+            bad_rows: list | None = None) -> Report:
     """The report over [since, until). `jobs` must hold every run active in the window (more is fine);
-    `history` is `daily_usage` of earlier runs NOT in `jobs` (from the day cache), for forecast and budgets."""
+    `history` is `daily_usage` of earlier runs NOT in `jobs` (from the day cache), for forecast and budgets;
+    `bad_rows` the inputs' rows skipped as bad (`badrows.BadRows`), counted in the summary and the notes."""
+    from slurmtools.reports.badrows import FILE_NAME
+
     notes = list(notes or [])
+    bad_rows = [b for b in (bad_rows or []) if b.rows]
+    notes += [f"{b.summary()}; the list: {FILE_NAME}" for b in bad_rows]
     lo = int(pd.Timestamp(since).value // 10**9)
     hi = int(pd.Timestamp(until).value // 10**9)
     all_runs = prepare(jobs, site, until, notes)
@@ -472,10 +480,13 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "p90_wait_min": float(np.nanpercentile(wait_min, 90)) if np.isfinite(wait_min).any() else None,
         # a run that was preempted (and killed by the warning signal, say) failed only because of it
         "failed_runs": int(((runs["state"] == "FAILED").to_numpy() & ~preempted_mask(runs, epilog)).sum()),
+        # input rows skipped as bad (a torn line, a year-1 time...), listed with line and reason in FILE_NAME
+        "bad_rows": sum(len(b.rows) for b in bad_rows), "bad_rows_file": FILE_NAME,
     }
     return Report(since=since, until=until, site=site.name if site else "", cluster=site.cluster_name if site else "",
                   currency=site.currency if site else "", summary=summary, tables=tables, timeline=timeline,
-                  wait_hist=wait_hist, forecasts=forecasts, notes=notes, uncharged_tiers=tuple(free))
+                  wait_hist=wait_hist, forecasts=forecasts, notes=notes, uncharged_tiers=tuple(free),
+                  bad_rows=bad_rows)
 
 
 def _reported(runs: pd.DataFrame, epilog: pd.DataFrame | None, column: str) -> np.ndarray:

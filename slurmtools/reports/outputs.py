@@ -2,7 +2,9 @@
 
 Rendering only: every number here was computed in `metrics`. User-supplied strings are escaped in HTML by
 Jinja2's autoescape and by `markupsafe.escape` in the table and chart helpers; Markdown cells have `|`, `<`,
-`>`, `&` and backticks neutralised so a job name cannot break a table or smuggle markup into a chat post.
+`>`, `&` and backticks neutralised so a job name cannot break a table or smuggle markup into a chat post; every
+CSV goes through `csvsafe.write_csv`, so no cell is a spreadsheet formula. Every format says how many input rows
+were skipped as bad, and `bad_rows.csv` (always written) lists them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import pandas as pd
 from markupsafe import Markup, escape
 
 from slurmtools.reports import charts, fmt
+from slurmtools.reports.badrows import FILE_NAME as BAD_ROWS_FILE
+from slurmtools.reports.badrows import BadRows
+from slurmtools.reports.csvsafe import write_csv
 from slurmtools.reports.metrics import CAPACITY_NOTE, WASTE_UTIL_PCT, Report
 
 FORMATS = ("html", "csv", "md", "json")
@@ -126,7 +131,8 @@ def render_md(r: Report, top: int = 5) -> str:
              + (" (upper bound: last checkpoint unknown for some runs)" if s.get("gpu_hours_lost_is_upper_bound")
                 else " since the last checkpoint" if s.get("lost_runs_with_checkpoint_time") else ""),
              f"- Allocated but idle: {fmt.num(s['idle_gpu_hours_allocated'])} of "
-             f"{fmt.num(s['gpu_hours_with_utilization'])} measured GPU-hours", ""]
+             f"{fmt.num(s['gpu_hours_with_utilization'])} measured GPU-hours",
+             f"- Bad input rows skipped: {fmt.count(s['bad_rows'])} (listed in {s['bad_rows_file']})", ""]
     lines += [f"- Note: {_md(n)}" for n in r.notes if n.startswith(CAPACITY_NOTE)]
     if lines[-1] != "":
         lines.append("")
@@ -177,14 +183,31 @@ def to_json(r: Report) -> dict:
     tl = r.timeline.reset_index()
     return {"site": r.site, "cluster": r.cluster, "currency": r.currency, "since": str(pd.Timestamp(r.since)),
             "until": str(pd.Timestamp(r.until)), "summary": {k: _jsonable(v) for k, v in r.summary.items()},
-            "notes": r.notes, "tables": tables,
+            "notes": r.notes, "tables": tables, "bad_rows": bad_rows_doc(r.bad_rows),
             "timeline": [{str(k): _jsonable(v) for k, v in rec.items()} for rec in tl.to_dict(orient="records")]}
 
 
-def write(r: Report, out: Path, formats: tuple[str, ...], top: int = 10) -> list[Path]:
-    """Write the chosen formats into `out` (created); return the files written."""
+def bad_rows_doc(inputs: list[BadRows]) -> dict:
+    """The bad rows for the JSON document: the count, the file listing them, and each input's share."""
+    return {"count": sum(len(b.rows) for b in inputs), "file": BAD_ROWS_FILE,
+            "inputs": [{"source": b.source, "what": b.what, "total": b.total, "bad": len(b.rows)} for b in inputs],
+            "rows": [{"source": x.source, "line": x.line, "reason": x.reason} for b in inputs for x in b.rows]}
+
+
+def write_bad_rows(inputs: list[BadRows], out: Path) -> Path:
+    """`bad_rows.csv` in `out`: source, line, reason and the row's text as read (made safe for spreadsheets like
+    every CSV), header only when no row was bad."""
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    rows = [(x.source, x.line, x.reason, x.text) for b in inputs for x in b.rows]
+    frame = pd.DataFrame(rows, columns=["source", "line", "reason", "text"]).astype({"line": "Int64"})
+    return write_csv(frame, out / BAD_ROWS_FILE)
+
+
+def write(r: Report, out: Path, formats: tuple[str, ...], top: int = 10) -> list[Path]:
+    """Write the chosen formats into `out` (created), and `bad_rows.csv` whatever the formats; return the files
+    written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [write_bad_rows(r.bad_rows, out)]
     if "html" in formats:
         p = out / "report.html"
         p.write_text(render_html(r, top))
@@ -198,11 +221,8 @@ def write(r: Report, out: Path, formats: tuple[str, ...], top: int = 10) -> list
         p.write_text(json.dumps(to_json(r), indent=1))
         written.append(p)
     if "csv" in formats:
-        pd.DataFrame([{k: _jsonable(v) for k, v in r.summary.items()}]).to_csv(out / "summary.csv", index=False)
-        written.append(out / "summary.csv")
+        written.append(write_csv(pd.DataFrame([{k: _jsonable(v) for k, v in r.summary.items()}]),
+                                 out / "summary.csv"))
         for name, df in list(r.tables.items()) + [("timeline", r.timeline)]:
-            p = out / f"{name}.csv"
-            keep_index = not isinstance(df.index, pd.RangeIndex)
-            df.to_csv(p, index=keep_index)
-            written.append(p)
+            written.append(write_csv(df, out / f"{name}.csv", index=not isinstance(df.index, pd.RangeIndex)))
     return written

@@ -14,6 +14,7 @@ JobID; `AllocTRES` reads `billing=2,cpu=2,gres/gpu:h100=16,gres/gpu=16,mem=2000M
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from slurmtools.errors import ParseError
+from slurmtools.reports.badrows import BadRow, BadRows
 from slurmtools.slurm.parsable import Header, Splitter, read_header
 
 #: sacct field (lower case) -> (our column, arrow type read from the text)
@@ -75,6 +77,8 @@ class Accounting:
     steps: int = 0
     source: str = ""
     notes: list[str] = field(default_factory=list)
+    #: rows skipped as bad, with their line and reason (`slurmtools.reports.badrows`)
+    bad: BadRows | None = None
 
 
 def _header(first_line: str, source: str) -> Header:
@@ -88,11 +92,65 @@ def _header(first_line: str, source: str) -> Header:
 
 
 BLOCK = 1 << 24
+#: times outside [TIME_MIN, TIME_MAX) are not Slurm's (year 1, a clock gone wild): the row is bad
+TIME_MIN, TIME_MAX = pa.scalar(1, pa.timestamp("s")), pa.scalar(7258118400, pa.timestamp("s"))  # 1970 .. 2200
+#: a GPU count in a TRES list that is not 1 to 9 digits (negative, text, 2^32 and more) makes the row bad
+_BAD_GPU = r"(?:^|,)gres/gpu(?::[^=,]*)?=(?:[^,]*[^0-9,][^,]*|\d{10,}|)(?:,|$)"
+_NUMBER = r"^\d{1,12}(?:\.\d+)?$"
+
+
+class _Dirty(Exception):
+    """The fast path met what only the careful path reads right: a bad row, or a CR inside a line."""
+
+
+class _WatchCR(io.FileIO):
+    """The dump file, noting whether a CR passes by: arrow's reader ends a row at a CR, sacct does not (it prints a
+    CR in a job name as it is), so such a dump goes to the careful path."""
+
+    cr = False
+
+    def read(self, size=-1):
+        data = super().read(size)
+        if not self.cr and b"\r" in data:
+            self.cr = True
+        return data
+
+
+@dataclass
+class _Runs:
+    """Blocks of allocation rows reduced so far, and their steps' GPU use."""
+
+    parts: list = field(default_factory=list)
+    step_ids: list = field(default_factory=list)
+    step_utils: list = field(default_factory=list)
+    step_mems: list = field(default_factory=list)
+    steps: int = 0
+    rows: int = 0
+
+    def take(self, t: pa.Table, check: bool = False) -> None:
+        """A block of rows, columns already renamed to ours (`check`: raise _Dirty on a bad row)."""
+        jobs_t, ids, utils, mems, n = _reduce(t, check)
+        self.parts.append(jobs_t)
+        self.step_ids.append(ids)
+        self.step_utils.append(utils)
+        self.step_mems.append(mems)
+        self.steps += n
+        self.rows += t.num_rows
+
+    def frame(self, have_raw: bool) -> pd.DataFrame:
+        table = pa.concat_tables(self.parts) if self.parts else None
+        cat = lambda xs, dt: np.concatenate(xs) if xs else np.array([], dt)  # noqa: E731
+        return _finish(table, None, cat(self.step_ids, np.int64), cat(self.step_utils, np.float64), have_raw,
+                       cat(self.step_mems, np.float64))
 
 
 def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None,
                on_block=None) -> Accounting:
     """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`.
+
+    A clean dump is read by arrow's streaming CSV reader. A dump with a bad row (too few fields, text in a number
+    or time field, a time outside 1970-2200, End before Start, a GPU count that is not a count...) or a CR inside
+    a line is read again by `_read_careful`, which skips each bad row and lists it in `Accounting.bad`.
 
     `on_block(done_bytes, total_bytes)` is called after each block (about 16 MB), for a progress bar."""
     if isinstance(src, bytes) or text:
@@ -100,7 +158,9 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         name = source or "sacct output"
         first = data[:data.find(b"\n") if b"\n" in data else len(data)].decode(errors="replace")
         opener = lambda: io.BytesIO(data)  # noqa: E731
+        raw_opener = opener
         total = len(data)
+        has_cr = b"\r" in data
     else:
         p = Path(src)
         name = source or str(p)
@@ -109,20 +169,41 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
                 first = fh.readline().decode(errors="replace")
         except OSError as exc:
             raise ParseError(name, None, f"cannot read: {exc.strerror or exc}") from None
-        opener = lambda: str(p)  # noqa: E731
+        opener = lambda: _WatchCR(str(p))  # noqa: E731
+        raw_opener = lambda: p.open("rb")  # noqa: E731
         total = p.stat().st_size
+        has_cr = False
     if not first.strip():
         raise ParseError(name, 1, "empty sacct dump (expected a header line such as JobID|State|Start|End|...)")
     header = _header(first, name)
-    names, delim = header.names, header.delimiter
+    names = header.names
     low = [n.strip().lower() for n in names]
     include = [names[i] for i, n in enumerate(low) if n in FIELDS]
     types = {names[i]: FIELDS[n][1] for i, n in enumerate(low) if n in FIELDS}
+    labels = {FIELDS[n.strip().lower()][0]: n for n in include}
+    try:
+        if has_cr:
+            raise _Dirty()
+        runs, notes = _read_fast(opener, header, include, types, labels, name, total, on_block)
+        bad = BadRows(name, "rows", runs.rows)
+    except _Dirty:
+        runs, notes, bad = _read_careful(raw_opener, header, include, types, labels, name, total, on_block)
+    low_inc = set(labels)
+    if "alloc_tres" not in low_inc:
+        notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
+    if "job_id_raw" not in low_inc:
+        notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
+    return Accounting(jobs=runs.frame("job_id_raw" in low_inc), steps=runs.steps, source=name, notes=notes,
+                      bad=bad)
 
-    bad_rows: list[tuple[int, str]] = []
+
+def _read_fast(opener, header: Header, include, types, labels, name, total, on_block) -> tuple[_Runs, list[str]]:
+    """Arrow's streaming reader over a clean dump; raises _Dirty at the first sign of a bad row."""
+    names, delim = header.names, header.delimiter
+    invalid: list[tuple[int, str]] = []
 
     def on_bad(row) -> str:
-        bad_rows.append((row.number, row.text))
+        invalid.append((row.number, row.text))
         return "skip"
 
     ropts = pacsv.ReadOptions(column_names=names + ([""] if header.trailing else []), skip_rows=1, block_size=BLOCK)
@@ -130,60 +211,316 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
                                invalid_row_handler=on_bad)
     copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
                                  strings_can_be_null=False)  # arrow's own ISO-8601 parser: fast, strict
-    parts: list[pa.Table] = []
-    step_ids: list[np.ndarray] = []
-    step_utils: list[np.ndarray] = []
-    step_mems: list[np.ndarray] = []
-    nsteps = 0
-    renamed = [FIELDS[c.strip().lower()][0] for c in include]
+    runs = _Runs()
 
     def take(t: pa.Table) -> None:
-        nonlocal nsteps
-        jobs_t, ids, utils, mems, n = _reduce(t.rename_columns([FIELDS[c.strip().lower()][0] for c in t.column_names]))
-        parts.append(jobs_t)
-        step_ids.append(ids)
-        step_utils.append(utils)
-        step_mems.append(mems)
-        nsteps += n
+        runs.take(t.rename_columns([FIELDS[c.strip().lower()][0] for c in t.column_names]), check=True)
 
+    stream = opener()
     try:
         # streamed in blocks: step rows and TRES text are reduced away block by block, so peak memory follows
         # the jobs, not the file
-        reader = pacsv.open_csv(opener(), read_options=ropts, parse_options=popts, convert_options=copts)
+        reader = pacsv.open_csv(stream, read_options=ropts, parse_options=popts, convert_options=copts)
         for i, batch in enumerate(reader, start=1):
             take(pa.Table.from_batches([batch]))
             if on_block is not None:
                 on_block(min(i * BLOCK, total), total)
-    except pa.ArrowInvalid as exc:
-        raise ParseError(name, None, _arrow_message(str(exc), header, opener)) from None
+    except pa.ArrowInvalid:
+        raise _Dirty() from None
+    finally:
+        if hasattr(stream, "close"):
+            stream.close()
+    if getattr(stream, "cr", False):
+        raise _Dirty()
     notes: list[str] = []
-    if bad_rows and any(n is None or n < 0 for n, _ in bad_rows):
+    if invalid and any(n is None or n < 0 for n, _ in invalid):
         # the threaded reader may not know row numbers: find the lines in the text (rare, so a rescan is fine)
         whole = opener()
-        blob = whole.getvalue() if isinstance(whole, io.BytesIO) else Path(whole).read_bytes()
-        bad_rows = _lines_of(blob, bad_rows)
-    if bad_rows:
-        extra, fixed_note = _repair(bad_rows, header, include, copts, name)
+        blob = whole.getvalue() if isinstance(whole, io.BytesIO) else Path(whole.name).read_bytes()
+        invalid = _lines_of(blob, invalid)
+    if invalid:
+        try:
+            extra, fixed_note = _repair(invalid, header, include, copts, name)
+        except ParseError:
+            raise _Dirty() from None
         take(extra)
         notes.append(fixed_note)
-    low_inc = set(renamed)
-    if "alloc_tres" not in low_inc:
-        notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
-    if "job_id_raw" not in low_inc:
-        notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
-    schema_src = parts[0].schema if parts else None
-    table = pa.concat_tables(parts) if parts else None
-    jobs = _finish(table, schema_src, np.concatenate(step_ids) if step_ids else np.array([], np.int64),
-                   np.concatenate(step_utils) if step_utils else np.array([], np.float64), "job_id_raw" in low_inc,
-                   np.concatenate(step_mems) if step_mems else np.array([], np.float64))
-    return Accounting(jobs=jobs, steps=nsteps, source=name, notes=notes)
+    return runs, notes
+
+
+def _read_careful(opener, header: Header, include, types, labels, name, total, on_block
+                  ) -> tuple[_Runs, list[str], BadRows]:
+    """The dump line by line (a line ends at LF only), in blocks, with arrow kernels over each block's lines:
+    every row that cannot be read or holds what Slurm never writes is skipped and listed with its line number.
+    Python runs per row only for rows that need repair (a value holding the delimiter) or are bad."""
+    runs = _Runs()
+    bad = BadRows(name, "rows")
+    rejoined: list[int] = []
+    held: set[str] = set()
+    replaced: list[int] = []
+    with_cr: list[int] = []
+    splitter = Splitter(header, name)
+    with opener() as fh:
+        fh.readline()
+        lineno, done = 2, 0
+        while True:
+            block = fh.read(BLOCK)
+            if not block:
+                break
+            if not block.endswith(b"\n"):
+                block += fh.readline()
+            done += len(block)
+            _careful_block(block, lineno, header, include, types, labels, splitter, runs, bad, rejoined, held,
+                           replaced, with_cr)
+            lineno += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            if on_block is not None:
+                on_block(min(done, total), total)
+    bad.total = runs.rows + len(bad.rows)
+    notes = []
+    d = header.delimiter
+    if rejoined:
+        fields = ", ".join(n for n in header.names if n in held)
+        notes.append(f"{len(rejoined)} line(s) had the delimiter {d!r} inside {fields} and were rejoined "
+                     f"(first: line {min(rejoined)})")
+    if replaced:
+        notes.append(f"{len(replaced)} line(s) held bytes that are not UTF-8 in a job name or other free text, "
+                     f"shown as U+FFFD (first: line {min(replaced)})")
+    if with_cr:
+        notes.append(f"{len(with_cr)} line(s) hold a carriage return inside a value, kept as text "
+                     f"(first: line {min(with_cr)})")
+    return runs, notes, bad
+
+
+def _non_utf8_lines(block: bytes) -> set[int]:
+    """0-based indexes of the lines of `block` holding bytes that are not UTF-8 (one decode per such line)."""
+    import codecs
+
+    out: set[int] = set()
+    pos, line = 0, 0
+    view = memoryview(block)
+    while pos < len(block):
+        try:
+            codecs.utf_8_decode(view[pos:], "strict", True)
+            break
+        except UnicodeDecodeError as exc:
+            at = pos + exc.start
+            line += block.count(b"\n", pos, at)
+            out.add(line)
+            nxt = block.find(b"\n", at)
+            if nxt < 0:
+                break
+            line += 1
+            pos = nxt + 1
+    return out
+
+
+def _lines(text: bytes) -> pa.Array:
+    """The LF-ended lines of `text` (valid UTF-8) as a string array, without the LF: built from offsets, no
+    Python object per line."""
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    nl = np.flatnonzero(np.frombuffer(text, np.uint8) == 10)
+    offsets = np.concatenate([[0], nl + 1]).astype(np.int32)
+    arr = pa.StringArray.from_buffers(len(nl), pa.py_buffer(offsets), pa.py_buffer(text))
+    return pc.utf8_slice_codeunits(arr, 0, -1)
+
+
+def _careful_block(block: bytes, first_line: int, header: Header, include, types, labels, splitter: Splitter,
+                   runs: _Runs, bad: BadRows, rejoined, held, replaced, with_cr) -> None:
+    names, d, n = header.names, header.delimiter, len(header.names)
+    try:
+        block.decode()
+        non_utf8: set[int] = set()
+    except UnicodeDecodeError:
+        non_utf8 = _non_utf8_lines(block)
+        block = block.decode(errors="replace").encode()
+    lines = _lines(block)
+    lineno = np.arange(first_line, first_line + len(lines), dtype=np.int64)
+    # a CRLF dump: the CR before the LF is not data
+    lines = pc.replace_substring_regex(lines, "\r$", "")
+    keep = pc.greater(pc.utf8_length(lines), 0).to_numpy(zero_copy_only=False)  # arrow skips empty lines too
+    lines, lineno = lines.filter(pa.array(keep)), lineno[keep]
+    idx_in_block = lineno - first_line
+    body = pc.replace_substring_regex(lines, re.escape(d) + "$", "") if header.trailing else lines
+    parts = pc.split_pattern(body, d)
+    ok = pc.equal(pc.list_value_length(parts), n).to_numpy(zero_copy_only=False)
+    m = int(ok.sum())
+    flat = pc.list_flatten(parts.filter(pa.array(ok)))
+    columns = {c: [flat.take(pa.array(np.arange(m, dtype=np.int64) * n + names.index(c)))] for c in include}
+    order = [np.flatnonzero(ok)]
+    fixed: list[list[str]] = []
+    fixed_at: list[int] = []
+    for i in np.flatnonzero(~ok):
+        text = lines[i].as_py()
+        try:
+            values = splitter.split(text, int(lineno[i]))
+        except ParseError as exc:
+            bad.rows.append(BadRow(bad.source, int(lineno[i]), _reason(exc), text))
+            continue
+        held.update(nm for nm, v in zip(names, values) if d in v)
+        rejoined.append(int(lineno[i]))
+        fixed.append(values)
+        fixed_at.append(i)
+    if fixed:
+        for c in include:
+            k = names.index(c)
+            columns[c].append(pa.array([v[k] for v in fixed], pa.string()))
+        order.append(np.array(fixed_at, dtype=np.int64))
+    rows = np.concatenate(order)
+    values = {c: pa.concat_arrays([a.cast(pa.string()) for a in columns[c]]) for c in include}
+    reasons = np.full(len(rows), None, dtype=object)
+    typed = {}
+    for c in include:
+        typed[FIELDS[c.strip().lower()][0]] = _convert(values[c], types[c], c, reasons)
+    t = pa.table(typed) if typed else pa.table({})
+    for mask, why in _problems(t, labels):
+        for i in np.flatnonzero(mask):
+            if reasons[i] is None:
+                reasons[i] = why(int(i))
+    # bytes that are not UTF-8: read as U+FFFD in free text (a job name), a bad row anywhere else
+    for j in np.flatnonzero(np.isin(idx_in_block[rows], list(non_utf8))) if non_utf8 else []:
+        if reasons[j] is not None:
+            continue
+        where = [c for c in include if "\ufffd" in (values[c][j].as_py() or "") and _kind_of(c) != "text"]
+        if where:
+            reasons[j] = f"field {where[0]}: bytes that are not UTF-8"
+        else:
+            replaced.append(int(lineno[rows[j]]))
+    cr = pc.match_substring(lines, "\r").to_numpy(zero_copy_only=False)
+    good = np.array([r is None for r in reasons], dtype=bool)
+    with_cr.extend(int(x) for x in lineno[rows[good & cr[rows]]])
+    for j in np.flatnonzero(~good):
+        bad.rows.append(BadRow(bad.source, int(lineno[rows[j]]), reasons[j], lines[int(rows[j])].as_py()))
+    if good.any():
+        runs.take(t.filter(pa.array(good)))
+
+
+def _kind_of(field_name: str) -> str:
+    from slurmtools.slurm.parsable import _kind
+
+    return _kind(field_name)
+
+
+def _reason(exc: ParseError) -> str:
+    """The message of a ParseError without its `file:line: ` prefix (the bad-row list has its own columns)."""
+    s = str(exc)
+    prefix = f"{exc.source}:{exc.line}: " if exc.line is not None else f"{exc.source}: "
+    return s[len(prefix):] if s.startswith(prefix) else s
+
+
+def _convert(values: pa.Array, typ: pa.DataType, label: str, reasons: np.ndarray) -> pa.Array:
+    """Text -> the field's type, as arrow's reader would; a value that does not convert is null and its row gets
+    a reason."""
+    if typ == pa.string():
+        return values
+    nulls = pc.is_in(values, pa.array(_NULLS)).to_numpy(zero_copy_only=False)
+    if pa.types.is_timestamp(typ):
+        got = pc.strptime(values, format="%Y-%m-%dT%H:%M:%S", unit="s", error_is_null=True)
+        got = pc.coalesce(got, pc.strptime(values, format="%Y-%m-%d %H:%M:%S", unit="s", error_is_null=True))
+        what = "is not a time (YYYY-MM-DDTHH:MM:SS)"
+    else:
+        fits = pc.match_substring_regex(values, r"^-?\d{1,9}$")
+        got = pc.cast(pc.if_else(fits, values, pa.scalar(None, pa.string())), pa.int64()).cast(typ)
+        what = "is not a whole number"
+    wrong = pc.is_null(got).to_numpy(zero_copy_only=False) & ~nulls
+    for i in np.flatnonzero(wrong):
+        if reasons[i] is None:
+            reasons[i] = f"field {label}: {values[int(i)].as_py()!r} {what}"
+    return pc.if_else(pa.array(nulls), pa.scalar(None, typ), got)
+
+
+def _flag(a) -> np.ndarray:
+    """A boolean arrow result as numpy, null read as False."""
+    return pc.fill_null(a, False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray, object]]:
+    """What Slurm never writes, over a block of typed rows (our column names): (mask of rows, reason of row i).
+    Times and counts are checked on every row; GPU counts and the job id on allocation rows; GPU use on steps
+    (what the report reads of each). The fast path makes the same checks inside `_reduce`."""
+    out = _row_problems(t, labels)
+    if not t.num_rows:
+        return out
+    raw_col = t["job_id_raw"] if "job_id_raw" in t.column_names else t["job_id"]
+    is_step = _flag(pc.match_substring(raw_col, "."))
+    for c in ("alloc_tres", "req_tres"):
+        if c in t.column_names:
+            m = _bad_gpu_counts(t[c]) & ~is_step
+            out.append((m, lambda i, c=c: f"field {labels[c]}: a GPU count that is not a count of 0 to 999999999 "
+                                          f"in {t[c][i].as_py()!r}"))
+    if "job_id_raw" in t.column_names:
+        m = ~_flag(pc.utf8_is_digit(t["job_id_raw"])) & ~is_step
+        out.append((m, lambda i: f"field {labels['job_id_raw']}: {t['job_id_raw'][i].as_py()!r} is not a job id"))
+    if "tres_usage_ave" in t.column_names:
+        m, why = _usage_problems(t, labels)
+        out.append((m & is_step, why))
+    return out
+
+
+def _row_problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray, object]]:
+    """Times outside 1970-2200, End before Start, a negative node count: cheap, over every row."""
+    out = []
+    cols = t.column_names
+    for c in ("submit", "eligible", "start", "end"):
+        if c in cols and t[c].type == pa.timestamp("s"):
+            col = t[c]
+            m = _flag(pc.or_(pc.less(col, TIME_MIN), pc.greater_equal(col, TIME_MAX)))
+            out.append((m, lambda i, c=c, col=col: f"field {labels[c]}: {col[i].as_py()} is not between 1970 and "
+                                                   f"2200"))
+    if "start" in cols and "end" in cols and t["start"].type == t["end"].type == pa.timestamp("s"):
+        m = _flag(pc.less(t["end"], t["start"]))
+        out.append((m, lambda i: f"field {labels['end']}: {t['end'][i].as_py()} is before {labels['start']} "
+                                 f"{t['start'][i].as_py()}"))
+    if "nnodes" in cols and pa.types.is_integer(t["nnodes"].type):
+        m = _flag(pc.less(t["nnodes"], 0))
+        out.append((m, lambda i: f"field {labels['nnodes']}: {t['nnodes'][i].as_py()} is negative"))
+    return out
+
+
+def _bad_gpu_counts(tres) -> np.ndarray:
+    """Rows whose TRES list holds a GPU count that is not 1 to 9 digits (once per distinct TRES string)."""
+    return _flag(_by_value(tres, lambda v: pc.match_substring_regex(v, _BAD_GPU)))
+
+
+def _usage_problems(t: pa.Table, labels: dict[str, str]) -> tuple[np.ndarray, object]:
+    """Slurm's gres/gpuutil is the sum over the GPUs a task uses (NVML's per-process SM use added up over
+    devices in gpu_nvml.c), so it can pass 100 but never 100 x the step's GPUs; gres/gpumem is a size. The text
+    is looked at once per distinct usage string."""
+    usage = t["tres_usage_ave"]
+    d = pc.dictionary_encode(usage).combine_chunks() if isinstance(usage, pa.ChunkedArray) else \
+        pc.dictionary_encode(usage)
+    words = d.dictionary
+
+    def item(pattern):
+        got = pc.extract_regex(words, pattern)
+        return pc.struct_field(got, [0]), _flag(pc.is_valid(got))
+
+    util, has_util = item(r"(?:^|,)gres/gpuutil=(?P<v>[^,]*)")
+    mem, has_mem = item(r"(?:^|,)gres/gpumem=(?P<v>[^,]*)")
+    if not (has_util.any() or has_mem.any()):
+        return np.zeros(t.num_rows, dtype=bool), None
+    util_ok = _flag(pc.match_substring_regex(util, _NUMBER))
+    util_v = np.where(util_ok, pc.cast(pc.if_else(pa.array(util_ok), util, "0"), pa.float64()).to_numpy(
+        zero_copy_only=False), 0.0)
+    mem_ok = _flag(pc.match_substring_regex(mem, r"^\d{1,18}(?:\.\d+)?[KMGTP]?$"))
+    codes = d.indices.to_numpy(zero_copy_only=False)
+    gpus = np.ones(t.num_rows)
+    if "alloc_tres" in t.column_names:
+        gpus = np.maximum(_int_of(t["alloc_tres"], r"gres/gpu=(?P<n>\d{1,9})(?:,|$)"), 1)
+    wrong_word = has_mem & ~mem_ok | has_util & ~util_ok
+    m = wrong_word[codes] | (has_util[codes] & (util_v[codes] > 100.0 * gpus))
+
+    def why(i: int) -> str:
+        return (f"field {labels['tres_usage_ave']}: gres/gpuutil is not a percentage of the step's GPUs (at most "
+                f"100 per GPU) or gres/gpumem is not a size, in {usage[i].as_py()!r}")
+    return m, why
 
 
 def _lines_of(blob: bytes, rows: list[tuple[int | None, str]]) -> list[tuple[int | None, str]]:
     """The line number of each row's text, in one pass (a `--delimiter=,` dump repairs nearly every row)."""
     wanted = {t for _, t in rows}
     where: dict[str, int] = {}
-    for i, ln in enumerate(blob.decode(errors="replace").splitlines(), start=1):
+    for i, ln in enumerate(blob.decode(errors="replace").split("\n"), start=1):  # arrow's rows end at LF (or CR)
         if ln in wanted:
             where.setdefault(ln, i)
     return [(where.get(t), t) for _, t in rows]
@@ -258,19 +595,24 @@ def _int_of(arr, pattern: str) -> np.ndarray:
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
-def _reduce(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, int]:
+def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, int]:
     """One block: allocation rows with TRES reduced to GPU counts and type; steps reduced to (job, gpuutil,
-    gpumem MB)."""
+    gpumem MB). With `check` (the fast path), raise _Dirty on a row `_problems` would list, reusing what the
+    reduction computes anyway."""
+    if check and any(m.any() for m, _ in _row_problems(table, {})):
+        raise _Dirty()
     raw_col = table["job_id_raw"] if "job_id_raw" in table.column_names else table["job_id"]
     is_step = pc.match_substring(raw_col, ".")
     steps = table.filter(is_step)
     jobs = table.filter(pc.invert(is_step))
-    ids, utils, mems = _step_gpu_util(steps)
+    ids, utils, mems = _step_gpu_util(steps, check)
     n = jobs.num_rows
     if "job_id" not in jobs.column_names:
         jobs = jobs.append_column("job_id", jobs["job_id_raw"])
     if "job_id_raw" in jobs.column_names:
         try:
+            if check and pc.all(pc.utf8_is_digit(jobs["job_id_raw"])).as_py() is False:
+                raise _Dirty()
             raw = pc.cast(jobs["job_id_raw"], pa.int64())  # allocations' raw ids are plain numbers
         except pa.ArrowInvalid:
             raw_num = pc.extract_regex(jobs["job_id_raw"], r"^(?P<id>\d+)")
@@ -279,8 +621,12 @@ def _reduce(table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarr
         raw = pa.array(np.zeros(n, dtype=np.int64))  # decided in _finish, over all blocks at once
 
     alloc = _col(jobs, "alloc_tres", "")
+    req = _col(jobs, "req_tres", "")
+    if check and n and ((("alloc_tres" in jobs.column_names) and _bad_gpu_counts(alloc).any())
+                        or (("req_tres" in jobs.column_names) and _bad_gpu_counts(req).any())):
+        raise _Dirty()
     gpus = _int_of(alloc, r"gres/gpu=(?P<n>\d+)")
-    req_gpus = _int_of(_col(jobs, "req_tres", ""), r"gres/gpu=(?P<n>\d+)")
+    req_gpus = _int_of(req, r"gres/gpu=(?P<n>\d+)")
 
     def first_type(values):
         t = pc.extract_regex(values, r"gres/gpu:(?P<t>[^=,]+)=(?P<n>\d+)")
@@ -350,7 +696,7 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
 _MEM_UNIT_MB = {"": 1 / 2**20, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
-def _step_gpu_util(steps: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _step_gpu_util(steps: pa.Table, check: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Slurm's own `gres/gpuutil` (percent) and `gres/gpumem` (MB; sacct prints it with a unit suffix, bytes
     without one) from the steps' TRESUsageInAve: (job raw ids, util, mem), NaN where a step lacks one; empty if
     no step has either."""
@@ -362,6 +708,8 @@ def _step_gpu_util(steps: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     if not pc.any(have).as_py():
         return none
     s = steps.filter(have)
+    if check and _usage_problems(s, {})[0].any():
+        raise _Dirty()
 
     def num(pattern):
         return pc.extract_regex(s["tres_usage_ave"], pattern)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
-from slurmtools.site.model import Account, GpuType, Partition, PolicySettings, Site, Tier
+from slurmtools.site.model import Account, GpuType, Partition, PolicySettings, ReportSettings, Site, Tier
 from slurmtools.site.tomlread import Table, each, load_toml
 
 SYSTEM_SITE = Path("/etc/slurmtools/site.toml")
@@ -94,10 +94,16 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
         extra={k: v for k, v in pol.data.items() if k not in
                ("require_gpu_type", "require_checkpoint_signal", "cpu_mem_tolerance", "enabled")},
     )
+    rep = root.table("reports", {})
+    share = rep.float("max_bad_share", None, minimum=0.0)
+    if share is not None and share > 1.0:
+        raise rep.error("max_bad_share", f"expected a share from 0 to 1 (0.01 is 1%), got {share:g}")
+    rep.check_unknown()
     root.check_unknown()
     return Site(name=name, cluster_name=cluster, source=p, spool_dir=spool, currency=currency,
                 default_tier=default_tier, gpu_types=gpu_types, partitions=partitions, tiers=tiers,
-                accounts=accounts, fabric_path=fabric_path, policy=policy)
+                accounts=accounts, fabric_path=fabric_path, policy=policy,
+                reports=ReportSettings(max_bad_share=share))
 
 
 def _name(t: Table, name: str) -> str:

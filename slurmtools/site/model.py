@@ -99,6 +99,14 @@ class PolicySettings:
 
 
 @dataclass(frozen=True)
+class ReportSettings:
+    """`[reports]`: how much dirty accounting data a report tolerates before it fails."""
+
+    #: the share of an input's rows (sacct lines, epilog records) that may be bad; None: the reports' default
+    max_bad_share: float | None = None
+
+
+@dataclass(frozen=True)
 class Site:
     name: str
     cluster_name: str
@@ -112,6 +120,7 @@ class Site:
     accounts: dict[str, Account]
     fabric_path: Path | None
     policy: PolicySettings = PolicySettings()
+    reports: ReportSettings = ReportSettings()
 
     @property
     def default_partition(self) -> Partition:

@@ -95,13 +95,15 @@ def test_missing_required_field_names_it(tmp_path):
 
 
 def test_bad_time_names_line_and_field(tmp_path):
+    """A bad row is skipped and listed (issue 12), not the end of the whole dump."""
     p = tmp_path / "d.txt"
     p.write_text("JobID|State|Start|End\n1|COMPLETED|2026-11-02T00:00:00|2026-11-02T01:00:00\n"
                  "2|COMPLETED|yesterday|2026-11-02T01:00:00\n")
-    with pytest.raises(ParseError) as e:
-        read_sacct(p)
-    msg = str(e.value)
-    assert str(p) in msg and "line 3" in msg and "Start" in msg and "yesterday" in msg
+    acc = read_sacct(p)
+    assert acc.jobs["job_id"].tolist() == ["1"]
+    [bad] = acc.bad.rows
+    assert (bad.source, bad.line, bad.reason) == (str(p), 3, "field Start: 'yesterday' is not a time "
+                                                             "(YYYY-MM-DDTHH:MM:SS)")
 
 
 def test_empty_and_missing_files(tmp_path):
@@ -112,10 +114,11 @@ def test_empty_and_missing_files(tmp_path):
         read_sacct(tmp_path / "nope.txt")
 
 
-def test_too_few_fields_is_an_error_not_a_loss():
+def test_too_few_fields_is_listed_not_lost():
     text = "JobID|JobName|State|Start|End\n1|x|COMPLETED|2026-11-02T00:00:00\n"
-    with pytest.raises(ParseError, match=r"^sacct output:2: expected 5 fields"):
-        read_sacct(text, text=True)
+    acc = read_sacct(text, text=True)
+    assert len(acc.jobs) == 0
+    assert [(b.line, b.reason) for b in acc.bad.rows] == [(2, "expected 5 fields separated by '|', got 4")]
 
 
 def test_progress_callback_reaches_the_whole_file(tmp_path):
