@@ -113,14 +113,15 @@ def test_tolerance_widens_the_share(site, fabric):
 
 @pytest.mark.parametrize("line,ok", [
     ("#SBATCH --signal=B:USR1@300", True), ("#SBATCH --signal=USR1@60", True), ("#SBATCH --signal SIGUSR1", True),
-    ("#SBATCH --signal=RB:10@300", True), ("#SBATCH --signal=B:USR2@300", False), ("#SBATCH --time=5", False),
+    ("#SBATCH --signal=RB:10@300", True), ("#SBATCH --signal=B:USR2@300", True), ("#SBATCH --signal=B:URG@300", True),
+    ("#SBATCH --signal=B:TERM@300", False), ("#SBATCH --time=5", False),
     ("# SBATCH --signal=B:USR1@300", False),
 ])
 def test_checkpoint_signal_on_preemptible_tiers(policies, ctx, line, ok):
     d = decide(policies, ctx, ["-A", "vision", "-q", "standard", "--gres=gpu:h100:1"], script=f"#!/bin/bash\n{line}\n")
     assert d.allowed == ok
     if not ok:
-        assert d.message == ("tier standard is preemptible: add '#SBATCH --signal=B:USR1@300' to the batch script "
+        assert d.message == ("tier standard is preemptible: add '#SBATCH --signal=B:URG@300' to the batch script "
                              "so the job can checkpoint (a --signal on the command line is not visible here)")
 
 

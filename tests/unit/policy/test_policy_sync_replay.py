@@ -134,4 +134,10 @@ def test_preflight_writes_refusals_to_the_decision_log(site, tmp_path, monkeypat
     assert (rec["event"], rec["user"], rec["details"]["policy"], rec["details"]["source"]) == \
         ("admission_refused", "alice", "gpu_type", "cli")
     assert preflight(JobRequest.from_sbatch(["-A", "vision", "-q", "production", "--gres=gpu:h100:1"]), site, None).allowed
-    assert len(list(audit.read(log))) == 1
+    # an admission the policy changed (routing fills in the partition) is logged too, with the policy hash
+    from slurmtools.policy.engine import load_fabric_for
+    from slurmtools.policy.fingerprint import policy_hash
+
+    recs = list(audit.read(log))
+    assert [r["event"] for r in recs] == ["admission_refused", "admission_modified"]
+    assert recs[1]["details"]["changes"] == {"partition": "gpu"} and {r["policy"] for r in recs} == {policy_hash(site, load_fabric_for(site))}
