@@ -33,6 +33,7 @@ import os
 import pickle
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -274,13 +275,13 @@ class Checkpointer:
             except AttributeError:
                 raise CheckpointError(f"checkpoint: unknown signal {name!r}") from None
             signal.signal(signum, self._on_signal)
-        if self.job_id:
-            promise = signal_promise_path(self.job_id)
-            try:
-                promise.touch(mode=0o644, exist_ok=True)
-            except OSError as e:
-                self.log(f"could not leave {promise} (the batch wiring then keeps the warning signal from this "
-                         f"program unless SLURMTOOLS_FORWARD_SIGNAL=1): {e.strerror or e}")
+        promise = signal_promise_path()
+        # ranks on the other hosts of a job find no such folder: only the batch host's wiring reads the promise
+        if self.job_id and promise is not None and os.path.lexists(promise.parent):
+            why = leave_marker(promise, b"")
+            if why:
+                self.log(f"no promise left (the batch wiring then keeps the warning signal from this program unless "
+                         f"SLURMTOOLS_FORWARD_SIGNAL=1): {why}")
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         if self._got is None:  # the first signal decides; a later SIGTERM does not erase the warning
@@ -397,8 +398,12 @@ class Checkpointer:
             self.log(f"scontrol requeue failed: {why[0]}; leaving a requeue marker")
         except (OSError, subprocess.SubprocessError) as e:
             self.log(f"no scontrol here ({type(e).__name__}); leaving a requeue marker")
-        marker = requeue_marker_path(self.job_id)
-        atomic_write(marker, lambda f: f.write(b"requeue\n"), mode=0o644)
+        marker = requeue_marker_path()
+        why = ("SLURMTOOLS_REQUEUE_MARKER is not set (run the step through the batch wiring's slurmtools_run)"
+               if marker is None else leave_marker(marker, b"requeue\n"))
+        if why:
+            self.log(f"requeue marker not left: {why}; job {self.job_id} is not requeued")
+            return "none"
         return "marker"
 
     def exit(self, code: int | None = None) -> None:
@@ -436,6 +441,10 @@ class Checkpointer:
         d = job_scratch_path(self.job_id)
         try:
             d.mkdir(mode=0o700, exist_ok=True)
+            why = _private_folder_why(d)
+            if why:  # a folder planted at the predictable path: the report would be another user's to read or swap
+                self.log(f"stop report not written to {d}: {why}")
+                return
             body = json.dumps({"kind": cause.kind, "signal": cause.signal, "received_at": round(cause.received_at, 3),
                                "last_checkpoint": round(self.last_saved_at, 3) if self.last_saved_at else None,
                                "evidence": cause.evidence[:500]}).encode()
@@ -466,21 +475,71 @@ def job_scratch_path(job_id: str | int) -> Path:
     return Path(pattern.replace("{job_id}", str(job_id)))
 
 
-def signal_promise_path(job_id: str | int) -> Path:
+def signal_promise_path() -> Path | None:
     """Where the library says "this program handles the warning signal" (the batch wiring passes the signal on only
-    then). Every process on the batch host leaves it, so whichever rank runs there is enough."""
+    then): SLURMTOOLS_SIGNAL_PROMISE, set by the wiring to a file in its private folder for the run. Every process on
+    the batch host leaves it, so whichever rank runs there is enough. None outside the wiring."""
     env = os.environ.get("SLURMTOOLS_SIGNAL_PROMISE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("TMPDIR") or "/tmp") / f"slurmtools-handles-signal-{job_id}"
+    return Path(env) if env else None
 
 
-def requeue_marker_path(job_id: str | int) -> Path:
-    """Where the library leaves a requeue request when it cannot run scontrol (the batch wiring looks here)."""
+def requeue_marker_path() -> Path | None:
+    """Where the library leaves a requeue request when it cannot run scontrol: SLURMTOOLS_REQUEUE_MARKER, set by the
+    batch wiring to a file in its private folder for the run (it carries the request out). None outside the
+    wiring: a shared place such as /tmp would let another user plant the request (issue 12)."""
     env = os.environ.get("SLURMTOOLS_REQUEUE_MARKER")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("TMPDIR") or "/tmp") / f"slurmtools-requeue-{job_id}"
+    return Path(env) if env else None
+
+
+# --------------------------------------------------------------------------------------------------- markers
+# The one rule the batch wiring (checkpoint_wiring.sh, `_slurmtools_marker_why`) applies too: a marker counts only
+# as a plain file of the job's user in a folder of that user that group and others cannot write.
+
+
+def _private_folder_why(d: Path) -> str | None:
+    """Why folder `d` is no place for a marker or report of this user (None: it is one)."""
+    try:
+        st = os.lstat(d)
+    except OSError as e:
+        return f"its folder {d}: {e.strerror or e}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"its folder {d} is not a folder of its own (a symlink?)"
+    if st.st_uid != os.geteuid():
+        return f"its folder {d} is owned by uid {st.st_uid}, not this job's user (uid {os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"its folder {d} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def leave_marker(path: Path, body: bytes) -> str | None:
+    """Create the marker `path` (mode 0600, O_EXCL, never through a symlink) in a folder only this user can write;
+    a plain file of this user already there counts as left. Returns None when the marker is there, else why not."""
+    d = Path(path).parent
+    try:
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        return _private_folder_why(d) or f"its folder {d}: {e.strerror or e}"
+    try:
+        st = os.fstat(dfd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:  # the same words as for a path
+            return _private_folder_why(d) or f"its folder {d} changed while it was checked"
+        try:
+            fd = os.open(Path(path).name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | getattr(os, "O_CLOEXEC", 0), 0o600, dir_fd=dfd)
+        except FileExistsError:
+            there = os.stat(Path(path).name, dir_fd=dfd, follow_symlinks=False)
+            if stat.S_ISREG(there.st_mode) and there.st_uid == os.geteuid():
+                return None
+            return f"{path} is already there and is not this user's plain file (uid {there.st_uid})"
+        except OSError as e:
+            return f"{path}: {e.strerror or e}"
+        try:
+            os.write(fd, body)
+        finally:
+            os.close(fd)
+        return None
+    finally:
+        os.close(dfd)
 
 
 if __name__ == "__main__":  # `python -m slurmtools.checkpoint wiring|wiring-path`: the batch snippet or its path

@@ -22,6 +22,11 @@
 # program (scancel, scontrol) runs after the trap, once `wait` has returned.
 # After the step ends, a requeue request left by the library (when it could not run scontrol itself, e.g. in a
 # container) is carried out here with `scontrol requeue`.
+# The promise and the requeue request are files in a folder made for each run with `mktemp -d` (mode 0700, a name
+# nobody can guess) and handed to the step as SLURMTOOLS_SIGNAL_PROMISE and SLURMTOOLS_REQUEUE_MARKER; either
+# counts only when it is a plain file (never a symlink) of the job's user in a folder of that user that group and
+# others cannot write. At a shared, predictable path in /tmp another user could plant them (issue 12): the job
+# then requeued itself at the end of every run, or a program got a signal that killed it.
 
 _slurmtools_warning() {  # trap handler: builtins only; the work happens in _slurmtools_pass_warning
     _slurmtools_held=$1
@@ -32,7 +37,7 @@ _slurmtools_pass_warning() {  # runs after the trap, in normal code: may start p
         echo "slurmtools: SIG$1 ignored: the checkpoint warning signal of this job is SIG$_slurmtools_signal" >&2
         return
     fi
-    if [ "${SLURMTOOLS_FORWARD_SIGNAL:-0}" != 1 ] && [ ! -e "$_slurmtools_promise" ]; then
+    if [ "${SLURMTOOLS_FORWARD_SIGNAL:-0}" != 1 ] && [ -n "$(_slurmtools_marker_why "$_slurmtools_promise")" ]; then
         _slurmtools_held_warning "$1"
         return
     fi
@@ -61,9 +66,52 @@ _slurmtools_held_warning() {  # runs after the trap, in normal code: may ask Slu
          "and requeued by Slurm when the grace time ends" >&2
 }
 
+_slurmtools_marker_why() {  # why the marker file $1 is not to be trusted; nothing when it is (normal code only)
+    local f=$1 d
+    [ -n "$f" ] || { echo "no marker place"; return; }
+    if [ -L "$f" ] || [ ! -f "$f" ]; then
+        echo "not a plain file${f:+ ($f)}"
+        return
+    fi
+    if [ ! -O "$f" ]; then
+        echo "$f is owned by uid $(stat -c %u -- "$f"), not this job's user (uid $(id -u))"
+        return
+    fi
+    d=$(dirname -- "$f")
+    _slurmtools_folder_why "$d"
+}
+
+_slurmtools_folder_why() {  # why folder $1 may hold files of other users; nothing when only this user can write
+    local d=$1 m
+    if [ -L "$d" ] || [ ! -d "$d" ]; then
+        echo "its folder $d is not a folder of its own (a symlink?)"
+    elif [ ! -O "$d" ]; then
+        echo "its folder $d is owned by uid $(stat -c %u -- "$d"), not this job's user (uid $(id -u))"
+    else
+        m=$(stat -c %a -- "$d")
+        if (( 8#$m & 8#022 )); then
+            echo "its folder $d is writable by group or others (mode $m)"
+        fi
+    fi
+}
+
 slurmtools_run() {
-    _slurmtools_promise="${SLURMTOOLS_SIGNAL_PROMISE:-${TMPDIR:-/tmp}/slurmtools-handles-signal-${SLURM_JOB_ID:-none}}"
-    rm -f -- "$_slurmtools_promise"  # a previous run's promise is not this run's
+    # this run's private folder for the promise and the requeue request (see the header); a place the script set
+    # itself is used instead, from a clean start
+    local private
+    private=$(mktemp -d "${TMPDIR:-/tmp}/slurmtools-run.XXXXXXXXXX") || {
+        echo "slurmtools: no private folder in ${TMPDIR:-/tmp}: the program cannot promise to handle the warning" \
+             "signal nor ask for a requeue" >&2
+        private=
+    }
+    _slurmtools_promise="${SLURMTOOLS_SIGNAL_PROMISE:-${private:+$private/handles-signal}}"
+    local marker="${SLURMTOOLS_REQUEUE_MARKER:-${private:+$private/requeue}}"
+    if [ -n "${SLURMTOOLS_SIGNAL_PROMISE:-}" ]; then  # a previous run's promise is not this run's
+        rm -f -- "$SLURMTOOLS_SIGNAL_PROMISE" 2>/dev/null || :
+    fi
+    if [ -n "${SLURMTOOLS_REQUEUE_MARKER:-}" ]; then
+        rm -f -- "$SLURMTOOLS_REQUEUE_MARKER" 2>/dev/null || :
+    fi
     _slurmtools_held=
     _slurmtools_signal="${SLURMTOOLS_CHECKPOINT_SIGNAL:-URG}"
     _slurmtools_signal="${_slurmtools_signal#SIG}"
@@ -73,7 +121,7 @@ slurmtools_run() {
                  "(URG, USR1 or USR2): the job is not started" >&2
             return 2 ;;
     esac
-    "$@" &
+    SLURMTOOLS_SIGNAL_PROMISE=$_slurmtools_promise SLURMTOOLS_REQUEUE_MARKER=$marker "$@" &
     _slurmtools_child=$!
     trap '_slurmtools_warning URG' URG
     trap '_slurmtools_warning USR1' USR1
@@ -101,12 +149,22 @@ slurmtools_run() {
         [ "$again" -ne 127 ] && rc=$again
     fi
     trap - URG USR1 USR2 TERM INT
-    rm -f -- "$_slurmtools_promise"
-    local marker="${SLURMTOOLS_REQUEUE_MARKER:-${TMPDIR:-/tmp}/slurmtools-requeue-${SLURM_JOB_ID:-none}}"
-    if [ -n "${SLURM_JOB_ID:-}" ] && [ -f "$marker" ]; then
-        rm -f -- "$marker"
-        echo "slurmtools: requeueing job $SLURM_JOB_ID as the training step asked" >&2
-        scontrol requeue "$SLURM_JOB_ID"
+    if [ -n "$_slurmtools_promise" ]; then
+        rm -f -- "$_slurmtools_promise" 2>/dev/null || :
+    fi
+    if [ -n "${SLURM_JOB_ID:-}" ] && [ -n "$marker" ] && { [ -e "$marker" ] || [ -L "$marker" ]; }; then
+        local why
+        why=$(_slurmtools_marker_why "$marker")
+        if [ -z "$why" ]; then
+            rm -f -- "$marker"
+            echo "slurmtools: requeueing job $SLURM_JOB_ID as the training step asked" >&2
+            scontrol requeue "$SLURM_JOB_ID"
+        else
+            echo "slurmtools: requeue marker ignored, job $SLURM_JOB_ID not requeued: $why" >&2
+        fi
+    fi
+    if [ -n "$private" ]; then
+        rm -rf -- "$private"
     fi
     return "$rc"
 }
