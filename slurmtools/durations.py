@@ -5,7 +5,9 @@ Pure functions; the site config and the sacct/squeue parsers share them.
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import Decimal
 
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _HUMAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*([smhdw])\s*)+$", re.IGNORECASE)
@@ -21,6 +23,8 @@ def parse_duration(text: str | int | float) -> int:
     if isinstance(text, bool):
         raise ValueError(f"expected a duration, got {text!r}")
     if isinstance(text, (int, float)):
+        if isinstance(text, float) and not math.isfinite(text):
+            raise ValueError(f"expected a duration, got {text!r}")
         if text < 0:
             raise ValueError(f"duration must not be negative, got {text!r}")
         return int(text * 60)
@@ -28,7 +32,8 @@ def parse_duration(text: str | int | float) -> int:
     if not s:
         raise ValueError("expected a duration, got an empty string")
     if _HUMAN.match(s):
-        return int(sum(float(n) * _UNIT[u.lower()] for n, u in _PART.findall(s)))
+        # exact decimals: float("9" * 400) is inf, and int(inf) is not a ValueError
+        return int(sum(Decimal(n) * _UNIT[u.lower()] for n, u in _PART.findall(s)))
     m = _SLURM.match(s)
     if m:
         days, a, b, c = m.groups()
@@ -42,6 +47,27 @@ def parse_duration(text: str | int | float) -> int:
             return int(a) * 60 + int(b)  # M:S
         return int(a) * 3600 + int(b) * 60 + int(c)
     raise ValueError(f'expected a duration like "5m", "2h", "1d" or "2-00:00:00", got {text!r}')
+
+
+class UnitMissing(ValueError):
+    """A duration written as a bare number, whose unit the reader would have to guess."""
+
+
+_BARE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
+
+
+def parse_duration_with_unit(text: str) -> int:
+    """Seconds in `text` like `parse_duration`, but a bare number (300, "300") raises UnitMissing: config files say
+    the unit, since a bare number means minutes to sbatch --time and seconds in Slurm's GraceTime."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if isinstance(text, float) and not math.isfinite(text):
+            raise ValueError(f"expected a duration, got {text!r}")
+        raise UnitMissing(f"say the unit of {text!r}")
+    if not isinstance(text, str):
+        raise ValueError(f"expected a duration, got {text!r}")
+    if _BARE.match(text):
+        raise UnitMissing(f"say the unit of {text!r}")
+    return parse_duration(text)
 
 
 def slurm_time(seconds: int) -> str:

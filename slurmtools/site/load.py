@@ -6,15 +6,16 @@ Lookup order: --site PATH, $SLURMTOOLS_SITE, /etc/slurmtools/site.toml, then the
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
 from slurmtools.site.model import Account, GpuType, Partition, PolicySettings, ReportSettings, Site, Tier
-from slurmtools.site.tomlread import Table, each, load_toml
+from slurmtools.site.tomlread import Table, each, load_toml, shown
+from slurmtools.site.validate import NAME, NAME_RULE, check_hosts, check_site
 
 SYSTEM_SITE = Path("/etc/slurmtools/site.toml")
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+#: a plugin's settings are the table [policy.<its name>]; said when a [policy] key is unknown
+_PLUGIN_HINT = "; a plugin's settings go in [policy.<its name>] once enabled lists it"
 
 
 def _checkpoint_signal(t: Table) -> str:
@@ -49,7 +50,7 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     s = root.table("site")
     name = s.str("name")
     cluster = s.str("cluster_name", name)
-    spool = Path(s.str("spool_dir", "/var/spool/slurmtools"))
+    spool = _spool_dir(s)
     currency = s.str("currency", "USD")
     default_tier = s.str("default_tier")
     fabric = s.str("fabric", None)
@@ -65,24 +66,10 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     partitions = each(root.tables("partitions"), lambda n, t: _partition(n, t, gpu_types))
     if not partitions:
         raise root.error("partitions", "at least one partition is required")
-    defaults = [p_.name for p_ in partitions.values() if p_.default]
-    if len(defaults) > 1:
-        raise root.error("partitions", f"only one partition may be the default, got {', '.join(defaults)}")
 
     tiers = each(root.tables("tiers"), lambda n, t: _tier(n, t, partitions))
     if not tiers:
         raise root.error("tiers", "at least one tier is required")
-    for t in tiers.values():
-        for other in t.preempted_by:
-            if other not in tiers:
-                raise ConfigError(src, f"tiers.{t.name}.preempted_by", f"unknown tier {other!r}")
-            if tiers[other].priority <= t.priority:
-                raise ConfigError(src, f"tiers.{t.name}.preempted_by",
-                                  f"tier {other!r} must have a higher priority than {t.name!r} to preempt it")
-        if t.preemptible and t.grace_time <= 0:
-            raise ConfigError(src, f"tiers.{t.name}.grace_time", "a preemptible tier needs a grace time > 0")
-    if default_tier not in tiers:
-        raise ConfigError(src, "site.default_tier", f"unknown tier {default_tier!r} (tiers: {', '.join(tiers)})")
 
     accounts = each(root.tables("accounts", {}), lambda n, t: _account(n, t, tiers))
     pol = root.table("policy", {})
@@ -91,24 +78,69 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
         require_checkpoint_signal=pol.bool("require_checkpoint_signal", True),
         cpu_mem_tolerance=pol.float("cpu_mem_tolerance", 1.0, minimum=1.0),
         enabled=pol.str_list("enabled", ()),
-        extra={k: v for k, v in pol.data.items() if k not in
-               ("require_gpu_type", "require_checkpoint_signal", "cpu_mem_tolerance", "enabled")},
+        extra=_policy_extra(pol),
     )
+    pol.check_unknown(_PLUGIN_HINT)
     rep = root.table("reports", {})
     share = rep.float("max_bad_share", None, minimum=0.0)
     if share is not None and share > 1.0:
         raise rep.error("max_bad_share", f"expected a share from 0 to 1 (0.01 is 1%), got {share:g}")
     rep.check_unknown()
     root.check_unknown()
-    return Site(name=name, cluster_name=cluster, source=p, spool_dir=spool, currency=currency,
+    site = Site(name=name, cluster_name=cluster, source=p, spool_dir=spool, currency=currency,
                 default_tier=default_tier, gpu_types=gpu_types, partitions=partitions, tiers=tiers,
                 accounts=accounts, fabric_path=fabric_path, policy=policy,
                 reports=ReportSettings(max_bad_share=share))
+    check_site(site)
+    fabric = None
+    if fabric_path is not None:
+        from slurmtools.topology.sitefile import load_fabric
+
+        fabric = load_fabric(fabric_path)
+        check_hosts(site, fabric)
+    _check_policies(site, fabric)
+    return site
+
+
+def _spool_dir(s: Table) -> Path:
+    """The root-owned folder the epilog writes into: absolute and plain, never "" (the working folder) or "/"."""
+    raw = s.str("spool_dir", "/var/spool/slurmtools")
+    if not raw.startswith("/"):
+        raise s.error("spool_dir", f'expected an absolute folder like "/var/spool/slurmtools", got {shown(raw)}')
+    if not raw.strip("/"):
+        raise s.error("spool_dir", f"expected a folder of its own, not {shown(raw)}")
+    if os.path.normpath(raw) != raw.rstrip("/") or "//" in raw:
+        raise s.error("spool_dir", f"expected a plain absolute folder (no '.', '..' or '//'), got {shown(raw)}")
+    return Path(raw)
+
+
+def _policy_extra(pol: Table) -> dict:
+    """Settings the policies read beyond PolicySettings: the built-in `max_gpus_per_type` table and the table
+    `[policy.<name>]` of each enabled plugin. Anything else in [policy] is an unknown key, never ignored."""
+    from slurmtools.policy.builtin import BUILTINS
+
+    builtin = {c.name for c in BUILTINS}
+    extra = {}
+    raw = pol.table("max_gpus_per_type", None)  # its entries are checked by the gpu_type_limits policy
+    if raw.data:
+        extra["max_gpus_per_type"] = raw.data
+    for n in pol.str_list("enabled", ()):
+        if n not in builtin and n in pol.data:
+            extra[n] = pol.table(n).data
+    return extra
+
+
+def _check_policies(site: Site, fabric) -> None:
+    """Configure the site's policies now: an unknown name in policy.enabled or a wrong policy setting fails every
+    command that loads the site, not first `submit` or `admin render job-submit`."""
+    from slurmtools.policy.base import load_policies
+
+    load_policies(site, fabric)
 
 
 def _name(t: Table, name: str) -> str:
-    if not _NAME.match(name):
-        raise ConfigError(t.source, t.path, "names must start with a letter and hold only letters, digits, _ or -")
+    if not NAME.fullmatch(name):  # fullmatch: "$" lets a trailing newline through, into slurm.conf
+        raise ConfigError(t.source, t.path, NAME_RULE)
     return name
 
 
@@ -159,36 +191,3 @@ def _account(name: str, t: Table, tiers: dict) -> Account:
     return Account(name=_name(t, name), description=t.str("description", ""),
                    monthly_gpu_hours=t.float("monthly_gpu_hours", None, minimum=0.0), users=users,
                    tiers=allowed, over_budget=t.str("over_budget", "reject", choices=("reject", "scavenger")))
-
-
-def check_hosts(site: Site, fabric) -> None:
-    """Partitions against the fabric's hosts (needs both files, so not part of `load_site`): a GPU partition holds
-    only hosts with GPUs, and a CPU partition over GPU hosts caps its CPUs per host (max_cpus_per_node) below the
-    host's count, so CPU jobs cannot take the cores the GPUs' jobs need. Pure; raises one-line ConfigErrors."""
-    from slurmtools.hostlist import expand
-
-    src = str(site.source)
-    for p in site.partitions.values():
-        gpu_hosts = []
-        for h in expand(p.nodes):
-            try:
-                nt = fabric.node_type_of(h)
-            except KeyError:
-                continue  # hosts outside the fabric are the renderer's and the planner's concern
-            if not p.cpu_only and not nt.gpus:
-                raise ConfigError(src, f"partitions.{p.name}.nodes",
-                                  f"{h} has no GPUs (node type {nt.name}); put CPU-only hosts in a partition with "
-                                  "gpu_types = []")
-            if nt.gpus:
-                gpu_hosts.append((h, nt))
-        if p.cpu_only and gpu_hosts:
-            h, nt = gpu_hosts[0]
-            if p.max_cpus_per_node is None:
-                raise ConfigError(src, f"partitions.{p.name}.max_cpus_per_node",
-                                  f"CPU partition {p.name} holds GPU hosts ({h}: {nt.gpus} GPUs); cap its CPUs per "
-                                  "host so GPU jobs keep their cores")
-            for h, nt in gpu_hosts:
-                if p.max_cpus_per_node >= nt.cpus:
-                    raise ConfigError(src, f"partitions.{p.name}.max_cpus_per_node",
-                                      f"{p.max_cpus_per_node} leaves no CPU of GPU host {h} ({nt.cpus} CPUs) to its "
-                                      "GPU jobs; give fewer")

@@ -5,27 +5,83 @@ Shared by the site file and the fabric file so that every config error reads the
 
 from __future__ import annotations
 
+import difflib
+import json
+import math
+import os
+import re
+import reprlib
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from slurmtools.durations import parse_duration
+from slurmtools.durations import UnitMissing, parse_duration_with_unit
 from slurmtools.errors import ConfigError
 
 T = TypeVar("T")
 _MISSING = object()
+#: config files are a few KiB; a bigger one is a mistake (or /dev/zero behind a link), not a site
+MAX_BYTES = 16 << 20
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother, _SHOWN.maxlist, _SHOWN.maxdict = 2, 60, 60, 4, 4
+
+
+def shown(value: Any) -> str:
+    """A value for a one-line message: repr, cut short (a hostile value may be huge or nested thousands deep)."""
+    if isinstance(value, str) and len(value) <= 60:
+        return repr(value)
+    return _SHOWN.repr(value)
 
 
 def load_toml(path: Path) -> dict:
+    """The parsed file; every way reading it can fail is one ConfigError naming the file."""
+    src = str(path)
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        with open(path, "rb", opener=_open_regular) as fh:
+            raw = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(str(path), "", "file not found") from None
+        raise ConfigError(src, "", "file not found") from None
     except IsADirectoryError:
-        raise ConfigError(str(path), "", "is a directory, expected a TOML file") from None
+        raise ConfigError(src, "", "is a directory, expected a TOML file") from None
+    except _NotRegular:
+        raise ConfigError(src, "", "not a regular file") from None
+    except OSError as exc:  # permission, symlink loop, a file used as a folder, I/O errors
+        raise ConfigError(src, "", f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise ConfigError(src, "", f"larger than {MAX_BYTES >> 20} MiB: not a config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(src, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), "", f"invalid TOML: {exc}") from None
+        raise ConfigError(src, "", f"invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(src, "", "nested too deeply (TOML arrays or inline tables)") from None
+
+
+class _NotRegular(OSError):
+    pass
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """Open without blocking (a FIFO would wait for a writer) and only a regular file."""
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _NotRegular(path)
+    return fd
+
+
+def _check_text(t: "Table", name: str, v: str) -> str:
+    m = _CONTROL.search(v)
+    if m:
+        raise t.error(name, f"control character {m.group()!r} in {shown(v)}")
+    return v
 
 
 class Table:
@@ -35,16 +91,18 @@ class Table:
         self.source = source
         self.data = data
         self.path = path
-        self._used: set[str] = set()
+        self._used: dict[str, None] = {}  # keys the schema asked for, in the order asked
 
     def key(self, name: str) -> str:
-        return f"{self.path}.{name}" if self.path else name
+        """The dotted key as TOML writes it: a name that is not a bare key is quoted and escaped (one line)."""
+        part = name if _BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+        return f"{self.path}.{part}" if self.path else part
 
     def error(self, name: str, message: str) -> ConfigError:
         return ConfigError(self.source, self.key(name), message)
 
     def _get(self, name: str, default: Any) -> Any:
-        self._used.add(name)
+        self._used[name] = None
         if name in self.data:
             return self.data[name]
         if default is _MISSING:
@@ -56,19 +114,19 @@ class Table:
         if v is None or (v is default and default is not _MISSING):
             return v
         if not isinstance(v, str):
-            raise self.error(name, f"expected a string, got {v!r}")
+            raise self.error(name, f"expected a string, got {shown(v)}")
         if choices and v not in choices:
-            raise self.error(name, f"expected one of {', '.join(choices)}, got {v!r}")
-        return v
+            raise self.error(name, f"expected one of {', '.join(choices)}, got {shown(v)}")
+        return _check_text(self, name, v)
 
     def int(self, name: str, default: Any = _MISSING, minimum: int | None = None) -> int:
         v = self._get(name, default)
         if v is None or (v is default and default is not _MISSING):
             return v
         if isinstance(v, bool) or not isinstance(v, int):
-            raise self.error(name, f"expected an integer, got {v!r}")
+            raise self.error(name, f"expected an integer, got {shown(v)}")
         if minimum is not None and v < minimum:
-            raise self.error(name, f"expected an integer >= {minimum}, got {v!r}")
+            raise self.error(name, f"expected an integer >= {minimum}, got {shown(v)}")
         return v
 
     def float(self, name: str, default: Any = _MISSING, minimum: float | None = None) -> float:
@@ -76,40 +134,48 @@ class Table:
         if v is None or (v is default and default is not _MISSING):
             return v
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self.error(name, f"expected a number, got {v!r}")
+            raise self.error(name, f"expected a number, got {shown(v)}")
+        if not math.isfinite(v):
+            raise self.error(name, f"expected a finite number, got {v!r}")
         if minimum is not None and v < minimum:
-            raise self.error(name, f"expected a number >= {minimum}, got {v!r}")
+            raise self.error(name, f"expected a number >= {minimum}, got {shown(v)}")
         return float(v)
 
     def bool(self, name: str, default: Any = _MISSING) -> bool:
         v = self._get(name, default)
         if not isinstance(v, bool):
-            raise self.error(name, f"expected true or false, got {v!r}")
+            raise self.error(name, f"expected true or false, got {shown(v)}")
         return v
 
     def duration(self, name: str, default: Any = _MISSING) -> int:
+        """Seconds. The file must say the unit: a bare 300 is minutes to sbatch --time but seconds in GraceTime."""
         v = self._get(name, default)
-        if v is None or (v is default and default is not _MISSING and not isinstance(v, (str, int))):
-            return v
+        if v is default and default is not _MISSING:
+            return v if v is None or isinstance(v, int) else parse_duration_with_unit(v)
         try:
-            return parse_duration(v)
+            return parse_duration_with_unit(v)
+        except UnitMissing:
+            written = json.dumps(v) if isinstance(v, str) else repr(v)
+            n = v.strip() if isinstance(v, str) else (int(v) if float(v).is_integer() else v)
+            minutes = f"{int(n) // 60}m" if str(n).isdigit() and int(n) % 60 == 0 else f"{n}m"
+            raise self.error(name, f'{name} = {written}: say the unit, e.g. "{n}s" or "{minutes}"') from None
         except ValueError:
-            raise self.error(name, f'expected a duration like "5m", got {v!r}') from None
+            raise self.error(name, f'expected a duration like "5m", "2h" or "1d", got {shown(v)}') from None
 
     def str_list(self, name: str, default: Any = _MISSING) -> tuple[str, ...]:
         v = self._get(name, default)
         if v is default and default is not _MISSING:
             return tuple(v)
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise self.error(name, f"expected a list of strings, got {v!r}")
-        return tuple(v)
+            raise self.error(name, f"expected a list of strings, got {shown(v)}")
+        return tuple(_check_text(self, name, x) for x in v)
 
     def table(self, name: str, default: Any = _MISSING) -> "Table":
         v = self._get(name, default)
         if v is default and default is not _MISSING:
             v = {} if v is None else v
         if not isinstance(v, dict):
-            raise self.error(name, f"expected a table, got {v!r}")
+            raise self.error(name, f"expected a table, got {shown(v)}")
         return Table(self.source, v, self.key(name))
 
     def tables(self, name: str, default: Any = _MISSING) -> dict[str, "Table"]:
@@ -118,7 +184,7 @@ class Table:
         out = {}
         for k, v in outer.data.items():
             if not isinstance(v, dict):
-                raise outer.error(k, f"expected a table, got {v!r}")
+                raise outer.error(k, f"expected a table, got {shown(v)}")
             out[k] = Table(self.source, v, outer.key(k))
         return out
 
@@ -128,14 +194,18 @@ class Table:
         if v is default and default is not _MISSING:
             v = [] if v is None else v
         if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
-            raise self.error(name, f"expected an array of tables, got {v!r}")
+            raise self.error(name, f"expected an array of tables, got {shown(v)}")
         return [Table(self.source, x, f"{self.key(name)}[{i}]") for i, x in enumerate(v)]
 
-    def check_unknown(self) -> None:
-        """Reject keys the schema does not know: a typo must not be silently ignored."""
+    def check_unknown(self, hint: str = "") -> None:
+        """Reject keys the schema does not know: a typo must not be silently ignored. The error names the keys that
+        exist here (those the schema asked for) and the nearest one."""
         for k in self.data:
             if k not in self._used:
-                raise self.error(k, "unknown key")
+                known = list(self._used)
+                near = difflib.get_close_matches(k, known, n=1)
+                did = f"did you mean {near[0]}?; " if near else ""
+                raise self.error(k, f"unknown key ({did}keys here: {', '.join(known) or 'none'}){hint}")
 
 
 def each(mapping: dict[str, Table], build: Callable[[str, Table], T]) -> dict[str, T]:

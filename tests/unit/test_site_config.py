@@ -47,7 +47,8 @@ def test_lookup_order(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("old,new,key,words", [
-    ('grace_time = "5m"', 'grace_time = "soon"', "tiers.standard.grace_time", 'expected a duration like "5m", got \'soon\''),
+    ('grace_time = "5m"', 'grace_time = "soon"', "tiers.standard.grace_time",
+     'expected a duration like "5m", "2h" or "1d", got \'soon\''),
     ('priority = 100\n', 'priority = "high"\n', "tiers.standard.priority", "expected an integer"),
     ('preempted_by = ["production"]', 'preempted_by = ["gold"]', "tiers.standard.preempted_by", "unknown tier 'gold'"),
     ('default_tier = "standard"', 'default_tier = "bronze"', "site.default_tier", "unknown tier 'bronze'"),
@@ -94,7 +95,7 @@ def test_site_check_cli_ok_and_error(tmp_path):
     r = _cli("site", "check", str(bad))
     assert r.returncode == 2
     assert r.stderr.strip() == (f"slurmtools: error: {bad}: tiers.standard.grace_time: "
-                                "expected a duration like \"5m\", got 'soon'")
+                                "expected a duration like \"5m\", \"2h\" or \"1d\", got 'soon'")
     assert "Traceback" not in r.stderr
 
 

@@ -1,0 +1,137 @@
+"""The checks a loaded site must pass before anything is planned or rendered from it. Pure: one pass over the
+model (`check_site`) and one against the fabric (`check_hosts`); `load_site` runs both, so every command that
+loads a site refuses what `site check` refuses. Every error is one ConfigError naming file and key.
+
+The limits are Slurm's own (read in the Slurm 25.11.7 source; 22.05 parses these fields the same way):
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from slurmtools.durations import human
+from slurmtools.errors import ConfigError
+
+if TYPE_CHECKING:
+    from slurmtools.site.model import Site
+    from slurmtools.topology.sitefile import Fabric
+
+#: sbatch --signal=[B:]SIG@LEAD: get_signal_opts (src/common/proc_args.c) refuses a lead over 0xffff seconds
+SIGNAL_LEAD_MAX = 0xFFFF
+#: sacctmgr reads GraceTime and Priority with get_uint (src/sacctmgr/common.c): strtol cast to uint32_t, so a larger
+#: value wraps silently; 0xfffffffe (NO_VAL) and 0xffffffff (INFINITE) mean "unset" and "clear"
+UINT32_MAX_VALUE = 0xFFFFFFFD
+#: time limits (partition MaxTime, QoS MaxWall, --time) go through time_str2secs (src/common/parse_time.c), which
+#: adds days, hours, minutes and seconds in a signed int; whole minutes, since Slurm rounds limits up to minutes
+TIME_LIMIT_MAX = (2**31 - 1) // 60 * 60
+#: Slurm counts time limits in whole minutes; a limit under one is "0s", which leaves no job any time
+TIME_LIMIT_MIN = 60
+
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+NAME_RULE = "names must start with a letter and hold only letters, digits, _ or -"
+#: user names as useradd and sacctmgr take them (POSIX portable characters, a trailing $ for machine accounts)
+USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?")
+
+
+def check_site(site: "Site") -> None:
+    """Names, Slurm's limits and the references between tables."""
+    src = str(site.source)
+
+    def fail(key: str, msg: str) -> ConfigError:
+        return ConfigError(src, key, msg)
+
+    if not NAME.fullmatch(site.cluster_name):
+        raise fail("site.cluster_name", NAME_RULE)
+    for p in site.partitions.values():
+        _time_limit(fail, f"partitions.{p.name}.max_time", p.max_time)
+        _at_most(fail, f"partitions.{p.name}.max_cpus_per_node", p.max_cpus_per_node, "Slurm's MaxCPUsPerNode holds")
+    defaults = [p.name for p in site.partitions.values() if p.default]
+    if len(defaults) > 1:
+        raise fail("partitions", f"only one partition may be the default, got {', '.join(defaults)}")
+
+    for t in site.tiers.values():
+        key = f"tiers.{t.name}"
+        _at_most(fail, f"{key}.priority", t.priority, "Slurm's QoS Priority holds")
+        for field in ("max_gpus_per_job", "max_gpus_per_user", "max_nodes"):
+            _at_most(fail, f"{key}.{field}", getattr(t, field), "Slurm's counts hold")
+        _time_limit(fail, f"{key}.max_walltime", t.max_walltime)
+        longest = max(site.partitions[p].max_time for p in t.partitions)
+        if t.max_walltime > longest:
+            parts = ", ".join(f"{p}: {human(site.partitions[p].max_time)}" for p in t.partitions)
+            raise fail(f"{key}.max_walltime", f"{human(t.max_walltime)} is longer than the longest max_time of the "
+                                              f"tier's partitions ({parts})")
+        if t.grace_time > UINT32_MAX_VALUE:
+            raise fail(f"{key}.grace_time", f"{t.grace_time} s is more than Slurm's QoS GraceTime holds "
+                                            f"({UINT32_MAX_VALUE} s)")
+        if t.signal_lead > SIGNAL_LEAD_MAX:
+            raise fail(f"{key}.signal_lead", f"{t.signal_lead} s is more than Slurm's --signal lead allows "
+                                             f"({SIGNAL_LEAD_MAX} s)")
+        for other in t.preempted_by:
+            if other not in site.tiers:
+                raise fail(f"{key}.preempted_by", f"unknown tier {other!r} (tiers: {', '.join(site.tiers)})")
+            if site.tiers[other].priority <= t.priority:
+                raise fail(f"{key}.preempted_by",
+                           f"tier {other!r} must have a higher priority than {t.name!r} to preempt it")
+        if t.preemptible and t.grace_time <= 0:
+            raise fail(f"{key}.grace_time", "a preemptible tier needs a grace time > 0")
+    if site.default_tier not in site.tiers:
+        raise fail("site.default_tier", f"unknown tier {site.default_tier!r} (tiers: {', '.join(site.tiers)})")
+
+    for a in site.accounts.values():
+        for u in a.users:
+            if not USER.fullmatch(u):
+                raise fail(f"accounts.{a.name}.users",
+                           f"{u!r} is not a user name (letters, digits, _ . - and a leading letter or _)")
+
+
+def _at_most(fail, key: str, value: int | None, what: str) -> None:
+    if value is not None and value > UINT32_MAX_VALUE:
+        raise fail(key, f"{value} is more than {what} ({UINT32_MAX_VALUE})")
+
+
+def _time_limit(fail, key: str, seconds: int) -> None:
+    if seconds < TIME_LIMIT_MIN:
+        raise fail(key, f"{seconds} s: a time limit must be at least 1 minute (Slurm counts time limits in whole "
+                        "minutes)")
+    if seconds > TIME_LIMIT_MAX:
+        raise fail(key, f"{seconds} s is more than Slurm's time limits hold ({TIME_LIMIT_MAX} s)")
+
+
+def check_hosts(site: "Site", fabric: "Fabric") -> None:
+    """Partitions against the fabric's hosts: a partition names only hosts the fabric has (else slurm.conf gets
+    nodes no NodeName line defines), a GPU partition holds only hosts with GPUs, and a CPU partition over GPU hosts
+    caps its CPUs per host (max_cpus_per_node) below the host's count, so CPU jobs cannot take the cores the GPUs'
+    jobs need."""
+    from slurmtools.hostlist import compress, expand
+
+    src = str(site.source)
+    known = set(fabric.hosts)
+    for p in site.partitions.values():
+        hosts = expand(p.nodes)
+        missing = [h for h in hosts if h not in known]
+        if missing:
+            shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+            raise ConfigError(src, f"partitions.{p.name}.nodes",
+                              f"{shown} {'is not a host' if len(missing) == 1 else 'are not hosts'} of fabric "
+                              f"{fabric.name} ({fabric.source}: {compress(fabric.hosts)})")
+        gpu_hosts = []
+        for h in hosts:
+            nt = fabric.node_type_of(h)
+            if not p.cpu_only and not nt.gpus:
+                raise ConfigError(src, f"partitions.{p.name}.nodes",
+                                  f"{h} has no GPUs (node type {nt.name}); put CPU-only hosts in a partition with "
+                                  "gpu_types = []")
+            if nt.gpus:
+                gpu_hosts.append((h, nt))
+        if p.cpu_only and gpu_hosts:
+            h, nt = gpu_hosts[0]
+            if p.max_cpus_per_node is None:
+                raise ConfigError(src, f"partitions.{p.name}.max_cpus_per_node",
+                                  f"CPU partition {p.name} holds GPU hosts ({h}: {nt.gpus} GPUs); cap its CPUs per "
+                                  "host so GPU jobs keep their cores")
+            for h, nt in gpu_hosts:
+                if p.max_cpus_per_node >= nt.cpus:
+                    raise ConfigError(src, f"partitions.{p.name}.max_cpus_per_node",
+                                      f"{p.max_cpus_per_node} leaves no CPU of GPU host {h} ({nt.cpus} CPUs) to its "
+                                      "GPU jobs; give fewer")

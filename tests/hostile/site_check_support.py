@@ -1,0 +1,57 @@
+"""Helpers for the site-check tests: copies of the example site with one edit, and the CLI run in-process (the
+same `run()` the console script calls, so its error handling is what a user sees)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+from slurmtools.resources import example_site
+
+EXAMPLE_TEXT = example_site().read_text()
+FABRIC = (example_site().parent / "../../topology/example/fabric.toml").resolve()
+#: the example site with its fabric named by absolute path, so a copy in any folder finds it
+BASE = EXAMPLE_TEXT.replace('fabric = "../../topology/example/fabric.toml"', f'fabric = "{FABRIC}"')
+assert BASE != EXAMPLE_TEXT
+
+
+def edited(tmp_path: Path, old: str, new: str, text: str = BASE, name: str = "site.toml") -> Path:
+    """The example site with `old` replaced by `new` once (the edit must apply)."""
+    assert old in text, old
+    p = tmp_path / name
+    p.write_text(text.replace(old, new, 1))
+    return p
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def cli(*args: str) -> Result:
+    """`slurmtools ARGS` in this process; an exception that escapes the CLI's handler fails the test."""
+    from slurmtools.cli.main import run
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with mock.patch.object(sys, "argv", ["slurmtools", *args]), redirect_stdout(out), redirect_stderr(err):
+        try:
+            run()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def refusal(*args: str) -> str:
+    """The one-line error of a command that must refuse with exit 2; returns the line after `slurmtools: error: `."""
+    r = cli(*args)
+    assert r.code == 2, (r.code, r.out[-500:], r.err)
+    lines = r.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("slurmtools: error: "), r.err
+    return lines[0][len("slurmtools: error: "):]
