@@ -2,10 +2,11 @@
 
 Why a short list (facts in docs/checkpoint.md, "Which signal"): the signal must be one bash can trap, Slurm's
 `--signal` accepts by name, and NCCL, torchrun, accelerate, deepspeed and mpirun leave alone. SIGURG is the default:
-its default action is to be ignored, so a launcher or program that does not handle it lives on (USR1 killed
-torchrun in the lab, ending the job FAILED), and NCCL's proxy dump (NCCL_PROXY_DUMP_SIGNAL: off by default, set to
-10 = USR1 by some training recipes) never claims it. srun passes on only USR1 and USR2 to its tasks; any other warning signal reaches a job's steps
-through `scancel --signal` (checkpoint_wiring.sh). Standard library only: checkpoint.py and the hooks import it.
+its default action is to be ignored, so a launcher or program that does not handle it lives on (USR1 killed torchrun
+in the lab, ending the job FAILED), and NCCL's proxy dump (NCCL_PROXY_DUMP_SIGNAL: off by default, set to 10 = USR1
+by some training recipes) never claims it. srun passes on only USR1 and USR2 to its tasks; any other warning signal
+reaches a job's steps through `scancel --signal` (checkpoint_wiring.sh). Standard library only: checkpoint.py and
+the hooks import it.
 """
 
 from __future__ import annotations
