@@ -193,6 +193,49 @@ def check(ctx: typer.Context,
         raise typer.Exit(1)
 
 
+@policy_app.command("check-update", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def check_update(ctx: typer.Context,
+                 site: Optional[str] = SiteOpt,
+                 no_usage: bool = typer.Option(False, "--no-usage",
+                                               help="Do not read this month's usage (skip budgets)"),
+                 json_out: bool = JsonOpt) -> None:
+    """Run the site's policies on an `scontrol update job` before it is made, e.g.
+    `admin policy check-update JobId=12 QOS=production NumNodes=4` (the job as it would be after the change)."""
+    from slurmtools.errors import SlurmError
+    from slurmtools.policy import preflight
+    from slurmtools.policy.update import modified_request, parse_show_job, parse_update, record_request
+    from slurmtools.slurm.commands import CommandBackend
+
+    s, _ = _site_fabric(site)
+    upd = parse_update(list(ctx.args))
+    be = CommandBackend()  # the job's record as scontrol shows it: what job_rec holds for job_submit.lua
+    try:
+        show = parse_show_job(be.run(["scontrol", "show", "job", "-o", upd.job_id]))
+        script = be.run(["scontrol", "write", "batch_script", upd.job_id, "-"])
+    except SlurmError as exc:
+        fail(f"JobId={upd.job_id}: {exc}")
+    current, tres_req = record_request(show, script=script)
+    req, touched = modified_request(current, upd.change, tres_req)
+    if not touched:
+        d = None
+    else:
+        d = preflight(req, s, None if no_usage else be)
+    if json_out:
+        print_json({"action": d.action if d else "allow", "message": d.message if d else "",
+                    "changes": d.changes if d else {}, "policy": d.policy if d else "", "ignored": list(upd.ignored)})
+    elif d is None:
+        typer.echo("allowed: the update changes nothing admission checks"
+                   + (f" ({', '.join(upd.ignored)})" if upd.ignored else ""))
+    elif d.action == "deny":
+        typer.echo(f"refused by {d.policy}: {d.message}")
+    elif d.action == "modify":
+        typer.echo("allowed with changes " + ", ".join(f"{k}={v}" for k, v in d.changes.items()) + f" ({d.policy})")
+    else:
+        typer.echo("allowed")
+    if d is not None and d.action == "deny":
+        raise typer.Exit(1)
+
+
 @policy_app.command("list")
 def list_policies(site: Optional[str] = SiteOpt) -> None:
     """The registered policies (built-in and plugins) and which ones this site runs."""

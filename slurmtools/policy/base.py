@@ -123,7 +123,13 @@ def load_policies(site: "Site", fabric: "Fabric | None" = None) -> list[Policy]:
 
 
 def evaluate(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) -> Decision:
-    """Run the policies in order: the first deny wins; modifications apply to the request the next one sees."""
+    """Run the policies in order: the first deny wins; modifications apply to the request the next one sees. A
+    request holding a number beyond `request.ABSURD` is refused first (policy "request")."""
+    from slurmtools.policy.builtin import absurd
+
+    what = request.absurd_field()
+    if what is not None:  # before any policy: every one of them may compute with these numbers
+        return Decision.deny(absurd(what), "request")
     changes: dict[str, str] = {}
     by: list[str] = []
     for p in policies:

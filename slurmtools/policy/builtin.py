@@ -12,7 +12,8 @@ import re
 
 from slurmtools.errors import ConfigError
 from slurmtools.policy.base import Decision, Policy, PolicyContext
-from slurmtools.policy.request import INFINITE, JobRequest
+from slurmtools.policy.directives import script_signal_value
+from slurmtools.policy.request import ABSURD, INFINITE, JobRequest
 
 MESSAGES = {
     "unknown_qos": "QoS {qos} is not a tier of this site (tiers: {tiers})",
@@ -33,6 +34,9 @@ MESSAGES = {
                     "{limit} CPUs, this job asks for {cpus}",
     "mem_per_gpu": "on partition {partition} each GPU comes with at most {per_gpu} MB of memory: {gpus} GPUs "
                    "allow {limit} MB, this job asks for {mem} MB",
+    "absurd": "this job's {what} is more than {limit}, beyond any real cluster: ask for what the job needs",
+    "internal_error": "the admission policy failed on this job (an internal error the cluster admins find in "
+                      "slurmctld's log); the site fails closed, so the job is refused: tell the cluster admins",
     "checkpoint_signal": "tier {qos} is preemptible: add '#SBATCH --signal=B:{signal}@{lead}' to the batch "
                          "script so the job can checkpoint (a --signal on the command line is not visible here)",
 }
@@ -59,6 +63,12 @@ def slurm_minutes(minutes: int) -> str:
     d, rest = divmod(minutes, 1440)
     h, m = divmod(rest, 60)
     return "%d-%02d:%02d:00" % (d, h, m) if d > 0 else "%02d:%02d:00" % (h, m)
+
+
+def absurd(what: str) -> str:
+    """The refusal of a number beyond ABSURD; names the option or count, never prints the number (Lua could not
+    print it exactly)."""
+    return fmt("absurd", what=what, limit=str(ABSURD))
 
 
 def _names(xs) -> str:
@@ -255,7 +265,9 @@ class CpuMemPerGpu(Policy):
             # the smallest share on the partition: a job must fit its poorest node
             cpus = min(n.cpus / n.gpus for n in nts)
             mem = min(n.memory_mb / n.gpus for n in nts)
-            out[p.name] = {"cpus_per_gpu": cpus * tol, "mem_per_gpu": mem * tol}
+            # --mem=0 is all of each node's memory: the largest node it may land on counts
+            out[p.name] = {"cpus_per_gpu": cpus * tol, "mem_per_gpu": mem * tol,
+                           "node_mem": max(n.memory_mb for n in nts)}
         return {"partitions": out}
 
     @property
@@ -273,15 +285,15 @@ class CpuMemPerGpu(Policy):
             return Decision.deny(fmt("cpus_per_gpu", partition=r.partition, per_gpu="%g" % part["cpus_per_gpu"],
                                      gpus=str(gpus), limit=str(cpu_limit), cpus=str(cpus)))
         mem = r.mem_mb
+        if r.min_mem_per_node == 0:  # --mem=0: Slurm gives the job all of each node's memory
+            mem = part["node_mem"] * r.nodes
+            if mem > ABSURD:
+                return Decision.deny(absurd("memory"))
         mem_limit = math.floor(part["mem_per_gpu"] * gpus + 1e-9)
         if mem is not None and mem > mem_limit:
             return Decision.deny(fmt("mem_per_gpu", partition=r.partition, per_gpu="%g" % part["mem_per_gpu"],
                                      gpus=str(gpus), limit=str(mem_limit), mem=str(mem)))
         return Decision.allow()
-
-
-_SIGNAL_LINE = re.compile(r"^#SBATCH.*?--signal[=\s]+([^\s#]+)", re.ASCII)
-_WS = " \t\n\r\f\v"
 
 
 def _ascii_upper(s: str) -> str:
@@ -290,28 +302,18 @@ def _ascii_upper(s: str) -> str:
 
 
 def script_signal(script: str) -> str | None:
-    """The signal name of the last `#SBATCH --signal=` before the script's first command (`B:USR1@300` -> USR1).
+    """The signal name of the script's --signal as sbatch reads its directives (`B:USR1@300` -> USR1), or None.
 
-    Mirrors the Lua: lines split on newlines, a first-line `#!` skipped, blank and other comment lines skipped.
-    """
-    found = None
-    for i, line in enumerate(script.split("\n")):
-        s = line.strip(_WS)
-        if i == 0 and s.startswith("#!"):
-            continue
-        if s == "":
-            continue
-        if not s.startswith("#"):
-            break
-        m = _SIGNAL_LINE.match(s)
-        if m:
-            v = m.group(1)
-            v = re.sub(r"^[RB]+:", "", v, flags=re.ASCII)
-            v = _ascii_upper(v.split("@", 1)[0])
-            if v.startswith("SIG"):
-                v = v[3:]
-            found = SIGNAL_NUMBERS.get(v, v)
-    return found
+    slurmtools.policy.directives reads the directives exactly as sbatch does (column-0 `#SBATCH`/`#SLURM`, its
+    words, quotes and option values); the Lua mirrors both."""
+    v = script_signal_value(script)
+    if v is None:
+        return None
+    v = re.sub(r"^[RB]+:", "", v, flags=re.ASCII)
+    v = _ascii_upper(v.split("@", 1)[0])
+    if v.startswith("SIG"):
+        v = v[3:]
+    return SIGNAL_NUMBERS.get(v, v)
 
 
 class CheckpointSignal(Policy):
@@ -328,7 +330,7 @@ class CheckpointSignal(Policy):
         # any usable warning signal passes (a job may choose its own: `--checkpoint-signal`); the message names the
         # tier's own choice
         return {"tiers": {t.name: {"signal": t.checkpoint_signal, "lead": t.signal_lead}
-                          for t in site.tiers.values() if t.preemptible}}
+                          for t in site.tiers.values() if t.preemptible}, "signals": list(USABLE)}
 
     @property
     def active(self) -> bool:

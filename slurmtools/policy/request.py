@@ -7,15 +7,18 @@ Built either from sbatch-style options (the CLI's submit, replay) or, inside Slu
 
 from __future__ import annotations
 
-import math
 import re
-import shlex
 from dataclasses import dataclass, replace
 
 from slurmtools.errors import SlurmtoolsError
+from slurmtools.policy.directives import DirectiveError, getopt, script_options
 
 #: time_limit for `--time=UNLIMITED` (Slurm's INFINITE)
 INFINITE = 0xFFFFFFFF
+#: the largest number admission accepts anywhere in a request, given or derived (2^40): no real job asks for more
+#: GPUs, tasks, CPUs or MB of memory, and below 2^53 Python's integers and Lua's doubles compute and print the
+#: same; a larger one is refused on both sides with the same message (`JobRequest.absurd_field`)
+ABSURD = 2**40
 
 
 class RequestError(SlurmtoolsError):
@@ -50,6 +53,9 @@ class JobRequest:
     mem_per_tres: str | None = None  # "gres:gpu:250000" (--mem-per-gpu, MB)
     name: str | None = None
     comment: str | None = None
+    #: CPUs slurmctld already counts for an existing job (job_rec.min_cpus); only set when a modification is checked
+    #: without naming a new task shape (`slurmtools.policy.update`)
+    min_cpus: int | None = None
     script: str = ""
     argv: tuple[str, ...] = ()
 
@@ -96,6 +102,8 @@ class JobRequest:
         per_gpu = sum(gpu_counts(self.cpus_per_tres).values())
         if per_gpu:
             n = max(n, per_gpu * self.gpus)
+        if self.min_cpus:
+            n = max(n, self.min_cpus)
         return n
 
     @property
@@ -110,6 +118,37 @@ class JobRequest:
             return per_gpu * self.gpus
         return None
 
+    def absurd_field(self) -> str | None:
+        """The first part of the request (as the user names it) whose number is beyond ABSURD, else None.
+
+        Checked before any policy, in this order, by Python and Lua alike: given numbers, GPU strings, then what
+        is derived from them (each product at most ABSURD squared, so Lua's doubles still compare it right)."""
+        for what, v in (("--nodes", self.min_nodes), ("--ntasks", self.num_tasks),
+                        ("--ntasks-per-node", self.ntasks_per_node), ("--cpus-per-task", self.cpus_per_task),
+                        ("--sockets-per-node", self.sockets_per_node), ("--mem", self.min_mem_per_node),
+                        ("--mem-per-cpu", self.min_mem_per_cpu), ("--time", self.time_limit)):
+            if v is not None and v > ABSURD:
+                return what
+        for what, text in (("--gpus", self.tres_per_job), ("--gres", self.tres_per_node),
+                           ("--gpus-per-task", self.tres_per_task), ("--gpus-per-socket", self.tres_per_socket),
+                           ("--cpus-per-gpu", self.cpus_per_tres), ("--mem-per-gpu", self.mem_per_tres)):
+            if sum(gpu_counts(text).values()) > ABSURD:
+                return what
+        if self.tasks > ABSURD:
+            return "task count"
+        sockets = self.sockets_per_node if self.sockets_per_node else 1
+        for text, mult in ((self.tres_per_node, self.nodes), (self.tres_per_task, self.tasks),
+                           (self.tres_per_socket, sockets * self.nodes)):
+            if sum(gpu_counts(text).values()) * mult > ABSURD:
+                return "GPU count"
+        per_task = self.cpus_per_task if self.cpus_per_task else 1
+        if self.tasks * per_task > ABSURD or sum(gpu_counts(self.cpus_per_tres).values()) * self.gpus > ABSURD:
+            return "CPU count"
+        mem = self.mem_mb
+        if mem is not None and mem > ABSURD:
+            return "memory"
+        return None
+
     def with_changes(self, changes: dict[str, str]) -> "JobRequest":
         return replace(self, **changes)
 
@@ -120,12 +159,19 @@ class JobRequest:
                     default_account: str | None = None) -> "JobRequest":
         """Options from `#SBATCH` lines of `script`, then `args` (the command line wins, as in sbatch)."""
         values: dict = {}
-        for line_args in _script_directives(script):
-            _apply(values, line_args, where="#SBATCH")
-        script_argv: tuple[str, ...] = ()
-        rest = _apply(values, list(args), where="option")
-        if rest:
-            script_argv = tuple(rest[1:])
+        try:
+            directives = script_options(script)
+        except DirectiveError as exc:
+            raise RequestError(str(exc)) from None
+        for name, val, written in directives:
+            _set(values, name, val, written, where="#SBATCH")
+        try:
+            opts, rest = getopt(list(args))
+        except DirectiveError as exc:
+            raise RequestError(f"option {exc}") from None
+        for name, val, written in opts:
+            _set(values, name, val, written, where="option")
+        script_argv = tuple(rest[1:]) if rest else ()
         # job_submit.lua in 22.05 cannot read a command-line --signal (warn_signal is not exposed), so only the
         # script's own #SBATCH --signal counts, on both sides
         values.pop("script_signal", None)
@@ -164,7 +210,8 @@ def gpu_counts(text: str | None) -> dict[str, int]:
     """GPU counts by type in a job_desc TRES string (`gres:gpu:h100:4,gres:gpu:2`, or `gres/gpu:h100=4` as newer
     releases write tres_per_task); mirrors the Lua parser.
 
-    Items that are not GPUs are ignored; `gpu` alone counts 1; a count that is not a number counts 1.
+    Items that are not GPUs are ignored; `gpu` alone counts 1; a count takes Slurm's suffixes (`1k` is 1024 GPUs,
+    measured on 22.05: suffix_mult in src/common/slurm_protocol_defs.c); a count that is not a number counts 1.
     """
     out: dict[str, int] = {}
     if not text:
@@ -182,112 +229,72 @@ def gpu_counts(text: str | None) -> dict[str, int]:
         if eq:
             if len(parts) >= 2:
                 typ = parts[1]
-            if _DIGITS.match(count_text):
-                count = int(count_text)
+            count = _count(count_text)
         elif len(parts) == 2:
-            if _DIGITS.match(parts[1]):
-                count = int(parts[1])
+            if _COUNT.match(parts[1]):
+                count = _count(parts[1])
             else:
                 typ = parts[1]
         elif len(parts) >= 3:
             typ = parts[1]
-            count = int(parts[2]) if _DIGITS.match(parts[2]) else 1
+            count = _count(parts[2])
         out[typ] = out.get(typ, 0) + count
     return out
+
+
+_COUNT = re.compile(r"^([0-9]+)([A-Za-z]*)\Z")
+#: Slurm's count suffixes (case-insensitive)
+COUNT_SUFFIX = {"": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1024**2, "mib": 1024**2, "mb": 1000**2,
+                "g": 1024**3, "gib": 1024**3, "gb": 1000**3, "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
+                "p": 1024**5, "pib": 1024**5, "pb": 1000**5}
+
+
+def _count(text: str) -> int:
+    m = _COUNT.match(text)
+    if not m:
+        return 1
+    mult = COUNT_SUFFIX.get(m.group(2).lower())
+    if mult is None:
+        return 1
+    return _big_int(m.group(1)) * mult
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # sbatch option parsing (the subset admission control needs; other options are accepted and ignored)
 
-_VALUE_OPTS = {
-    "-p": "partition", "--partition": "partition", "-q": "qos", "--qos": "qos", "-A": "account",
-    "--account": "account", "-t": "time", "--time": "time", "-N": "nodes", "--nodes": "nodes", "-n": "ntasks",
-    "--ntasks": "ntasks", "--ntasks-per-node": "ntasks_per_node", "-c": "cpus_per_task",
-    "--cpus-per-task": "cpus_per_task", "--mem": "mem", "--mem-per-cpu": "mem_per_cpu", "--gres": "gres",
-    "-G": "gpus", "--gpus": "gpus", "--gpus-per-node": "gpus_per_node", "--gpus-per-task": "gpus_per_task",
-    "--gpus-per-socket": "gpus_per_socket", "--sockets-per-node": "sockets_per_node", "--ntasks-per-gpu": "ntasks_per_gpu",
-    "--cpus-per-gpu": "cpus_per_gpu", "--mem-per-gpu": "mem_per_gpu", "--comment": "comment", "-J": "name",
-    "--job-name": "name", "--signal": "signal", "--wrap": "wrap",
-    # accepted and ignored, but they take a value
-    "-o": None, "--output": None, "-e": None, "--error": None, "-D": None, "--chdir": None, "-w": None,
-    "--nodelist": None, "-x": None, "--exclude": None, "--switches": None, "-C": None, "--constraint": None,
-    "--begin": None, "--dependency": None, "-d": None, "--export": None, "--array": None, "-a": None,
-    "--mail-type": None, "--mail-user": None, "--nice": None, "--requeue": False, "--no-requeue": False,
-    "--exclusive": False, "-H": False, "--hold": False, "--test-only": False, "--parsable": False,
-    "-Q": False, "--quiet": False, "-v": False, "--wait": False, "-W": False, "--open-mode": None,
-    "--time-min": None, "--distribution": None, "-m": None, "--gpu-bind": None, "--cpu-bind": None,
-    "--reservation": None, "--uid": None, "--gid": None, "--priority": None, "--profile": None,
+#: sbatch's long option names (slurmtools.policy.directives) -> what admission keeps of them; others are read and
+#: left alone (sbatch takes them; admission has no rule on them)
+_OPTION_KEYS = {
+    "partition": "partition", "qos": "qos", "account": "account", "time": "time", "nodes": "nodes",
+    "ntasks": "ntasks", "ntasks-per-node": "ntasks_per_node", "cpus-per-task": "cpus_per_task", "mem": "mem",
+    "mem-per-cpu": "mem_per_cpu", "gres": "gres", "gpus": "gpus", "gpus-per-node": "gpus_per_node",
+    "gpus-per-task": "gpus_per_task", "gpus-per-socket": "gpus_per_socket", "sockets-per-node": "sockets_per_node",
+    "ntasks-per-gpu": "ntasks_per_gpu", "cpus-per-gpu": "cpus_per_gpu", "mem-per-gpu": "mem_per_gpu",
+    "comment": "comment", "job-name": "name", "signal": "signal", "wrap": "wrap", "tres-per-task": "tres_per_task",
 }
-#: flags that may also carry a value (`--exclusive`, `--exclusive=topo`); ignored by admission control either way
-_OPTIONAL_VALUE = frozenset({"--exclusive"})
 _MEM = re.compile(r"^(\d+)([KMGT]?)$", re.IGNORECASE)
-_MEM_SCALE = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
-
-
-def _script_directives(script: str) -> list[list[str]]:
-    """Option lists of the `#SBATCH` lines before the first command, as sbatch reads them."""
-    out = []
-    for i, line in enumerate(script.splitlines()):
-        s = line.strip()
-        if i == 0 and s.startswith("#!"):
-            continue
-        if not s or (s.startswith("#") and not s.startswith("#SBATCH")):
-            continue
-        if not s.startswith("#SBATCH"):
-            break
-        body = s[len("#SBATCH"):].split("#", 1)[0]
-        try:
-            out.append(shlex.split(body))
-        except ValueError as exc:
-            raise RequestError(f"#SBATCH line {i + 1}: {exc}") from None
-    return out
-
-
-def _apply(values: dict, args: list[str], where: str) -> list[str]:
-    """Read options into `values`; return what follows them (script path and its arguments)."""
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if not a.startswith("-") or a == "-":
-            return args[i:]
-        if a == "--":
-            return args[i + 1:]
-        if a.startswith("--") and "=" in a:
-            opt, val = a.split("=", 1)
-            takes = _VALUE_OPTS.get(opt, "unknown")
-            if takes is False and opt not in _OPTIONAL_VALUE:
-                raise RequestError(f"{where} {opt}: takes no value")
-        else:
-            opt, val = a, None
-            if not a.startswith("--") and len(a) > 2:  # -N2, -pgpu
-                opt, val = a[:2], a[2:]
-            takes = _VALUE_OPTS.get(opt, "unknown")
-            if takes is not False and val is None:
-                if takes == "unknown":
-                    raise RequestError(f"{where} {opt}: unknown sbatch option (write --name=value)")
-                if i + 1 >= len(args):
-                    raise RequestError(f"{where} {opt}: needs a value")
-                i += 1
-                val = args[i]
-        if takes == "unknown" and not opt.startswith("--"):
-            raise RequestError(f"{where} {opt}: unknown sbatch option")
-        if takes:
-            _set(values, takes, opt, val, where)
-        i += 1
-    return []
 
 
 def _int(opt: str, val: str, where: str, minimum: int = 1) -> int:
-    if not _DIGITS.match(val) or int(val) < minimum:
+    if not _DIGITS.match(val) or _big_int(val) < minimum:
         raise RequestError(f"{where} {opt}: expected a whole number >= {minimum}, got {val!r}")
-    return int(val)
+    return _big_int(val)
+
+
+def _big_int(digits: str) -> int:
+    """int() of a digit string; past 30 digits a stand-in that is as absurd (Python refuses int() of more than
+    4300 digits, and no count or size has 30)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 30 else 10**30
 
 
 def _mem(opt: str, val: str, where: str) -> int:
     m = _MEM.match(val.strip())
     if not m:
         raise RequestError(f"{where} {opt}: expected memory like 4000, 250G or 2T, got {val!r}")
-    return int(math.ceil(int(m.group(1)) * _MEM_SCALE[m.group(2).upper()]))
+    n = _big_int(m.group(1))
+    scale = m.group(2).upper()
+    return n * 1024 * 1024 if scale == "T" else n * 1024 if scale == "G" else -(-n // 1024) if scale == "K" else n
 
 
 def _gpu_spec(opt: str, val: str, where: str) -> str:
@@ -300,12 +307,16 @@ def _gpu_spec(opt: str, val: str, where: str) -> str:
                 raise RequestError(f"{where} --gres: expected gpu[:type]:count, got {val!r}")
             items.append("gres:" + item)
         return ",".join(items)
-    if not re.match(r"^([A-Za-z_][\w.-]*:)?\d+$", v):
+    m = re.match(r"^([A-Za-z_][\w.-]*:)?\d+([A-Za-z]*)$", v)
+    if not m or m.group(2).lower() not in COUNT_SUFFIX:
         raise RequestError(f"{where} {opt}: expected [type:]count, got {val!r}")
     return "gres:gpu:" + v
 
 
-def _set(values: dict, key: str, opt: str, val: str, where: str) -> None:
+def _set(values: dict, name: str, val: str | None, opt: str, where: str) -> None:
+    key = _OPTION_KEYS.get(name)
+    if key is None or val is None:
+        return
     if key in ("partition", "qos", "account", "comment", "name"):
         values[key] = val
     elif key == "time":
@@ -333,6 +344,8 @@ def _set(values: dict, key: str, opt: str, val: str, where: str) -> None:
         values["tres_per_node"] = _gpu_spec(opt, val, where)
     elif key == "gpus_per_task":
         values["tres_per_task"] = _gpu_spec(opt, val, where)
+    elif key == "tres_per_task":
+        values["tres_per_task"] = ",".join(i for i in val.split(",") if i.startswith(("gres/gpu", "gres:gpu")))
     elif key == "gpus_per_socket":
         values["tres_per_socket"] = _gpu_spec(opt, val, where)
     elif key == "ntasks_per_gpu":

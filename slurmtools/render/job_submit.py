@@ -73,6 +73,8 @@ def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: 
 
     from slurmtools.policy.base import load_policies
     from slurmtools.policy.builtin import MESSAGES, SIGNAL_NUMBERS
+    from slurmtools.policy.directives import SBATCH_ALIASES, SBATCH_LONG, SBATCH_SHORT
+    from slurmtools.policy.request import ABSURD, COUNT_SUFFIX
 
     policies = load_policies(site, fabric)
     rules = [{"kind": p.name, "params": p.params} for p in policies if p.lua]
@@ -83,7 +85,10 @@ def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: 
         site_name=_comment(site.name), site_source=_comment(str(site.source)), site_name_lua=_lua_str(site.name),
         rules=lua_literal(rules), messages=lua_literal(MESSAGES), signal_numbers=lua_literal(SIGNAL_NUMBERS),
         usage_file=lua_literal(usage_file), audit_log=lua_literal(audit_log), usage_ttl=int(usage_ttl),
-        enforce="true" if enforce else "false",
+        enforce="true" if enforce else "false", fail_mode=_lua_str(site.policy.fail_mode),
+        sbatch_long=lua_literal(SBATCH_LONG), sbatch_long_order=lua_literal(list(SBATCH_LONG)),
+        sbatch_short=lua_literal(SBATCH_SHORT), sbatch_aliases=lua_literal(SBATCH_ALIASES), absurd=int(ABSURD),
+        count_suffix=lua_literal(COUNT_SUFFIX),
     )
     if cli_only:
         note = "-- CLI-only policies (no Lua twin, not enforced here): " + _comment(", ".join(cli_only)) + "\n"

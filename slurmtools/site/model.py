@@ -94,6 +94,9 @@ class PolicySettings:
     require_checkpoint_signal: bool = True
     #: how far a job's CPUs/memory per GPU may exceed the node type's share (1.0 = exactly its share)
     cpu_mem_tolerance: float = 1.0
+    #: what job_submit.lua does with a job when the policy itself fails: "closed" refuses it (no input that breaks
+    #: the evaluator gets a job past admission), "open" admits it; audited either way (docs/policy.md)
+    fail_mode: str = "closed"
     enabled: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
 

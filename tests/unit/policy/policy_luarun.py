@@ -15,6 +15,8 @@ from slurmtools.policy.request import JobRequest
 from slurmtools.render.job_submit import lua_literal
 
 LUA = shutil.which("lua5.1")
+#: every Lua that job_submit/lua links against here: 5.1 (Debian's 22.05) and 5.3 (25.11 built from source)
+LUAS = [x for x in (shutil.which("lua5.1"), shutil.which("lua5.3")) if x]
 
 # job_desc fields as 22.05 exposes them: unset numbers are NO_VAL sentinels
 _SENTINEL = {"min_nodes": 4294967294, "num_tasks": 4294967294, "time_limit": 4294967294,
@@ -37,6 +39,9 @@ for i = 1, #cases do
   local rc
   if jd.explode then
     rc = slurm_job_submit(setmetatable({}, { __index = function() error("boom") end }), {}, 1000)
+  elseif jd.modify then
+    rc = slurm_job_modify(jd.desc, jd.rec, {}, 1000)
+    jd = jd.desc
   else
     rc = slurm_job_submit(jd, {}, 1000)
   end
@@ -61,11 +66,11 @@ def job_desc(req: JobRequest, raw: dict | None = None) -> dict:
     return d
 
 
-def run_lua(script_text: str, descs: list[dict], tmp: Path) -> list[dict]:
+def run_lua(script_text: str, descs: list[dict], tmp: Path, lua: str | None = None) -> list[dict]:
     (tmp / "job_submit.lua").write_text(script_text)
     (tmp / "driver.lua").write_text(DRIVER)
     (tmp / "cases.lua").write_text("return " + lua_literal(descs) + "\n")
-    p = subprocess.run([LUA, str(tmp / "driver.lua"), str(tmp / "job_submit.lua"), str(tmp / "cases.lua")],
+    p = subprocess.run([lua or LUA, str(tmp / "driver.lua"), str(tmp / "job_submit.lua"), str(tmp / "cases.lua")],
                        capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise AssertionError(f"lua failed: {p.stderr}")

@@ -65,12 +65,27 @@ def test_lua_mirrors_python_with_budgets(site, fabric, tmp_path):
     _compare(site, fabric, tmp_path, {"vision": 25000.0, "nlp": 40000.0, "students": 12.5})
 
 
-def test_lua_internal_error_allows_and_audits(site, fabric, tmp_path):
+@pytest.mark.parametrize("mode", ["closed", "open"])
+def test_lua_internal_error_follows_fail_mode_and_audits_once(site, fabric, tmp_path, mode):
+    from dataclasses import replace
+
+    from slurmtools.policy.builtin import MESSAGES
+
     audit = tmp_path / "audit.jsonl"
-    text = render_job_submit(site, fabric, audit_log=str(audit)).text
+    s = replace(site, policy=replace(site.policy, fail_mode=mode))
+    text = render_job_submit(s, fabric, audit_log=str(audit)).text
     got = run_lua(text, [{"explode": True}], tmp_path)
-    assert got[0]["rc"] == 0 and "internal error, job allowed" in got[0]["error"]
-    assert json.loads(audit.read_text())["event"] == "admission_policy_error"
+    if mode == "closed":
+        assert got[0]["rc"] == -1 and got[0]["user"] == MESSAGES["internal_error"]
+        assert "internal error (fail_mode closed), job refused: " in got[0]["error"]
+    else:
+        assert got[0]["rc"] == 0 and got[0]["user"] == ""
+        assert "internal error (fail_mode open), job allowed: " in got[0]["error"]
+    lines = audit.read_text().splitlines()
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert rec["event"] == "admission_policy_error"
+    assert rec["details"]["message"].startswith(f"fail_mode {mode}: job ")
 
 
 def test_nasty_site_names_stay_inside_lua_strings(site, fabric, tmp_path):

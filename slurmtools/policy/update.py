@@ -1,0 +1,164 @@
+"""What `scontrol update job` changes, and the job it leaves, as admission control sees both.
+
+slurm_job_modify in job_submit.lua gets the change in `job_desc` (only the fields the update names) and the job
+as it stands in `job_rec`. job_rec lacks some of job_desc's fields (measured on 22.05 and 25.11: no num_tasks,
+ntasks_per_node, cpus_per_task, sockets_per_node), so the job after the change is the record's fields, then the
+change's, plus two things slurmctld already counted for the job (its request TRES string): its GPUs, from which a
+per-task job's task count follows, and its CPUs, which stay a floor unless the change names a new task shape.
+The Lua's `modified_request` mirrors `modified_request` here line by line. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from slurmtools.policy.request import JobRequest, RequestError, gpu_counts, parse_time_minutes
+
+#: job_desc fields a modification can carry that admission reads, in the Lua's order
+MODIFY_FIELDS = ("account", "qos", "partition", "time_limit", "min_nodes", "num_tasks", "ntasks_per_node",
+                 "cpus_per_task", "sockets_per_node", "min_mem_per_node", "min_mem_per_cpu", "tres_per_job",
+                 "tres_per_node", "tres_per_task", "tres_per_socket", "cpus_per_tres", "mem_per_tres")
+#: a change naming one of these gives the job a new task shape: the CPUs counted so far are no floor
+_SHAPE = ("num_tasks", "ntasks_per_node", "cpus_per_task", "cpus_per_tres")
+
+#: `scontrol update` keys (case-insensitive) -> the job_desc field they set (22.05 and 25.11 scontrol)
+UPDATE_KEYS = {
+    "account": "account", "partition": "partition", "qos": "qos", "timelimit": "time_limit",
+    "numnodes": "min_nodes", "reqnodes": "min_nodes", "numtasks": "num_tasks", "reqprocs": "num_tasks",
+    "minmemorynode": "min_mem_per_node", "minmemorycpu": "min_mem_per_cpu", "minmemcpu": "min_mem_per_cpu",
+    "minmemnode": "min_mem_per_node", "gres": "tres_per_node", "tresperjob": "tres_per_job",
+    "trespernode": "tres_per_node", "trespertask": "tres_per_task", "trespersocket": "tres_per_socket",
+}
+_MEM = re.compile(r"^([0-9]+)([KMGT]?)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class UpdateRequest:
+    """One `scontrol update job` command as admission control reads it."""
+
+    job_id: str
+    #: the fields it changes (None: not changed), in job_desc's form
+    change: JobRequest
+    #: keys admission does not read (Priority=, Comment=, ...): they pass unchecked
+    ignored: tuple[str, ...] = ()
+
+
+def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
+    """`JobId=12 NumNodes=4 QOS=production` -> UpdateRequest; a value admission cannot read is one RequestError
+    naming the key."""
+    job_id = ""
+    values: dict = {}
+    ignored = []
+    for a in args:
+        key, eq, val = a.partition("=")
+        if not eq:
+            raise RequestError(f"scontrol update argument {a!r}: expected KEY=VALUE")
+        k = key.lower()
+        if k in ("jobid", "job_id"):
+            job_id = val
+            continue
+        field = UPDATE_KEYS.get(k)
+        if field is None:
+            ignored.append(key)
+            continue
+        values[field] = _value(key, field, val)
+    if not re.match(r"^[0-9]+(_[0-9]+)?$", job_id):
+        raise RequestError("scontrol update: needs JobId=<number> (one job)")
+    if "min_mem_per_node" in values and "min_mem_per_cpu" in values:
+        raise RequestError("scontrol update: MinMemoryNode and MinMemoryCPU both given; give one")
+    return UpdateRequest(job_id, JobRequest(**values), tuple(ignored))
+
+
+def _value(key: str, field: str, val: str):
+    if field in ("account", "partition", "qos"):
+        return val
+    if field == "time_limit":
+        if val[:1] in "+-" and val[1:]:
+            raise RequestError(f"scontrol update {key}={val}: give the new limit, not a change to it")
+        return parse_time_minutes(key, val, "scontrol update")
+    if field in ("min_nodes", "num_tasks"):
+        first = val.split("-", 1)[0]
+        if not first.isdigit() or not first.isascii():
+            raise RequestError(f"scontrol update {key}: expected a whole number, got {val!r}")
+        return int(first)
+    if field.startswith("min_mem"):
+        m = _MEM.match(val)
+        if not m:
+            raise RequestError(f"scontrol update {key}: expected memory like 4000, 250G or 2T, got {val!r}")
+        n, unit = int(m.group(1)), m.group(2).upper()
+        return n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit] if unit != "K" else -(-n // 1024)
+    # GRES: scontrol hands `Gres=gpu:h100:3` over as `gres:gpu:h100:3` (measured, 22.05)
+    items = [i if i.startswith(("gres:", "gres/")) else "gres:" + i for i in val.split(",") if i]
+    return ",".join(items)
+
+
+def tres_count(text: str | None, name: str) -> int | None:
+    """The count of one item (`cpu`, `gres/gpu`) in slurmctld's request TRES string (`cpu=8,...,gres/gpu=4`)."""
+    for item in (text or "").split(","):
+        k, eq, v = item.partition("=")
+        if eq and k == name and v.isdigit() and v.isascii():
+            return int(v)
+    return None
+
+
+def modified_request(current: JobRequest, change: JobRequest, tres_req: str | None) -> tuple[JobRequest, bool]:
+    """(the job after the change, whether the change touches anything admission reads)."""
+    new = {f: getattr(change, f) for f in MODIFY_FIELDS if getattr(change, f) is not None}
+    if not new:
+        return current, False
+    merged = replace(current, **new)
+    if "min_mem_per_node" in new and "min_mem_per_cpu" not in new:
+        merged = replace(merged, min_mem_per_cpu=None)
+    if "min_mem_per_cpu" in new and "min_mem_per_node" not in new:
+        merged = replace(merged, min_mem_per_node=None)
+    gpus_now = tres_count(tres_req, "gres/gpu")
+    per_task = sum(gpu_counts(current.tres_per_task).values())
+    if merged.num_tasks is None and merged.ntasks_per_node is None and per_task and gpus_now:
+        # job_rec has no task count: a per-task GPU job's follows from the GPUs slurmctld counts for it
+        merged = replace(merged, num_tasks=max(1, gpus_now // per_task))
+    if not any(f in new for f in _SHAPE):
+        merged = replace(merged, min_cpus=tres_count(tres_req, "cpu"))
+    if change.user_name:
+        merged = replace(merged, user_name=change.user_name)
+    return merged, True
+
+
+def record_request(show: dict[str, str], script: str = "") -> tuple[JobRequest, str]:
+    """The fields of `scontrol show job -o` that job_rec exposes to job_submit.lua, as a JobRequest, and the
+    request TRES string (`TRES=` of a pending job)."""
+
+    def text(k):
+        v = show.get(k, "")
+        return None if v in ("", "(null)", "N/A") else v
+
+    def mem(k):
+        v = text(k)
+        if v is None:
+            return None
+        m = _MEM.match(v)
+        return _value(k, "min_mem_per_node", v) if m else None
+
+    limit = text("TimeLimit")
+    nodes = text("NumNodes")
+    req = JobRequest(
+        user_name=(text("UserId") or "").split("(", 1)[0] or None, account=text("Account"), qos=text("QOS"),
+        partition=text("Partition"),
+        time_limit=parse_time_minutes("TimeLimit", limit, "scontrol show job") if limit else None,
+        min_nodes=int(nodes.split("-", 1)[0]) if nodes and nodes.split("-", 1)[0].isdigit() else None,
+        min_mem_per_node=mem("MinMemoryNode"), min_mem_per_cpu=mem("MinMemoryCPU"),
+        tres_per_job=text("TresPerJob"), tres_per_node=text("TresPerNode"), tres_per_task=text("TresPerTask"),
+        tres_per_socket=text("TresPerSocket"), cpus_per_tres=text("CpusPerTres"), mem_per_tres=text("MemPerTres"),
+        script=script)
+    return req, show.get("TRES", "")
+
+
+def parse_show_job(text: str) -> dict[str, str]:
+    """`scontrol show job -o` of one job -> its KEY=VALUE fields (values here never hold blanks)."""
+    out: dict[str, str] = {}
+    for word in text.split():
+        k, eq, v = word.partition("=")
+        if eq and k not in out:
+            out[k] = v
+    return out
+
