@@ -179,8 +179,9 @@ def test_test_only_runs_job_submit_lua_too(lab, policy_lab):
     assert p.returncode == 0 and "to start at" in p.stderr
 
 
-def test_lua_internal_error_allows_the_job(lab, policy_lab):
-    """A broken rule table makes the evaluator fail inside slurmctld: the job must still be admitted."""
+def test_lua_internal_error_refuses_the_job_by_default(lab, policy_lab):
+    """A broken rule table makes the evaluator fail inside slurmctld: with the default fail_mode "closed" the job
+    is refused (tests/hostile/test_admission_fail_mode.py covers both modes through a real input)."""
     site, fabric = policy_lab["site"], policy_lab["fabric"]
     good = (lab.dir / "etc" / "job_submit.lua").read_text()
     broken = good.replace("local RULES = {", "local RULES = { { kind = \"nosuch\", params = {} },", 1)
@@ -190,10 +191,11 @@ def test_lua_internal_error_allows_the_job(lab, policy_lab):
         sp = policy_lab["work"] / "broken.sh"
         sp.write_text("#!/bin/bash\nsleep 1\n")
         os.chmod(sp, 0o644)
-        p = lab.sh(f"sbatch -H --parsable -o /dev/null -A vision --gres=gpu:8 {sp}", user=USER)
-        lab.sh(f"scancel {p.stdout.strip().split(';')[0]}")
+        p = lab.sh(f"sbatch -H --parsable -o /dev/null -A vision --gres=gpu:8 {sp}", user=USER, check=False)
+        if p.returncode == 0:
+            lab.sh(f"scancel {p.stdout.strip().split(';')[0]}")
         log = (lab.dir / "log" / "slurmctld.log").read_text()
-        assert "slurmtools policy: internal error, job allowed" in log
+        assert p.returncode != 0 and "slurmtools policy: internal error (fail_mode closed), job refused" in log
     finally:
         install_lua(lab, good)
 
