@@ -73,6 +73,7 @@ def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: 
 
     from slurmtools.policy.base import load_policies
     from slurmtools.policy.builtin import MESSAGES, SIGNAL_NUMBERS
+    from slurmtools.policy.fingerprint import policy_hash
     from slurmtools.policy.directives import SBATCH_ALIASES, SBATCH_LONG, SBATCH_SHORT
     from slurmtools.policy.request import ABSURD, COUNT_SUFFIX
 
@@ -82,6 +83,7 @@ def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     tmpl = env.from_string(TEMPLATE.read_text())
     text = tmpl.render(
+        policy_hash=_lua_str(policy_hash(site, fabric)),
         site_name=_comment(site.name), site_source=_comment(str(site.source)), site_name_lua=_lua_str(site.name),
         rules=lua_literal(rules), messages=lua_literal(MESSAGES), signal_numbers=lua_literal(SIGNAL_NUMBERS),
         usage_file=lua_literal(usage_file), audit_log=lua_literal(audit_log), usage_ttl=int(usage_ttl),

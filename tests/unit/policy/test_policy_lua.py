@@ -57,8 +57,14 @@ def test_lua_mirrors_python_without_usage(site, fabric, tmp_path):
     from slurmtools import audit as audit_log
 
     lines = list(audit_log.read(audit, strict=True))  # the decision log's own reader accepts every line
-    assert lines and all(x["event"] == "admission_refused" and x["details"]["source"] == "job_submit.lua"
-                         for x in lines)
+    assert lines and all(x["details"]["source"] == "job_submit.lua" for x in lines)
+    # every admission decision is a line (issue 12): refusals, re-routes (admission_modified) and plain admissions,
+    # each with the policy hash and the Lua writer's own numbers 1, 2, 3 ...
+    assert {x["event"] for x in lines} == {"admission_refused", "admission_modified", "admission_allowed"}
+    from slurmtools.policy.fingerprint import policy_hash
+
+    assert {x["policy"] for x in lines} == {policy_hash(site, fabric)}
+    assert [x["seq"] for x in lines] == list(range(1, len(lines) + 1)) and audit_log.verify(audit) == []
 
 
 def test_lua_mirrors_python_with_budgets(site, fabric, tmp_path):
