@@ -7,6 +7,12 @@ that line and exits non-zero instead of showing a traceback.
 from __future__ import annotations
 
 
+def one_line(text: str) -> str:
+    """`text` with every character that would break or hide the line escaped (`\\n`, `\\x85`, `\\u2028`, other
+    control characters): a hostile name inside an error message must not forge or split the line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class SlurmtoolsError(Exception):
     """Base class: an error with a one-line, user-facing message."""
 

@@ -62,12 +62,12 @@ _register()
 
 
 def run() -> None:
-    from slurmtools.errors import SlurmtoolsError
+    from slurmtools.errors import SlurmtoolsError, one_line
 
     try:
         app()
     except SlurmtoolsError as exc:
-        typer.echo(f"slurmtools: error: {exc}", err=True)
+        typer.echo(f"slurmtools: error: {one_line(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         typer.echo("slurmtools: interrupted", err=True)

@@ -65,6 +65,11 @@ def _renders_cleanly(path) -> None:
     from slurmtools.topology.sitefile import load_fabric
 
     site = load_site(path)
+    if site.fabric_path is None:  # a site without a fabric: the renderers that need one refuse in one line
+        r = cli("admin", "render", "gres-conf", "--site", str(path))
+        assert r.code == 2 and r.err.strip() == (f"slurmtools: error: {site.source}: site.fabric: this command needs "
+                                                 "a fabric file (site.fabric)"), (r.code, r.err)
+        return
     fabric = load_fabric(site.fabric_path)
     for version in ("22.05", "25.11"):
         conf = render_slurm_conf(site, fabric, release_for(version))
