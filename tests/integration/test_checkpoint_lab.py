@@ -2,7 +2,8 @@
 
 A plain-Python trainer (examples/checkpoint_trainer.py) runs as labuser through the batch wiring
 (slurmtools/checkpoint_wiring.sh). Facts these tests rely on (Slurm 22.05, measured): the batch shell is warned
-by `--signal=B:USR1@lead` and, with preempt_send_user_signal, by the same signal at preemption; a requeued job
+by `--signal=B:SIG@lead` and, with preempt_send_user_signal, by the same signal at preemption (SIG: the default
+URG, or USR1 named by a hand-written script through SLURMTOOLS_CHECKPOINT_SIGNAL); a requeued job
 waits ~120 s unless its StartTime is set to now; its rerun has SLURM_RESTART_COUNT=1. Timers tick every 30 s.
 """
 
@@ -34,16 +35,17 @@ def workdir(lab, name: str) -> Path:
 
 
 def submit_trainer(lab, d: Path, *, qos: str, node: str, limit: str, lead: int, steps: int, step_s: float,
-                   restart_step_s: float, exclusive: bool, srun_nodes: int = 0, step_without_scontrol: bool = False
-                   ) -> int:
+                   restart_step_s: float, exclusive: bool, srun_nodes: int = 0, step_without_scontrol: bool = False,
+                   signal: str = "URG") -> int:
     script = d / "train.sbatch"
     launcher = f"srun -N{srun_nodes} --ntasks-per-node=1 " if srun_nodes else ""
     if step_without_scontrol:  # like a container without Slurm's commands: the wiring must do the requeue
         launcher += "env PATH=/nonexistent "
     log = "log-{rank}" if srun_nodes else "log"
     script.write_text(f"""#!/bin/bash
-#SBATCH --signal=B:USR1@{lead}
+#SBATCH --signal=B:{signal}@{lead}
 #SBATCH --requeue
+{"" if signal == "URG" else f"export SLURMTOOLS_CHECKPOINT_SIGNAL={signal}"}
 source {WIRING}
 echo "batch restart=${{SLURM_RESTART_COUNT:-0}} node=$SLURMD_NODENAME"
 slurmtools_run {launcher}/usr/bin/python3 {TRAINER} {d}/ck {d}/{log} --steps {steps} --step-seconds {step_s} \\
@@ -108,13 +110,14 @@ def grace_seconds(lab, qos: str) -> int:
     return h * 3600 + m * 60 + s
 
 
-def check_resumed_run(d: Path, steps: int, cause: str, name: str = "log") -> tuple[list[str], int]:
+def check_resumed_run(d: Path, steps: int, cause: str, name: str = "log", signal: str = "URG"
+                      ) -> tuple[list[str], int]:
     """Common end-state checks: one save with `cause`, a rerun with SLURM_RESTART_COUNT=1 from that step, the
     uninterrupted result, and at most one step done twice."""
     lines = log_lines(d, name)
     saved = [ln for ln in lines if " saved " in ln]
     assert len(saved) == 1, lines[-10:]
-    assert field(saved[0], "cause") == cause and field(saved[0], "signal") == "USR1"
+    assert field(saved[0], "cause") == cause and field(saved[0], "signal") == signal
     saved_step = int(field(saved[0], "step"))
     starts = [ln for ln in lines if " start " in ln]
     assert [field(s, "restart") for s in starts] == ["0", "1"], starts
@@ -142,7 +145,7 @@ def test_preempted_scavenger_saves_within_grace_requeues_and_resumes(lab):
     saved = next(ln for ln in lines if " saved " in ln)
     assert field(saved, "cause") == "preempted", saved
     assert float(field(saved, "t")) - t0 <= grace, "checkpoint not written within GraceTime"
-    assert any("got_SIGUSR1:_preempted_(PreemptTime=" in ln for ln in lines)
+    assert any("got_SIGURG:_preempted_(PreemptTime=" in ln for ln in lines)
     lab.wait_state(job, "PENDING", 60)
     rec = job_record(lab, job)
     assert rec["Restarts"] == "1", rec
@@ -180,8 +183,9 @@ def test_two_node_job_preempted_on_one_node_only_rank_zero_writes(lab):
     assert field(saved0, "cause") == "preempted" and field(saved0, "path").startswith("ckpt-")
     lab.wait_state(job, "PENDING", 60)
     l0, l1 = log_lines(d, "log-0"), log_lines(d, "log-1")
-    # srun forwarded the warning to rank 1, which leaves asking Slurm (and requeueing) to rank 0
-    assert any(" saved " in ln and "cause=unknown signal=USR1 rank=1" in ln for ln in l1), l1[-3:]
+    # the wiring passed the warning (URG, which srun does not forward) to rank 1 through scancel; rank 1 leaves
+    # asking Slurm (and requeueing) to rank 0
+    assert any(" saved " in ln and "cause=unknown signal=URG rank=1" in ln for ln in l1), l1[-3:]
     saved1 = [ln for ln in l1 if " saved " in ln]
     assert all(field(ln, "path") == "none" and field(ln, "rank") == "1" for ln in saved1), saved1
     if lab.release.preempted_exit_requeued:
@@ -203,12 +207,14 @@ def test_two_node_job_preempted_on_one_node_only_rank_zero_writes(lab):
 @pytest.mark.parametrize("how", ["scontrol", "marker"])
 def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab, how):
     """`scontrol`: the library requeues. `marker`: the step has no scontrol (as in a container), the library
-    leaves a requeue request and the batch wiring, outside, carries it out."""
+    leaves a requeue request and the batch wiring, outside, carries it out. The `scontrol` job is a hand-written
+    script that chose USR1 (and says so in SLURMTOOLS_CHECKPOINT_SIGNAL); the `marker` job uses the default URG."""
+    sig = "USR1" if how == "scontrol" else "URG"
     node = "gpu14" if how == "scontrol" else "gpu10"
     d = workdir(lab, f"timelimit-{how}")
     steps = 600  # 120 s at 0.2 s/step: always longer than the warning (sent 30-90 s into a 2-minute limit)
     job = submit_trainer(lab, d, qos="standard", node=node, limit="2", lead=60, steps=steps, step_s=0.2,
-                         restart_step_s=0.02, exclusive=False, step_without_scontrol=how == "marker")
+                         restart_step_s=0.02, exclusive=False, step_without_scontrol=how == "marker", signal=sig)
     lines = wait_log(d, lambda ls: any(" saved " in ln for ln in ls), 150, "a save at the time-limit warning")
     saved = next(ln for ln in lines if " saved " in ln)
     lab.wait_state(job, "PENDING", 60)
@@ -224,7 +230,7 @@ def test_time_limit_warning_checkpoints_requeues_and_finishes_on_second_run(lab,
     assert job_record(lab, job)["Restarts"] == "1"
     start_requeued_now(lab, job, node)
     lab.wait_state(job, "COMPLETED", 120)
-    check_resumed_run(d, steps, "time_limit" if how == "scontrol" else "unknown")
+    check_resumed_run(d, steps, "time_limit" if how == "scontrol" else "unknown", signal=sig)
     assert "batch restart=1" in (d / f"out-{job}.txt").read_text()
     kinds = [e["event"] for e in decisions(lab, job)]
     assert kinds.count("requeued") == 1, kinds

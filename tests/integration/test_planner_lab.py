@@ -231,13 +231,13 @@ def test_the_warning_never_comes_at_start_and_reaches_a_program_that_handles_it(
     d = workdir(lab)
     marker, short = d / "signal.marker", d / "short.marker"
     plan, script = plan_for(lab, site, "python", gpus=1, tier="standard", time_limit=240, handles_signal=True,
-                            command=("python3", str(d / "sig_step.py"), str(marker), "USR1"))
-    assert plan.directive("signal").value == "B:USR1@120"
+                            command=("python3", str(d / "sig_step.py"), str(marker), "URG"))
+    assert plan.directive("signal").value == "B:URG@120"  # the site default warning signal
     assert any("shortened" in n for n in plan.notes)
     assert "#SBATCH --requeue" in script and "#SBATCH --open-mode=append" in script
     plan1, script1 = plan_for(lab, site, "python", gpus=1, tier="standard", time_limit=60, handles_signal=True,
-                              command=("python3", str(d / "sig_step.py"), str(short), "USR1"))
-    assert plan1.directive("signal").value == "B:USR1@0"
+                              command=("python3", str(d / "sig_step.py"), str(short), "URG"))
+    assert plan1.directive("signal").value == "B:URG@0"
     job = sbatch(lab, script, d)
     job1 = sbatch(lab, script1, d)  # sbatch and the site's job_submit.lua accept @0
     lab.wait_state(job, "RUNNING", timeout=60)
@@ -246,7 +246,7 @@ def test_the_warning_never_comes_at_start_and_reaches_a_program_that_handles_it(
         time.sleep(1)
     log = (d / f"plab-{job}.out").read_text() if (d / f"plab-{job}.out").exists() else ""
     assert marker.exists(), f"no signal reached the step; job output:\n{log}"
-    assert marker.read_text().startswith("SIGUSR1 ")
+    assert marker.read_text().startswith("SIGURG ")
     # the step started, then the warning came: not at start (Slurm sends it when at most lead + 30 s remain and
     # checks every 30 s, so 120 s before the end of 240 s is 60 to 90 s in)
     waited = marker.stat().st_mtime - Path(str(marker) + ".started").stat().st_mtime
