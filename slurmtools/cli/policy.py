@@ -183,14 +183,20 @@ def check(ctx: typer.Context,
     d = preflight(req, s, backend)
     if json_out:
         print_json({"action": d.action, "message": d.message, "changes": d.changes, "policy": d.policy})
-    elif d.action == "deny":
+    else:
+        _say(d)
+    if d.action == "deny":
+        raise typer.Exit(1)
+
+
+def _say(d) -> None:
+    """One line for a decision: refused (by which policy, why), allowed with changes, or allowed."""
+    if d.action == "deny":
         typer.echo(f"refused by {d.policy}: {d.message}")
     elif d.action == "modify":
         typer.echo("allowed with changes " + ", ".join(f"{k}={v}" for k, v in d.changes.items()) + f" ({d.policy})")
     else:
         typer.echo("allowed")
-    if d.action == "deny":
-        raise typer.Exit(1)
 
 
 @policy_app.command("check-update", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -226,12 +232,8 @@ def check_update(ctx: typer.Context,
     elif d is None:
         typer.echo("allowed: the update changes nothing admission checks"
                    + (f" ({', '.join(upd.ignored)})" if upd.ignored else ""))
-    elif d.action == "deny":
-        typer.echo(f"refused by {d.policy}: {d.message}")
-    elif d.action == "modify":
-        typer.echo("allowed with changes " + ", ".join(f"{k}={v}" for k, v in d.changes.items()) + f" ({d.policy})")
     else:
-        typer.echo("allowed")
+        _say(d)
     if d is not None and d.action == "deny":
         raise typer.Exit(1)
 

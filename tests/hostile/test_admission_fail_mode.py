@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import replace
 
 import pytest
@@ -19,19 +18,11 @@ from slurmtools.policy.builtin import MESSAGES
 from slurmtools.policy.engine import load_fabric_for
 from slurmtools.render.job_submit import render_job_submit
 from slurmtools.site import load_site
+from labtools import install_lua
 
 USER = "labuser"
 SCRIPT = "#!/bin/bash\n#SBATCH --signal=B:USR1@300\nsleep 1\n"
 
-
-def install_lua(lab, text: str) -> None:
-    path = lab.dir / "etc" / "job_submit.lua"
-    old = int(path.stat().st_mtime) if path.exists() else 0
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    t = max(int(time.time()), old + 1)
-    os.utime(path, (t, t))
 
 
 def test_fail_mode_is_read_and_defaults_to_closed(tmp_path):

@@ -10,7 +10,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -22,21 +21,12 @@ from slurmtools.policy.fingerprint import policy_hash
 from slurmtools.policy.usage import render_usage_lua
 from slurmtools.render.job_submit import render_job_submit
 from slurmtools.site import load_site
+from labtools import install_lua
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "#!/bin/bash\n#SBATCH --signal=B:URG@120\nsleep 1\n"
 
-
-def install_lua(lab, text: str) -> None:
-    """A new job_submit.lua with a new mtime (slurmctld reloads it on a change, second resolution)."""
-    path = lab.dir / "etc" / "job_submit.lua"
-    old = int(path.stat().st_mtime) if path.exists() else 0
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    t = max(int(time.time()), old + 1)
-    os.utime(path, (t, t))
 
 
 @pytest.fixture

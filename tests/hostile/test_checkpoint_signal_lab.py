@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from slurmtools.planner.templates import find_template, render
 from slurmtools.resources import example_site
 from slurmtools.site import load_site
 
-from labtools import job_folder
+from labtools import job_folder, launchers_env
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
@@ -38,11 +37,7 @@ FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NOD
 
 @pytest.fixture(scope="module")
 def launchers() -> Path:
-    """The cached real launchers (torchrun, accelerate). Missing is a failure: scripts/test builds it first."""
-    p = subprocess.run([str(REPO / "scripts" / "launchers-env"), "--check"], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.fail(f"{p.stderr.strip()} (scripts/test builds it before the lab tests)", pytrace=False)
-    return Path(p.stdout.strip())
+    return launchers_env()
 
 
 @pytest.fixture(scope="module")

@@ -146,3 +146,28 @@ def job_folder(lab: "Lab", prefix: str) -> Path:
         shutil.copy(p, d / p.name)
     os.chmod(d, 0o777)
     return d
+
+
+def install_lua(lab, text: str) -> None:
+    """Write the lab's job_submit.lua so that slurmctld sees a new mtime (it reloads on a change, second
+    resolution)."""
+    path = lab.dir / "etc" / "job_submit.lua"
+    old = int(path.stat().st_mtime) if path.exists() else 0
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    t = max(int(time.time()), old + 1)
+    os.utime(path, (t, t))
+
+
+def launchers_env() -> Path:
+    """The cached environment with the real launchers (torchrun, accelerate, deepspeed). Missing is a failure, not a
+    skip: scripts/test builds it before the lab tests."""
+    import pytest
+
+    repo = Path(__file__).resolve().parents[2]
+    p = subprocess.run([str(repo / "scripts" / "launchers-env"), "--check"], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.fail(f"{p.stderr.strip()} (scripts/test builds it before the lab tests)", pytrace=False)
+    return Path(p.stdout.strip())
+

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ from slurmtools.planner.templates import find_template, render
 from slurmtools.resources import example_site
 from slurmtools.site import load_site
 
-from labtools import job_folder
+from labtools import job_folder, launchers_env
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
@@ -37,11 +36,7 @@ FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NOD
 
 @pytest.fixture(scope="module")
 def launchers() -> Path:
-    """The cached launcher environment. Missing is a failure, not a skip: scripts/test builds it first."""
-    p = subprocess.run([str(REPO / "scripts" / "launchers-env"), "--check"], capture_output=True, text=True)
-    if p.returncode != 0:
-        pytest.fail(f"{p.stderr.strip()} (scripts/test builds it before the lab tests)", pytrace=False)
-    return Path(p.stdout.strip())
+    return launchers_env()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ import json
 import os
 import shlex
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -25,20 +24,11 @@ from slurmtools.policy.engine import load_fabric_for  # noqa: E402
 from slurmtools.policy.usage import render_usage_lua  # noqa: E402
 from slurmtools.render.job_submit import render_job_submit  # noqa: E402
 from slurmtools.site import load_site  # noqa: E402
+from labtools import install_lua  # noqa: E402
 
 USER = "labuser"
 FAILED = "sbatch: error: Batch job submission failed: Unspecified error"
 
-
-def install_lua(lab, text: str) -> None:
-    """Write job_submit.lua so that slurmctld sees a new mtime (it reloads on a change, second resolution)."""
-    path = lab.dir / "etc" / "job_submit.lua"
-    old = int(path.stat().st_mtime) if path.exists() else 0
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    t = max(int(time.time()), old + 1)
-    os.utime(path, (t, t))
 
 
 @pytest.fixture(scope="module")
