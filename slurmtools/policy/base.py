@@ -124,9 +124,13 @@ def load_policies(site: "Site", fabric: "Fabric | None" = None) -> list[Policy]:
 
 def evaluate(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) -> Decision:
     """Run the policies in order: the first deny wins; modifications apply to the request the next one sees. A
-    request holding a number beyond `request.ABSURD` is refused first (policy "request")."""
-    from slurmtools.policy.builtin import absurd
+    request whose name or comment holds a control character, then one holding a number beyond `request.ABSURD`, is
+    refused first (policy "request")."""
+    from slurmtools.policy.builtin import absurd, control
 
+    bad = request.control_field()
+    if bad is not None:  # sacct prints it raw: a forged report row
+        return Decision.deny(control(*bad), "request")
     what = request.absurd_field()
     if what is not None:  # before any policy: every one of them may compute with these numbers
         return Decision.deny(absurd(what), "request")

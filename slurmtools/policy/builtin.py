@@ -34,6 +34,8 @@ MESSAGES = {
                     "{limit} CPUs, this job asks for {cpus}",
     "mem_per_gpu": "on partition {partition} each GPU comes with at most {per_gpu} MB of memory: {gpus} GPUs "
                    "allow {limit} MB, this job asks for {mem} MB",
+    "control_char": "this job's {what} holds the control character {char} (sacct prints it raw, so it could forge "
+                    "rows of accounting reports): use printable characters only",
     "absurd": "this job's {what} is more than {limit}, beyond any real cluster: ask for what the job needs",
     "internal_error": "the admission policy failed on this job (an internal error the cluster admins find in "
                       "slurmctld's log); the site fails closed, so the job is refused: tell the cluster admins",
@@ -69,6 +71,11 @@ def absurd(what: str) -> str:
     """The refusal of a number beyond ABSURD; names the option or count, never prints the number (Lua could not
     print it exactly)."""
     return fmt("absurd", what=what, limit=str(ABSURD))
+
+
+def control(what: str, char: str) -> str:
+    """The refusal of a job name or comment holding a control character: names the option and the character."""
+    return fmt("control_char", what=what, char=char)
 
 
 def _names(xs) -> str:

@@ -149,6 +149,17 @@ class JobRequest:
             return "memory"
         return None
 
+    def control_field(self) -> tuple[str, str] | None:
+        """(option, `U+XXXX`) of the first control character in the job name, then the comment, else None.
+
+        Checked before any policy (and before the numbers), by Python and Lua alike: sacct prints a name's line
+        breaks raw, so one could forge report rows (docs/reports.md)."""
+        for what, text in (("--job-name", self.name), ("--comment", self.comment)):
+            char = control_char(text)
+            if char is not None:
+                return what, char
+        return None
+
     def with_changes(self, changes: dict[str, str]) -> "JobRequest":
         return replace(self, **changes)
 
@@ -188,6 +199,27 @@ class JobRequest:
 
 
 _DIGITS = re.compile(r"^[0-9]+\Z")
+
+#: the control characters refused in a job name or comment, as UTF-8 bytes (the Lua reads bytes): C0 and DEL,
+#: C1 (U+0080..U+009F) and the Unicode line and paragraph separators U+2028/U+2029
+_CONTROL_BYTES = re.compile(rb"[\x00-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80[\xa8\xa9]")
+
+
+def control_char(text: str | None) -> str | None:
+    """`U+000A` for the first control character of `text` (read as the bytes Slurm stores), else None; mirrors the
+    Lua's control_char. A name that is not valid UTF-8 reaches Python with its bytes kept (surrogateescape)."""
+    if not text:
+        return None
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that no byte stands for
+        raw = text.encode("utf-8", "surrogatepass")
+    m = _CONTROL_BYTES.search(raw)
+    if m is None:
+        return None
+    b = m.group()
+    point = b[0] if len(b) == 1 else b[1] if len(b) == 2 else 0x2000 + b[2] - 0x80
+    return "U+%04X" % point
 
 
 def _client_checks(req: "JobRequest") -> None:

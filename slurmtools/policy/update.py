@@ -29,6 +29,7 @@ UPDATE_KEYS = {
     "minmemorynode": "min_mem_per_node", "minmemorycpu": "min_mem_per_cpu", "minmemcpu": "min_mem_per_cpu",
     "minmemnode": "min_mem_per_node", "gres": "tres_per_node", "tresperjob": "tres_per_job",
     "trespernode": "tres_per_node", "trespertask": "tres_per_task", "trespersocket": "tres_per_socket",
+    "name": "name", "jobname": "name", "comment": "comment",
 }
 _MEM = re.compile(r"^([0-9]+)([KMGT]?)$", re.IGNORECASE)
 
@@ -71,7 +72,7 @@ def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
 
 
 def _value(key: str, field: str, val: str):
-    if field in ("account", "partition", "qos"):
+    if field in ("account", "partition", "qos", "name", "comment"):
         return val
     if field == "time_limit":
         if val[:1] in "+-" and val[1:]:
@@ -100,6 +101,17 @@ def tres_count(text: str | None, name: str) -> int | None:
         if eq and k == name and v.isdigit() and v.isascii():
             return int(v)
     return None
+
+
+def text_refusal(change: JobRequest):
+    """The refusal of an update whose new name or comment holds a control character (policy "request"), else
+    None; checked before anything else, on the change alone (a name the job got before the rule blocks nothing).
+    Mirrors slurm_job_modify's control_refusal."""
+    from slurmtools.policy.base import Decision
+    from slurmtools.policy.builtin import control
+
+    bad = JobRequest(name=change.name, comment=change.comment).control_field()
+    return None if bad is None else Decision.deny(control(*bad), "request")
 
 
 def modified_request(current: JobRequest, change: JobRequest, tres_req: str | None) -> tuple[JobRequest, bool]:

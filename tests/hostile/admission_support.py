@@ -57,3 +57,31 @@ def same_on_both_sides(reqs, tmp: Path) -> list:
             want = (-1, d.message) if d.action == "deny" else (0, "")
             assert (lua["rc"], lua["user"]) == want, (name, r, d, lua)
     return decisions
+
+
+@pytest.fixture
+def enforcing(lab):
+    """The lab with this checkout's rendering of the example site's policies; the lab's own file is restored after
+    (tests/integration/labtools.install_lua gives each write a new mtime, so slurmctld reloads it)."""
+    from labtools import install_lua
+
+    site, fabric, _ = example()
+    path = lab.dir / "etc" / "job_submit.lua"
+    saved = path.read_text()
+    install_lua(lab, render_job_submit(site, fabric).text)
+    yield
+    install_lua(lab, saved)
+
+
+def lab_submit(lab, args: str, script: str, user: str = "labuser", check: bool = False):
+    """`sbatch -H --parsable` of `script` (written to a fresh file readable by `user`) with the shell-quoted `args`,
+    as `user`; the CompletedProcess (stdout: the job id when admitted)."""
+    import time
+
+    work = lab.jobs_dir / "admission"
+    work.mkdir(exist_ok=True)
+    os.chmod(work, 0o1777)
+    sp = work / f"job-{time.monotonic_ns()}.sh"
+    sp.write_text(script)
+    os.chmod(sp, 0o644)
+    return lab.sh(f"sbatch -H --parsable -o /dev/null {args} {sp}", user=user, check=check)
