@@ -19,12 +19,20 @@ if TYPE_CHECKING:
 
 #: sbatch --signal=[B:]SIG@LEAD: get_signal_opts (src/common/proc_args.c) refuses a lead over 0xffff seconds
 SIGNAL_LEAD_MAX = 0xFFFF
-#: sacctmgr reads GraceTime and Priority with get_uint (src/sacctmgr/common.c): strtol cast to uint32_t, so a larger
-#: value wraps silently; 0xfffffffe (NO_VAL) and 0xffffffff (INFINITE) mean "unset" and "clear"
+#: sacctmgr reads GraceTime and Priority with get_uint (src/sacctmgr/common.c): strtol cast to uint32_t, so a value
+#: past 2^32 wraps silently; slurmdbd then stores them only while `(int32_t)value >= 0`
+#: (src/plugins/accounting_storage/mysql/as_mysql_qos.c): 2^31 and above is dropped without a word ("Nothing
+#: modified" alone, silently left out beside other settings). Measured on 22.05.8 and 25.11.7
+#: (tests/hostile/test_site_limits_lab.py)
+QOS_INT_MAX = 2**31 - 1
+#: other counts (MaxTRES gres/gpu=N, MaxCPUsPerNode) are uint32; 0xfffffffe (NO_VAL) and 0xffffffff (INFINITE)
+#: mean "unset" and "clear"
 UINT32_MAX_VALUE = 0xFFFFFFFD
-#: time limits (partition MaxTime, QoS MaxWall, --time) go through time_str2secs (src/common/parse_time.c), which
-#: adds days, hours, minutes and seconds in a signed int; whole minutes, since Slurm rounds limits up to minutes
-TIME_LIMIT_MAX = (2**31 - 1) // 60 * 60
+#: time limits (partition MaxTime, QoS MaxWall, --time) go through time_str2mins (src/common/parse_time.c): the
+#: seconds in a signed int, rounded up to minutes by adding 59 in that int, so past INT_MAX - 59 s it overflows
+#: (sbatch -t 35791394 becomes 2957761-01:03:00, sacctmgr MaxWall=35791394 changes nothing; measured on 22.05.8 and
+#: 25.11.7); whole minutes: 35,791,393 min = 2,147,483,580 s
+TIME_LIMIT_MAX = (2**31 - 1 - 59) // 60 * 60
 #: Slurm counts time limits in whole minutes; a limit under one is "0s", which leaves no job any time
 TIME_LIMIT_MIN = 60
 
@@ -52,7 +60,7 @@ def check_site(site: "Site") -> None:
 
     for t in site.tiers.values():
         key = f"tiers.{t.name}"
-        _at_most(fail, f"{key}.priority", t.priority, "Slurm's QoS Priority holds")
+        _at_most(fail, f"{key}.priority", t.priority, "Slurm's QoS Priority holds", QOS_INT_MAX)
         for field in ("max_gpus_per_job", "max_gpus_per_user", "max_nodes"):
             _at_most(fail, f"{key}.{field}", getattr(t, field), "Slurm's counts hold")
         _time_limit(fail, f"{key}.max_walltime", t.max_walltime)
@@ -61,9 +69,9 @@ def check_site(site: "Site") -> None:
             parts = ", ".join(f"{p}: {human(site.partitions[p].max_time)}" for p in t.partitions)
             raise fail(f"{key}.max_walltime", f"{human(t.max_walltime)} is longer than the longest max_time of the "
                                               f"tier's partitions ({parts})")
-        if t.grace_time > UINT32_MAX_VALUE:
+        if t.grace_time > QOS_INT_MAX:
             raise fail(f"{key}.grace_time", f"{t.grace_time} s is more than Slurm's QoS GraceTime holds "
-                                            f"({UINT32_MAX_VALUE} s)")
+                                            f"({QOS_INT_MAX} s)")
         if t.signal_lead > SIGNAL_LEAD_MAX:
             raise fail(f"{key}.signal_lead", f"{t.signal_lead} s is more than Slurm's --signal lead allows "
                                              f"({SIGNAL_LEAD_MAX} s)")
@@ -85,9 +93,9 @@ def check_site(site: "Site") -> None:
                            f"{u!r} is not a user name (letters, digits, _ . - and a leading letter or _)")
 
 
-def _at_most(fail, key: str, value: int | None, what: str) -> None:
-    if value is not None and value > UINT32_MAX_VALUE:
-        raise fail(key, f"{value} is more than {what} ({UINT32_MAX_VALUE})")
+def _at_most(fail, key: str, value: int | None, what: str, limit: int = UINT32_MAX_VALUE) -> None:
+    if value is not None and value > limit:
+        raise fail(key, f"{value} is more than {what} ({limit})")
 
 
 def _time_limit(fail, key: str, seconds: int) -> None:

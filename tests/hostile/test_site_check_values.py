@@ -30,15 +30,15 @@ CASES = [
     ('signal_lead = "5m"', 'signal_lead = "20h"', "tiers.standard.signal_lead",
      "72000 s is more than Slurm's --signal lead allows (65535 s)"),
     ('grace_time = "5m"', 'grace_time = "100000d"', "tiers.standard.grace_time",
-     "8640000000 s is more than Slurm's QoS GraceTime holds (4294967293 s)"),
+     "8640000000 s is more than Slurm's QoS GraceTime holds (2147483647 s)"),
     ('priority = 1000', 'priority = 12345678901234567890123', "tiers.production.priority",
-     "12345678901234567890123 is more than Slurm's QoS Priority holds (4294967293)"),
+     "12345678901234567890123 is more than Slurm's QoS Priority holds (2147483647)"),
     ('max_walltime = "2d"', 'max_walltime = "30000d"', "tiers.production.max_walltime",
-     "2592000000 s is more than Slurm's time limits hold (2147483640 s)"),
+     "2592000000 s is more than Slurm's time limits hold (2147483580 s)"),
     ('max_gpus_per_job = 64', 'max_gpus_per_job = 99999999999999999999', "tiers.production.max_gpus_per_job",
      "99999999999999999999 is more than Slurm's counts hold (4294967293)"),
     ('max_time = "2d"', 'max_time = "99999999999999999999999999999999999999999999999999999999999999999999999d"',
-     "partitions.gpu.max_time", "is more than Slurm's time limits hold (2147483640 s)"),
+     "partitions.gpu.max_time", "is more than Slurm's time limits hold (2147483580 s)"),
     # zero wall times
     ('max_walltime = "1d"', 'max_walltime = "0s"', "tiers.standard.max_walltime",
      "0 s: a time limit must be at least 1 minute (Slurm counts time limits in whole minutes)"),
@@ -98,10 +98,10 @@ def test_plan_refuses_the_same(tmp_path):
 def test_limits_at_the_edge_pass(tmp_path):
     """The largest values Slurm accepts are accepted (the limits are Slurm's, not lower)."""
     p = edited(tmp_path, 'signal_lead = "2m"', 'signal_lead = "65535s"')
-    p.write_text(p.read_text().replace("priority = 1000", "priority = 4294967293")
-                 .replace('grace_time = "5m"', 'grace_time = "4294967293s"'))
+    p.write_text(p.read_text().replace("priority = 1000", "priority = 2147483647")
+                 .replace('grace_time = "5m"', 'grace_time = "2147483647s"'))
     from tests.hostile.site_check_support import cli
 
     r = cli("site", "check", str(p))
     assert r.code == 0, r.err
-    assert "tier production (priority 4294967293)" in r.out
+    assert "tier production (priority 2147483647)" in r.out
