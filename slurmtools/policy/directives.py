@@ -40,6 +40,22 @@ SBATCH_SHORT = {"A": "account", "a": "array", "b": "begin", "D": "chdir", "M": "
     "oversubscribe", "p": "partition", "q": "qos", "Q": "quiet", "t": "time", "v": "verbose", "V": "version", "W":
     "wait"}
 
+#: where Slurm 22.05.8's sbatch differs from SBATCH_LONG (probed: tests/data/slurm/sbatch-22.05.8-options.tsv): the
+#: option's kind there, None where 22.05 has no such option. The directives of a 22.05 script are read with 25.11's
+#: table all the same, because no difference can make us see a `--signal` that sbatch 22.05 does not set:
+#: - an option 22.05 lacks (None) makes sbatch 22.05 refuse the whole script, so no job exists to admit;
+#: - `power` (22.05 only) is unknown to us: we find no signal and refuse a script 22.05 would take (strict side);
+#: - `requeue` (no value in 22.05, optional in 25.11) and `get-user-env` (optional in 22.05, none in 25.11) differ
+#:   only in `--opt=value`, which never takes the next word: 22.05 refuses `--requeue=x` (no job), we refuse
+#:   `--get-user-env=x` (strict side); without `=` both read the same words;
+#: - a long option's prefix resolves to the same option in both or is unknown/ambiguous in one of them (checked by
+#:   tests/hostile/test_admission_sbatch_2205.py over every prefix), and the short options are the same
+#:   (22.05's `--usage` shows `-r n`, which its getopt refuses as an invalid option).
+SBATCH_22_05 = {"autocomplete": None, "consolidate-segments": None, "container-id": None, "external": None,
+                "get-user-env": 2, "oom-kill-step": None, "power": 1, "requeue": 0, "resources": None,
+                "resv-ports": None, "segment": None, "spread-segments": None, "stepmgr": None, "tres-bind": None,
+                "tres-per-task": None}
+
 #: long options that are one option under two names (the same getopt `val`, so a prefix of both is no ambiguity)
 SBATCH_ALIASES = {"tasks-per-node": "ntasks-per-node"}
 #: what separates the components of a heterogeneous job in a script (case-insensitive, then a blank or the end)
