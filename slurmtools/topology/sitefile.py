@@ -154,6 +154,31 @@ class Fabric:
         raise KeyError(host)
 
 
+#: Upper limits of the node type's integers, from what Slurm takes for the NodeName values they render into (Slurm
+#: 25.11.7 source; 22.05's is not in the project, not re-read). Past them Slurm wraps or resets the value, with a log
+#: line at most.
+#: Sockets=, CoresPerSocket=, ThreadsPerCore= and the CPUs= Slurm derives from them are uint16 (S_P_UINT16 in
+#: _parse_nodename, src/common/read_config.c; s_p_handle_uint16, src/common/parse_value.c refuses > 65535), and
+#: 0xfffe/0xffff are NO_VAL16/INFINITE16 (slurm/slurm.h). The CPU count is computed as
+#: `n->cpus = n->tot_sockets * n->cores * n->threads` into that uint16, which wraps silently, so the product is bound.
+CPUS_MAX = 0xFFFD
+#: RealMemory= is a uint64 of MB (S_P_UINT64), but Slurm's memory values carry MEM_PER_CPU (0x8000000000000000,
+#: slurm/slurm.h) in their top bit, so a node's memory must stay below it for --mem to ask for all of it.
+MEMORY_MB_MAX = 2**63 - 1
+#: Gres=gpu:TYPE:N with File= devices (as gres.conf renders them) is a bitmap of at most MAX_GRES_BITMAP = 1024
+#: (src/interfaces/gres.c): a larger count is reset to 1024 with only an error in slurmd's log.
+GPUS_MAX = 1024
+#: not Slurm values: PCIe switches, NVSwitch chips and NVLinks per GPU of one board are built into the topology
+#: graph one vertex or link at a time per host, so a typo of 10**9 would hang the planner; no board comes near
+#: 1024 (an HGX H100 has 4 PCIe switches, 4 NVSwitches, 18 NVLinks per GPU).
+BOARD_PARTS_MAX = 1024
+
+
+def _at_most(t: Table, key: str, value: int, limit: int, why: str) -> None:
+    if value > limit:
+        raise t.error(key, f"{value} is more than {why} ({limit})")
+
+
 def load_fabric(path: str | Path) -> Fabric:
     p = Path(path)
     src = str(p)
@@ -182,6 +207,16 @@ def load_fabric(path: str | Path) -> Fabric:
             pcie_switches=t.int("pcie_switches", 0, minimum=0), features=t.str_list("features", ()),
             capture=(p.parent / cap).resolve() if cap else None, nvswitches=t.int("nvswitches", 1, minimum=1),
             restricted_cores_per_gpu=t.int("restricted_cores_per_gpu", 0, minimum=0))
+        _at_most(t, "gpus", nt.gpus, GPUS_MAX, "Slurm's GPUs per node hold (MAX_GRES_BITMAP)")
+        for key in ("sockets", "cores_per_socket", "threads_per_core"):
+            _at_most(t, key, getattr(nt, key), CPUS_MAX, "Slurm's CPUs per node hold (uint16)")
+        if nt.cpus > CPUS_MAX:
+            raise t.error("cores_per_socket", f"{nt.sockets} sockets x {nt.cores_per_socket} cores x "
+                                              f"{nt.threads_per_core} threads = {nt.cpus} CPUs is more than Slurm's "
+                                              f"CPUs per node hold (uint16: {CPUS_MAX})")
+        _at_most(t, "memory_mb", nt.memory_mb, MEMORY_MB_MAX, "Slurm's RealMemory holds (below MEM_PER_CPU)")
+        for key in ("pcie_switches", "nvswitches", "nvlinks_per_gpu"):
+            _at_most(t, key, getattr(nt, key), BOARD_PARTS_MAX, "one board holds")
         if nt.gpus and nt.restricted_cores_per_gpu * nt.gpus > nt.sockets * nt.cores_per_socket:
             raise t.error("restricted_cores_per_gpu", f"{nt.restricted_cores_per_gpu} x {nt.gpus} GPUs is more than "
                                                       f"the node's {nt.sockets * nt.cores_per_socket} cores")
