@@ -4,6 +4,7 @@ gres.conf and node features must agree with the graph built from the same fabric
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -43,9 +44,16 @@ def show_topology(lab) -> dict[str, dict]:
 
 
 def load_topology_conf(lab, text: str) -> None:
+    """Install topology.conf atomically, then reconfigure and wait for every node to answer again. Measured on
+    25.11: a slurmd still re-reading the file from the previous reconfigure read it empty while `cat >` rewrote it,
+    and died (`fatal: No switches configured`), leaving its node NOT_RESPONDING for every later test."""
     path = Path(lab.dir) / "etc" / "topology.conf"
-    lab.sh(f"cat > {shlex.quote(str(path))} <<'EOF'\n{text}EOF")
+    tmp = path.with_suffix(".conf.tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
     lab.sh("scontrol reconfigure")
+    lab.wait_nodes_idle()
 
 
 def assert_agrees(lab, t: Topology) -> None:
