@@ -212,8 +212,18 @@ def verify(path: str | os.PathLike | None = None) -> list[Problem]:
     return problems
 
 
-def read(path: str | os.PathLike | None = None, strict: bool = False) -> Iterator[dict[str, Any]]:
-    """Yield the records in order. A torn or foreign line is skipped, or raises AuditError when `strict`."""
+def read(path: str | os.PathLike | None = None, strict: bool = False,
+         skipped: list | None = None) -> Iterator[dict[str, Any]]:
+    """Yield the records in order. A torn or foreign line is skipped (and, given `skipped`, appended to it as
+    (line number, reason, text)), or raises AuditError when `strict`."""
+    for _n, _text, rec in read_lines(path, strict, skipped):
+        yield rec
+
+
+def read_lines(path: str | os.PathLike | None = None, strict: bool = False,
+               skipped: list | None = None) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, the line's text, record) for every record, as `read`. Blank lines are not records and not
+    skipped ones; a line that is not UTF-8 is skipped like a torn one (its text shows U+FFFD)."""
     p = Path(path) if path is not None else default_path()
     try:
         f = open(p, "rb")
@@ -223,15 +233,27 @@ def read(path: str | os.PathLike | None = None, strict: bool = False) -> Iterato
         raise AuditError(f"audit: cannot read {p}: {e.strerror}") from None
     with f:
         for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            text = raw.decode("utf-8", "replace").rstrip("\n")
             try:
-                rec = json.loads(raw)
-                if not isinstance(rec, dict) or "event" not in rec:
-                    raise ValueError("not an event record")
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError):
+                    raise ValueError("not a decision record (torn or not JSON)") from None
+                if not isinstance(rec, dict) or not isinstance(rec.get("event"), str):
+                    raise ValueError("not a decision record (no event)")
             except ValueError as e:
                 if strict:
                     raise AuditError(f"{p}:{n}: bad decision-log line: {e}") from None
+                if skipped is not None:
+                    skipped.append((n, str(e), text))
                 continue
-            yield rec
+            yield n, text, rec
 
 
 def _job_id(job: int | str | None) -> int | str | None:

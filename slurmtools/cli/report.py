@@ -122,7 +122,8 @@ def report(
     events_text = None
     if events_file is not None:
         try:
-            events_text = Path(events_file).read_text()
+            # bytes that are not UTF-8 stay (as surrogates) for the reader to skip their row, not the file
+            events_text = Path(events_file).read_bytes().decode("utf-8", "surrogateescape")
         except OSError as exc:
             raise OptionError(f"--events-file: {events_file}: {exc.strerror or exc}") from None
     site = load_site(site_path)
@@ -139,7 +140,7 @@ def report(
                                                backend=backend, cache_dir=cache_dir, progress=progress, bad_rows=bad)
     cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
                                                events_source=events_file or "sacctmgr show event",
-                                               first_job=ingest.first_job(jobs, history))
+                                               first_job=ingest.first_job(jobs, history), bad_rows=bad)
     ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
     epilog, enotes = ingest.load_epilog(ep_path, bad_rows=bad)
     share, where = _max_bad_share(max_bad_share, site)

@@ -7,13 +7,13 @@ node snapshot; both are turned into `NodeGpus` here so metrics never care which.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
 
 from slurmtools.errors import ParseError
+from slurmtools.reports.badrows import BadRow, BadRows
 from slurmtools.slurm.parsable import read_header
 
 #: what to ask sacctmgr for; `read_events` accepts these fields in any order
@@ -67,45 +67,98 @@ def nodes_from_backend(nodes) -> list[NodeGpus]:
     return out
 
 
-def _read_event_rows(text: str, source: str) -> pd.DataFrame:
-    """Every event row (node and cluster-wide; a cluster-wide one has an empty node), times parsed."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+#: the times an event may hold (the sacct reader's bounds): 1970 .. 2200
+_T_MIN, _T_MAX = datetime(1970, 1, 1, 0, 0, 1), datetime(2200, 1, 1)
+
+
+def _shown(text: str) -> str:
+    """A line as read, bytes that are not UTF-8 (kept as surrogates) shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _event_time(v: str, label: str, required: bool):
+    if v in ("Unknown", "None", ""):
+        if required:
+            raise ValueError(f"field {label}: missing")
+        return None
+    try:
+        t = datetime.strptime(v, "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        raise ValueError(f"field {label}: expected YYYY-MM-DDTHH:MM:SS, got {_shown(v)!r}") from None
+    if not _T_MIN <= t < _T_MAX:
+        raise ValueError(f"field {label}: {v} is not between 1970 and 2200")
+    return t
+
+
+def _read_event_rows(text: str, source: str, bad: BadRows | None = None) -> pd.DataFrame:
+    """Every event row (node and cluster-wide; a cluster-wide one has an empty node), times parsed.
+
+    A row that is torn (fields missing), holds a time that is not YYYY-MM-DDTHH:MM:SS or lies outside 1970-2200,
+    ends before it starts, or has bytes that are not UTF-8 (kept as surrogates by the reader) in a field the
+    report uses, is bad: with `bad` it is skipped and listed there (line, reason, text; `bad.total` counts the
+    rows), without it the first one raises a ParseError naming its line."""
+    from slurmtools.hostlist import expand
+
     cols = {"node": "str", "start": "datetime64[s]", "end": "datetime64[s]", "state": "str"}
-    if not lines:
+    numbered = [(n, ln[:-1] if ln.endswith("\r") else ln) for n, ln in enumerate(text.split("\n"), 1)
+                if ln.strip()]
+    if not numbered:
         return pd.DataFrame({k: pd.Series(dtype=v) for k, v in cols.items()})
-    h = read_header(lines[0], source)
+    h = read_header(_shown(numbered[0][1]), source)
     h.missing(("NodeName", "TimeStart", "TimeEnd", "State"), source,
               f"use sacctmgr -P show event format={','.join(EVENT_FIELDS)}")
-    need = {"nodename": "node", "timestart": "start", "timeend": "end", "state": "state"}
     if len(h.delimiter) != 1:
         raise ParseError(source, 1, f"the delimiter {h.delimiter!r} is {len(h.delimiter)} characters; expected "
                                     f"`sacctmgr -P` output ('|')")
     head = h.lower() + ([""] if h.trailing else [])
-    df = pd.read_csv(io.StringIO("\n".join(lines)), sep=h.delimiter, dtype=str, keep_default_na=False,
-                     quoting=3, header=0, names=head, usecols=list(need), index_col=False)
-    df = df.rename(columns=need)
-    df["node"] = df["node"].str.strip()
-    for c in ("start", "end"):
-        vals = df[c].where(~df[c].isin(["Unknown", "None", ""]))
-        conv = pd.to_datetime(vals, format="%Y-%m-%dT%H:%M:%S", errors="coerce")
-        bad = conv.isna() & vals.notna()
-        if bad.any():
-            i = int(bad.to_numpy().nonzero()[0][0])
-            raise ParseError(source, int(df.index[i]) + 2, f"field Time{c.capitalize()}: "
-                                                           f"expected YYYY-MM-DDTHH:MM:SS, got {vals.iloc[i]!r}")
-        df[c] = conv.astype("datetime64[s]")
-    if df["start"].isna().any():
-        i = int(df["start"].isna().to_numpy().nonzero()[0][0])
-        raise ParseError(source, int(df.index[i]) + 2, "field TimeStart: missing")
+    at = {k: head.index(k) for k in ("nodename", "timestart", "timeend", "state")}
+    reason_last = "reason" in head and head.index("reason") == len(head) - 1 - (1 if h.trailing else 0)
+    rows = []
+    for n, line in numbered[1:]:
+        try:
+            f = line.split(h.delimiter)
+            if len(f) > len(head) and reason_last:  # a `|` inside Reason (free text, last): rejoin it
+                k = len(head) - 1 - (1 if h.trailing else 0)
+                f = f[:k] + [h.delimiter.join(f[k:len(f) - (1 if h.trailing else 0)])] + ([""] if h.trailing else [])
+            if len(f) != len(head):
+                raise ValueError(f"torn: {len(f)} fields, expected {len(head)}")
+            node, state = f[at["nodename"]].strip(), f[at["state"]].strip()
+            for label, v in (("NodeName", node), ("State", state), ("TimeStart", f[at["timestart"]]),
+                             ("TimeEnd", f[at["timeend"]])):
+                if any("\udc80" <= c <= "\udcff" for c in v):
+                    raise ValueError(f"field {label}: bytes that are not UTF-8")
+            start = _event_time(f[at["timestart"]].strip(), "TimeStart", True)
+            end = _event_time(f[at["timeend"]].strip(), "TimeEnd", False)
+            if end is not None and end < start:
+                raise ValueError(f"field TimeEnd: {end:%Y-%m-%dT%H:%M:%S} is before TimeStart "
+                                 f"{start:%Y-%m-%dT%H:%M:%S}")
+            if node and any(c in node for c in "[,"):
+                try:
+                    expand(node)
+                except ValueError:
+                    raise ValueError(f"field NodeName: {node!r} is not a Slurm hostlist") from None
+        except ValueError as exc:
+            if bad is None:
+                raise ParseError(source, n, str(exc)) from None
+            bad.rows.append(BadRow(source, n, str(exc), _shown(line)))
+            continue
+        rows.append((node, start, end, state))
+    if bad is not None:
+        bad.total += len(numbered) - 1
+    df = pd.DataFrame(rows, columns=list(cols)) if rows else pd.DataFrame({k: pd.Series(dtype=v)
+                                                                           for k, v in cols.items()})
     return df.astype(cols)
 
 
-def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
-    """`sacctmgr -P show event format=NodeName,TimeStart,TimeEnd,State,Reason` -> node, start, end, state.
+def parse_events(text: str, source: str = "sacctmgr show event") -> tuple[pd.DataFrame, pd.Timestamp | None, BadRows]:
+    """(node events as `read_events` gives them, the cluster's first record as `first_event` gives it, the rows
+    skipped as bad): the report's one pass over an event dump."""
+    bad = BadRows(source, "rows")
+    df = _read_event_rows(text, source, bad)
+    return _node_events(df), (pd.Timestamp(df["start"].min()) if len(df) else None), bad
 
-    Cluster-wide events (no NodeName) are dropped (see `first_event`); an open event (TimeEnd `Unknown`) has
-    end NaT."""
-    df = _read_event_rows(text, source)
+
+def _node_events(df: pd.DataFrame) -> pd.DataFrame:
     df = df[df["node"] != ""]
     # node names may be hostlists ("gpu[01-02]")
     from slurmtools.hostlist import expand
@@ -113,6 +166,14 @@ def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
     if df["node"].str.contains(r"[\[,]", regex=True).any():
         df = df.assign(node=df["node"].map(lambda s: expand(s))).explode("node")
     return df.astype({"node": "str"}).reset_index(drop=True)
+
+
+def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
+    """`sacctmgr -P show event format=NodeName,TimeStart,TimeEnd,State,Reason` -> node, start, end, state.
+
+    Cluster-wide events (no NodeName) are dropped (see `first_event`); an open event (TimeEnd `Unknown`) has
+    end NaT. A bad row raises a ParseError (`parse_events` skips and lists them instead)."""
+    return _node_events(_read_event_rows(text, source))
 
 
 def first_event(text: str, source: str = "sacctmgr show event") -> pd.Timestamp | None:

@@ -224,18 +224,25 @@ def read_epilog_dir(path: str | Path) -> EpilogRecords:
 STOP_EVENTS = ("preempted", "requeued", "time_limit")
 
 
-def checkpoints_from_decisions(path: str | Path) -> tuple[pd.DataFrame, list[str]]:
+def checkpoints_from_decisions(path: str | Path, bad: BadRows | None = None) -> tuple[pd.DataFrame, list[str]]:
     """What the decision log (`slurmtools.audit`) knows of job runs: the last-checkpoint time from events
     `preempted`, `requeued` and `time_limit` whose details carry `last_checkpoint` (epoch seconds or an ISO time)
     and `run`, and whether a `preempted` or a `time_limit` event was logged for the run (a job that checkpoints
     and requeues itself ends REQUEUED in sacct whichever the cause; only the log tells them apart).
     -> frame (job_id_raw, run, last_checkpoint, preempted, time_limit), one row per run; a missing log gives no
-    rows."""
+    rows.
+
+    A bad line (torn, not UTF-8, not a record; or such an event whose job, run or last_checkpoint is unreadable:
+    text in a number, a time outside 1970-2200) is skipped: with `bad`, listed there with its line and reason
+    (`bad.total` counts the log's lines), else described in the returned problems."""
     from slurmtools import audit
 
     rows, problems = [], []
+    skipped: list = []
+    lines = 0
     try:
-        for ev in audit.read(path):
+        for n, text, ev in audit.read_lines(path, skipped=skipped):
+            lines += 1
             det = ev.get("details")
             kind = ev.get("event")
             if kind not in STOP_EVENTS or not isinstance(det, dict):
@@ -243,14 +250,25 @@ def checkpoints_from_decisions(path: str | Path) -> tuple[pd.DataFrame, list[str
             if det.get("last_checkpoint") is None and kind not in ("preempted", "time_limit"):
                 continue
             try:
-                job = int(str(ev.get("job")).split("_")[0].split(".")[0])
-                ck = _time(det["last_checkpoint"]) if det.get("last_checkpoint") is not None else pd.NaT
-                rows.append((job, int(det.get("run") or 0), ck, kind == "preempted", kind == "time_limit"))
-            except (TypeError, ValueError, OverflowError):
-                problems.append(f"{path}: event {kind} of job {ev.get('job')!r}: unreadable "
-                                f"run or last_checkpoint; ignored")
+                job = _decision_job(ev.get("job"))
+                run = _decision_run(det.get("run"))
+                try:
+                    ck = _time(det["last_checkpoint"]) if det.get("last_checkpoint") is not None else pd.NaT
+                except (TypeError, ValueError, OverflowError, OSError) as exc:
+                    raise ValueError(f"field details.last_checkpoint: expected epoch seconds or an ISO time between "
+                                     f"1970 and 2200, got {det['last_checkpoint']!r}") from exc
+                rows.append((job, run, ck, kind == "preempted", kind == "time_limit"))
+            except ValueError as exc:
+                if bad is not None:
+                    bad.rows.append(BadRow(str(path), n, f"event {kind}: {exc}", text))
+                else:
+                    problems.append(f"{path}:{n}: event {kind} of job {ev.get('job')!r}: {exc}; ignored")
     except audit.AuditError as exc:
         problems.append(str(exc))
+    if bad is not None:
+        bad.rows.extend(BadRow(str(path), n, why, text) for n, why, text in skipped)
+        bad.rows.sort(key=lambda b: b.line or 0)
+        bad.total += lines + len(skipped)
     types = {"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]", "preempted": "bool",
              "time_limit": "bool"}
     f = pd.DataFrame(rows, columns=list(types)).astype(types)
@@ -258,6 +276,27 @@ def checkpoints_from_decisions(path: str | Path) -> tuple[pd.DataFrame, list[str
                                                              preempted=("preempted", "any"),
                                                              time_limit=("time_limit", "any"))
     return f.astype(types), problems
+
+
+def _decision_job(v) -> int:
+    """The allocation's id of a decision record's `job` (123, "123", "123_4" of an array, "123.batch")."""
+    if isinstance(v, bool):
+        raise ValueError(f"field job: {v!r} is not a job id")
+    s = str(v).split("_")[0].split(".")[0].strip()
+    if not s.isascii() or not s.isdigit() or int(s) <= 0 or int(s) > 0xFFFFFFFF:
+        raise ValueError(f"field job: {v!r} is not a job id")
+    return int(s)
+
+
+def _decision_run(v) -> int:
+    """The run's index (0 for the first run) of a decision record's `details.run`; absent is 0."""
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, str) and v.isascii() and v.isdigit())):
+        raise ValueError(f"field details.run: {v!r} is not a run index")
+    if not 0 <= int(v) < 2**31:
+        raise ValueError(f"field details.run: {v!r} is not a run index")
+    return int(v)
 
 
 def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:

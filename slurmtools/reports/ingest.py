@@ -149,12 +149,13 @@ def first_job(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.Tim
 
 
 def load_capacity(site, since: datetime, until: datetime, *, backend=None, events_text: str | None = None,
-                  events_source: str = "sacctmgr show event", first_job: datetime | None = None
-                  ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, list[str]]:
+                  events_source: str = "sacctmgr show event", first_job: datetime | None = None,
+                  bad_rows: list | None = None) -> tuple[pd.DataFrame | None, pd.DataFrame | None, list[str]]:
     """(capacity table, node events, notes). Capacity counts from the cluster's first record (its first
-    accounting event, or `first_job`, whichever is earlier) when that is inside the window, never before."""
+    accounting event, or `first_job`, whichever is earlier) when that is inside the window, never before.
+    Event rows skipped as bad are appended to `bad_rows` (without it, a bad row raises a ParseError)."""
     from slurmtools.reports.capacity import (capacity_table, counted_from, first_event, nodes_from_backend,
-                                             nodes_from_site, read_events)
+                                             nodes_from_site, parse_events, read_events)
 
     notes = []
     nodes = None
@@ -179,8 +180,12 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
         notes.append("node down/drain time not subtracted (no sacctmgr event data; see --events-file)")
     first_ev = None
     if events_text is not None:
-        events = read_events(events_text, events_source)
-        first_ev = first_event(events_text, events_source)
+        if bad_rows is None:
+            events = read_events(events_text, events_source)
+            first_ev = first_event(events_text, events_source)
+        else:
+            events, first_ev, ebad = parse_events(events_text, events_source)
+            bad_rows.append(ebad)
     start = counted_from(since, first_ev, first_job)
     if nodes and start is not None:
         from slurmtools.reports.metrics import CAPACITY_NOTE
@@ -195,9 +200,10 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
 def load_epilog(path: str | Path | None, decisions: str | Path | None = None, bad_rows: list | None = None
                 ) -> tuple[pd.DataFrame | None, list[str]]:
     """The epilog's records under `path`, with last-checkpoint times from the decision log `decisions` (default:
-    `decisions.jsonl` in `path` or, for the spool's `jobs/` folder, beside it). Records skipped as bad are
-    appended to `bad_rows`."""
+    `decisions.jsonl` in `path` or, for the spool's `jobs/` folder, beside it). Records skipped as bad (epilog
+    files, decision-log lines) are appended to `bad_rows`."""
     from slurmtools.audit import LOG_NAME
+    from slurmtools.reports.badrows import BadRows
     from slurmtools.reports.epilog import add_checkpoints, checkpoints_from_decisions, read_epilog_dir
 
     if path is None:
@@ -212,7 +218,10 @@ def load_epilog(path: str | Path | None, decisions: str | Path | None = None, ba
         decisions = next((p for p in here if p.is_file()), None)
     frame = rec.frame
     if decisions is not None:
-        ck, cp = checkpoints_from_decisions(decisions)
+        dbad = BadRows(str(decisions), "records") if bad_rows is not None else None
+        ck, cp = checkpoints_from_decisions(decisions, dbad)
+        if dbad is not None:
+            bad_rows.append(dbad)  # each bad line is listed in bad_rows.csv
         problems += cp
         frame = add_checkpoints(frame, ck)
     notes = problems[:5]

@@ -95,7 +95,7 @@ def test_checkpoint_of_another_run_does_not_count(tmp_path):
 def test_unreadable_decision_is_a_note(tmp_path):
     jobs = _spool(tmp_path, events=[("preempted", 102, {"run": 0, "last_checkpoint": "not a time"})])
     ep, notes = ingest.load_epilog(jobs)
-    assert len(notes) == 1 and "unreadable run or last_checkpoint" in notes[0]
+    assert len(notes) == 1 and "decisions.jsonl:1: event preempted of job 102: field details.last_checkpoint" in notes[0]
     assert _report(ep).tables["preemption_by_tier"].loc["standard", "gpu_hours_lost"] == pytest.approx(12)
 
 
