@@ -209,7 +209,8 @@ def check_update(ctx: typer.Context,
     `admin policy check-update JobId=12 QOS=production NumNodes=4` (the job as it would be after the change)."""
     from slurmtools.errors import SlurmError
     from slurmtools.policy import preflight
-    from slurmtools.policy.update import modified_request, parse_show_job, parse_update, record_request, text_refusal
+    from slurmtools.policy.update import (modified_request, parse_show_job, parse_update, record_request,
+                                         text_refusal, with_time_change)
     from slurmtools.slurm.commands import CommandBackend
 
     s, _ = _site_fabric(site)
@@ -221,7 +222,7 @@ def check_update(ctx: typer.Context,
     except SlurmError as exc:
         fail(f"JobId={upd.job_id}: {exc}")
     current, tres_req = record_request(show, script=script)
-    req, touched = modified_request(current, upd.change, tres_req)
+    req, touched = modified_request(current, with_time_change(upd, current.time_limit), tres_req)
     d = text_refusal(upd.change)  # a new Name/Comment with a control character, as slurm_job_modify refuses it
     if d is None and touched:
         d = preflight(req, s, None if no_usage else be)

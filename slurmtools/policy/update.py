@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from slurmtools.policy.request import JobRequest, RequestError, gpu_counts, parse_time_minutes
+from slurmtools.policy.request import INFINITE, JobRequest, RequestError, gpu_counts, parse_time_minutes
 
 #: job_desc fields a modification can carry that admission reads, in the Lua's order
 MODIFY_FIELDS = ("account", "qos", "partition", "time_limit", "min_nodes", "num_tasks", "ntasks_per_node",
@@ -43,6 +43,9 @@ class UpdateRequest:
     change: JobRequest
     #: keys admission does not read (Priority=, Comment=, ...): they pass unchecked
     ignored: tuple[str, ...] = ()
+    #: `TimeLimit=+N` / `TimeLimit=-N`: the change in minutes (scontrol itself turns it into the new limit from the
+    #: job's current one before it sends the update, so job_submit.lua sees the sum): see `with_time_change`
+    time_change: int | None = None
 
 
 def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
@@ -51,6 +54,7 @@ def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
     job_id = ""
     values: dict = {}
     ignored = []
+    time_change = None
     for a in args:
         key, eq, val = a.partition("=")
         if not eq:
@@ -63,20 +67,41 @@ def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
         if field is None:
             ignored.append(key)
             continue
+        if field == "time_limit" and val[:1] in "+-" and val[1:]:
+            values.pop(field, None)
+            minutes = parse_time_minutes(key, val[1:], "scontrol update")
+            time_change = minutes if val[0] == "+" else -minutes
+            continue
+        if field == "time_limit":
+            time_change = None
         values[field] = _value(key, field, val)
     if not re.match(r"^[0-9]+(_[0-9]+)?$", job_id):
         raise RequestError("scontrol update: needs JobId=<number> (one job)")
     if "min_mem_per_node" in values and "min_mem_per_cpu" in values:
         raise RequestError("scontrol update: MinMemoryNode and MinMemoryCPU both given; give one")
-    return UpdateRequest(job_id, JobRequest(**values), tuple(ignored))
+    return UpdateRequest(job_id, JobRequest(**values), tuple(ignored), time_change)
+
+
+def with_time_change(upd: UpdateRequest, current_limit: int | None) -> JobRequest:
+    """The change with `TimeLimit=+N/-N` made absolute from the job's current limit, as scontrol does before it
+    sends the update (src/scontrol/update_job.c): no change to an UNLIMITED job, no decrement below zero."""
+    if upd.time_change is None:
+        return upd.change
+    if abs(upd.time_change) == INFINITE:
+        raise RequestError("scontrol update TimeLimit: UNLIMITED is not an increment or decrement")
+    if current_limit is None or current_limit == INFINITE:
+        raise RequestError("scontrol update TimeLimit: cannot increment/decrement the limit of a job whose "
+                           "TimeLimit is UNLIMITED or unknown (scontrol refuses it too)")
+    if current_limit + upd.time_change < 0:
+        raise RequestError(f"scontrol update TimeLimit: decrement of {-upd.time_change} min is larger than the "
+                           f"job's limit of {current_limit} min (scontrol refuses it too)")
+    return replace(upd.change, time_limit=current_limit + upd.time_change)
 
 
 def _value(key: str, field: str, val: str):
     if field in ("account", "partition", "qos", "name", "comment"):
         return val
     if field == "time_limit":
-        if val[:1] in "+-" and val[1:]:
-            raise RequestError(f"scontrol update {key}={val}: give the new limit, not a change to it")
         return parse_time_minutes(key, val, "scontrol update")
     if field in ("min_nodes", "num_tasks"):
         first = val.split("-", 1)[0]

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from slurmtools.policy import JobRequest, RequestError
-from slurmtools.policy.update import modified_request, parse_show_job, parse_update, record_request
+from slurmtools.policy.request import INFINITE
+from slurmtools.policy.update import modified_request, parse_show_job, parse_update, record_request, with_time_change
 
 from .admission_support import example, lua_results, needs_lua, python_decision
 
@@ -37,10 +38,34 @@ def test_update_arguments_are_read_or_refused_by_name():
     assert (u.job_id, u.change.min_nodes, u.change.qos, u.change.tres_per_node, u.change.time_limit, u.ignored) == \
         ("12", 4, "standard", "gres:gpu:h100:2", 60, ("Priority",))
     for args, msg in ((["NumNodes=4"], "needs JobId=<number>"), (["JobId=1", "NumNodes=many"], "NumNodes: expected"),
-                      (["JobId=1", "TimeLimit=+30"], r"TimeLimit=\+30: give the new limit"),
                       (["JobId=1", "MinMemoryNode=lots"], "MinMemoryNode: expected memory"), (["JobId=1", "x"], "'x'")):
         with pytest.raises(RequestError, match=msg):
             parse_update(args)
+
+
+def test_relative_time_limit_is_made_absolute_as_scontrol_does():
+    """`TimeLimit=+N/-N`: scontrol adds it to the job's limit before it sends the update (update_job.c), so the Lua
+    sees the sum; the preflight does the same, and refuses what scontrol refuses."""
+    assert with_time_change(parse_update(["JobId=1", "TimeLimit=+30"]), 60).time_limit == 90
+    assert with_time_change(parse_update(["JobId=1", "TimeLimit=-1:00:00"]), 90).time_limit == 30
+    assert with_time_change(parse_update(["JobId=1", "TimeLimit=+1-00:00:00"]), 60).time_limit == 60 + 24 * 60
+    # the last TimeLimit= wins, absolute or relative
+    assert with_time_change(parse_update(["JobId=1", "TimeLimit=+30", "TimeLimit=45"]), 60).time_limit == 45
+    assert with_time_change(parse_update(["JobId=1", "TimeLimit=45", "TimeLimit=+30"]), 60).time_limit == 90
+    for args, limit, msg in ((["TimeLimit=+30"], INFINITE, "UNLIMITED or unknown"),
+                             (["TimeLimit=+30"], None, "UNLIMITED or unknown"),
+                             (["TimeLimit=-2:00:00"], 60, "decrement of 120 min is larger than the job's limit of 60"),
+                             (["TimeLimit=+UNLIMITED"], 60, "UNLIMITED is not an increment")):
+        with pytest.raises(RequestError, match=msg):
+            with_time_change(parse_update(["JobId=1", *args]), limit)
+    # and the tier's wall-time rule sees the sum: production allows 2 days
+    show = {"Account": "vision", "QOS": "production", "Partition": "gpu", "TimeLimit": "1-23:00:00", "NumNodes": "1",
+            "TresPerNode": "gres:gpu:h100:8", "TRES": REC["tres_fmt_req_str"], "UserId": "labuser(1001)"}
+    current, tres = record_request(show, script=REC["script"])
+    for delta, action in (("+59", "allow"), ("+2:00:00", "deny")):
+        req, _ = modified_request(current, with_time_change(parse_update(["JobId=1", "TimeLimit=" + delta]),
+                                                            current.time_limit), tres)
+        assert python_decision(req).action == action, (delta, python_decision(req))
 
 
 def _python(rec: dict, change: dict):
@@ -149,6 +174,12 @@ def test_scontrol_update_within_the_rules_passes(lab, enforcing):
         assert _check_update(lab, job, "TimeLimit=30").stdout.strip() == "allowed"
         lab.sh(f"scontrol update JobId={job} TimeLimit=30", user=USER)
         assert parse_show_job(lab.sh(f"scontrol show job -o {job}").stdout)["TimeLimit"] == "00:30:00"
+        # a relative change: the preflight adds it to the job's limit as scontrol does
+        assert _check_update(lab, job, "TimeLimit=+10").stdout.strip() == "allowed"
+        lab.sh(f"scontrol update JobId={job} TimeLimit=+10", user=USER)
+        assert parse_show_job(lab.sh(f"scontrol show job -o {job}").stdout)["TimeLimit"] == "00:40:00"
+        pre = _check_update(lab, job, "TimeLimit=-1:00:00")
+        assert pre.returncode == 2 and "larger than the job's limit of 40 min" in pre.stderr, pre.stderr
     finally:
         lab.sh(f"scancel {job}")
 
