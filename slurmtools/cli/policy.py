@@ -175,6 +175,11 @@ def check(ctx: typer.Context,
             fail(f"--script {script}: {exc.strerror}")
     req = JobRequest.from_sbatch(list(ctx.args), script=text, user=user or getpass.getuser(),
                                  default_account=default_account)
+    if script and req.name is None:  # sbatch names the job after its script file: job_submit.lua sees that name
+        import dataclasses
+        import os
+
+        req = dataclasses.replace(req, name=os.path.basename(script))
     backend = None
     if not no_usage:
         from slurmtools.cli.common import backend as get_backend

@@ -63,6 +63,19 @@ def test_preflight_reads_job_name_and_comment_from_options_and_directives():
 
 
 @needs_lua
+def test_check_names_the_job_after_its_script_file_as_sbatch_does(tmp_path):
+    """Without -J, sbatch names the job after the script file, and that is the name job_submit.lua refuses: the
+    preflight (`admin policy check --script`) refuses it too, and a -J name overrides it."""
+    script = tmp_path / "train\nx.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --signal=B:URG@120\nsleep 1\n")
+    base = [sys.executable, "-m", "slurmtools", "admin", "policy", "check", "--no-usage", "--script", str(script),
+            "--", "-q", "standard", "-A", "vision", "--gpus=h100:1"]
+    p = subprocess.run(base, capture_output=True, text=True)
+    assert p.returncode == 1 and p.stdout.strip() == "refused by request: " + control("--job-name", "U+000A"), p.stdout
+    p = subprocess.run(base + ["-J", "train"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("allowed"), p.stdout + p.stderr
+
+
 def test_submission_and_update_same_on_both_sides(tmp_path):
     reqs = [base(name=f"a{c}b") for c in CONTROLS] + [base(comment=f"a{c}b") for c in CONTROLS]
     reqs += [base(name="résumé", comment="日本語"), base(name="x\u2027")]
