@@ -43,3 +43,23 @@ def lab() -> Lab:
     lab = Lab(dir=d, env=env, slurm_version=version)
     lab.wait_nodes_idle()
     return lab
+
+
+@pytest.fixture(scope="session")
+def require_root() -> None:
+    """For tests that act as root and as another user (chown, setpriv), as slurmd's hooks do. Not root is a set-up
+    failure, not a skip: `sudo scripts/test` runs them."""
+    if os.geteuid() != 0:
+        pytest.fail("this test acts as root and as another user, as slurmd's hooks do: run the tests as root, e.g. "
+                    "`sudo scripts/test`", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def require_lua() -> None:
+    """For tests that run the generated job_submit.lua. A missing interpreter is a set-up failure, not a skip:
+    scripts/test installs lua5.3 (`apt-get install -y lua5.3`)."""
+    import shutil
+
+    if not (shutil.which("lua5.1") or shutil.which("lua5.3")):
+        pytest.fail("no lua5.1 or lua5.3 to run the generated job_submit.lua: apt-get install -y lua5.3 "
+                    "(scripts/test installs it)", pytrace=False)

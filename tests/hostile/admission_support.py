@@ -3,7 +3,6 @@ every installed Lua (5.1 as Debian's 22.05 links, 5.3 as the 25.11 build), and o
 
 from __future__ import annotations
 
-import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -20,8 +19,7 @@ from slurmtools.render.job_submit import render_job_submit  # noqa: E402
 from slurmtools.site import load_site  # noqa: E402
 
 # under CI a missing interpreter is a set-up failure, not a skip
-needs_lua = pytest.mark.skipif(not LUAS and os.environ.get("CI") != "true",
-                               reason="no lua5.1/lua5.3 (apt-get install -y lua5.1 lua5.3)")
+needs_lua = pytest.mark.usefixtures("require_lua")  # a missing Lua fails, never skips
 
 
 @lru_cache(maxsize=1)
@@ -76,12 +74,7 @@ def enforcing(lab):
 def lab_submit(lab, args: str, script: str, user: str = "labuser", check: bool = False):
     """`sbatch -H --parsable` of `script` (written to a fresh file readable by `user`) with the shell-quoted `args`,
     as `user`; the CompletedProcess (stdout: the job id when admitted)."""
-    import time
+    from labtools import job_script
 
-    work = lab.jobs_dir / "admission"
-    work.mkdir(exist_ok=True)
-    os.chmod(work, 0o1777)
-    sp = work / f"job-{time.monotonic_ns()}.sh"
-    sp.write_text(script)
-    os.chmod(sp, 0o644)
+    sp = job_script(lab, "admission", script)
     return lab.sh(f"sbatch -H --parsable -o /dev/null {args} {sp}", user=user, check=check)

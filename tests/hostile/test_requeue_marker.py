@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 VICTIM_UID = 1001  # the job's user: the wiring and the step run as this uid (setpriv; no account needed)
 OTHER_UID = 1002  # "another user": files are handed to it with chown
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="acting as two users needs root (setpriv, chown)")
+pytestmark = pytest.mark.usefixtures("require_root")  # the hooks run as root; ownership checks need it
 
 
 def as_victim(argv: list[str]) -> list[str]:

@@ -281,7 +281,7 @@ def test_where_the_file_is(monkeypatch):
     assert expectations.path() == "/x/y.json"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="ownership checks need root")
+@pytest.mark.usefixtures("require_root")  # ownership checks need root
 def test_a_file_root_does_not_own_is_refused(tmp_path, monkeypatch):
     path = write_expectations(tmp_path / "etc")
     monkeypatch.setenv("SLURMTOOLS_NODE_EXPECTATIONS", str(path))

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 PROLOG = REPO / "scripts" / "prolog"
 EPILOG = REPO / "scripts" / "epilog"
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="hooks run as root; ownership checks need root")
+pytestmark = pytest.mark.usefixtures("require_root")  # hooks run as root; ownership checks need it
 
 
 def spool(tmp_path) -> Path:

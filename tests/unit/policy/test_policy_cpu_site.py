@@ -4,12 +4,11 @@ case, GPU-less jobs on the GPU partition included (no rule refuses those today: 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from policy_luarun import LUA, job_desc, run_lua
+from policy_luarun import job_desc, run_lua
 from slurmtools.planner.plan import plan_job
 from slurmtools.planner.request import JobRequest as PlanRequest
 from slurmtools.planner.templates import find_template, render
@@ -19,8 +18,7 @@ from slurmtools.render.job_submit import render_job_submit
 from slurmtools.site import load_site
 from slurmtools.topology.sitefile import load_fabric
 
-pytestmark = pytest.mark.skipif(LUA is None and os.environ.get("CI") != "true",
-                                reason="lua5.1 not installed (apt-get install -y lua5.1)")
+pytestmark = pytest.mark.usefixtures("require_lua")  # a missing Lua fails, never skips
 
 CPU_SITE = Path(__file__).resolve().parents[2] / "data" / "sites" / "cpu" / "site.toml"
 SIG = "#!/bin/bash\n#SBATCH --signal=B:USR1@300\nsrun true\n"

@@ -11,11 +11,10 @@ from slurmtools.policy import JobRequest, PolicyContext, RequestError, evaluate
 from slurmtools.policy.usage import render_usage_lua
 from slurmtools.render.job_submit import render_job_submit
 from policy_cases import edge_cases, random_cases
-from policy_luarun import LUA, job_desc, run_lua
+from policy_luarun import job_desc, run_lua
 
-# under CI a missing interpreter is a set-up failure, not a skip
-pytestmark = pytest.mark.skipif(LUA is None and os.environ.get("CI") != "true",
-                                reason="lua5.1 not installed (apt-get install -y lua5.1)")
+# a missing interpreter is a set-up failure, not a skip
+pytestmark = pytest.mark.usefixtures("require_lua")
 
 
 def _compare(site, fabric, tmp_path, usage):

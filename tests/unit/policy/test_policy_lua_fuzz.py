@@ -4,19 +4,17 @@ sentinel (a real job_desc cannot carry a set value there) and within a double's 
 
 from datetime import datetime
 
-import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy_luarun import LUA, job_desc, run_lua
+from policy_luarun import job_desc, run_lua
 from slurmtools.policy import JobRequest, PolicyContext, evaluate
 from slurmtools.policy.usage import render_usage_lua
 from slurmtools.render.job_submit import render_job_submit
 
 # under CI a missing interpreter is a set-up failure, not a skip
-pytestmark = pytest.mark.skipif(LUA is None and os.environ.get("CI") != "true",
-                                reason="lua5.1 not installed (apt-get install -y lua5.1)")
+pytestmark = pytest.mark.usefixtures("require_lua")  # a missing Lua fails, never skips
 
 ints = st.one_of(st.none(), st.integers(min_value=0, max_value=65533), st.sampled_from([0, 1, 4, 8, 9, 14, 15]))
 names = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(
