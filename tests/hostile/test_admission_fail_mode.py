@@ -18,7 +18,7 @@ from slurmtools.policy.builtin import MESSAGES
 from slurmtools.policy.engine import load_fabric_for
 from slurmtools.render.job_submit import render_job_submit
 from slurmtools.site import load_site
-from labtools import install_lua
+from labtools import install_lua, job_script
 
 USER = "labuser"
 SCRIPT = "#!/bin/bash\n#SBATCH --signal=B:USR1@300\nsleep 1\n"
@@ -48,12 +48,7 @@ def test_broken_usage_table_follows_fail_mode_in_slurm(lab, mode):
     audit = lab.dir / "log" / f"failmode_audit_{mode}.jsonl"
     audit.unlink(missing_ok=True)
     usage.write_text("return { month = os.date(\"%Y-%m\"), accounts = { vision = \"lots\" } }\n")
-    work = lab.jobs_dir / "failmode"
-    work.mkdir(exist_ok=True)
-    os.chmod(work, 0o1777)
-    sp = work / "job.sh"
-    sp.write_text(SCRIPT)
-    os.chmod(sp, 0o644)
+    sp = job_script(lab, "failmode", SCRIPT)
     install_lua(lab, render_job_submit(site, fabric, usage_file=str(usage), audit_log=str(audit), usage_ttl=0).text)
     try:
         p = lab.sh(f"sbatch -H --parsable -o /dev/null -A vision -q production --gres=gpu:h100:1 {sp}", user=USER,

@@ -20,7 +20,7 @@ from slurmtools.policy import JobRequest, RequestError
 from slurmtools.policy.request import INFINITE
 from slurmtools.policy.update import modified_request, parse_show_job, parse_update, record_request, with_time_change
 
-from .admission_support import example, lua_results, needs_lua, python_decision
+from .admission_support import example, lab_submit, lua_results, needs_lua, python_decision
 
 USER = "labuser"
 SIG = "#!/bin/bash\n#SBATCH --signal=B:USR1@300\nsleep 1\n"
@@ -108,13 +108,8 @@ def test_per_task_job_counts_its_tasks_from_slurms_gpus():
 
 
 def _submit(lab, args: str, script: str) -> str:
-    work = lab.jobs_dir / "modify"
-    work.mkdir(exist_ok=True)
-    os.chmod(work, 0o1777)
-    sp = work / f"job-{time.monotonic_ns()}.sh"
-    sp.write_text(script)
-    os.chmod(sp, 0o644)
-    return lab.sh(f"sbatch -H --parsable -o /dev/null {args} {sp}", user=USER).stdout.strip().split(";")[0]
+    """The held job's id (admitted: the submission must succeed)."""
+    return lab_submit(lab, args, script, user=USER, check=True).stdout.strip().split(";")[0]
 
 
 def _check_update(lab, job: str, *args: str) -> subprocess.CompletedProcess:

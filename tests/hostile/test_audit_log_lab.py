@@ -6,7 +6,6 @@ which policy decided."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from slurmtools.policy.fingerprint import policy_hash
 from slurmtools.policy.usage import render_usage_lua
 from slurmtools.render.job_submit import render_job_submit
 from slurmtools.site import load_site
-from labtools import install_lua
+from labtools import install_lua, job_script
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
@@ -53,12 +52,7 @@ def test_reroute_and_sync_qos_are_logged_with_the_policy_hash_and_verify_checks_
     log, h = real_log["log"], real_log["hash"]
     month = datetime.now().strftime("%Y-%m")
     real_log["usage"].write_text(render_usage_lua({"vision": 20000.0}, month))  # vision is over budget: scavenger
-    work = lab.jobs_dir / "audit-lab"
-    work.mkdir(exist_ok=True)
-    os.chmod(work, 0o1777)
-    sp = work / "job.sh"
-    sp.write_text(SCRIPT)
-    os.chmod(sp, 0o644)
+    sp = job_script(lab, "audit-lab", SCRIPT)
     before = len(list(audit.read(log)))
     p = lab.sh(f"sbatch -H --parsable -o /dev/null -A vision -q standard --gpus=h100:8 {shlex.quote(str(sp))}",
                user="labuser")

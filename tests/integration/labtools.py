@@ -171,3 +171,14 @@ def launchers_env() -> Path:
         pytest.fail(f"{p.stderr.strip()} (scripts/test builds it before the lab tests)", pytrace=False)
     return Path(p.stdout.strip())
 
+
+def job_script(lab: "Lab", folder: str, text: str) -> Path:
+    """`text` as a job script the lab user can read, in `folder` under the lab's jobs folder (sticky, shared)."""
+    work = lab.jobs_dir / folder
+    work.mkdir(exist_ok=True)
+    os.chmod(work, 0o1777)
+    sp = work / f"job-{time.monotonic_ns()}.sh"
+    sp.write_text(text)
+    os.chmod(sp, 0o644)
+    return sp
+
