@@ -1,3 +1,3 @@
-from slurmtools.cli.main import run
+from slurmtools.cli.launch import run
 
 run()

@@ -1,0 +1,115 @@
+"""The `slurmtools` entry point: answers `--help` and `--version` from prebuilt text, everything else through typer.
+
+Why: importing typer costs about 5x a bare Python start-up, and typer builds a pydantic adapter for every option
+of the command it shows, so `slurmtools plan --help` took about 15x. The text served here is typer's own output,
+captured by `python -m slurmtools.cli.helpgen` into `_help_texts.py`, and served only while it is provably the
+same: the sources that built it (every slurmtools module loaded while the app was built, typer's version, the
+Python release) hash to the key stored with it, the terminal is at least as wide as the capture's, the program
+name is one captured, and no variable that changes typer's output is set. Anything else goes to typer, so a stale
+or missing capture costs speed, never truth. `tests/unit/test_cli_imports.py` compares every capture with typer.
+
+Standard library only, and little of it: this module runs before anything else on every command.
+"""
+
+import os
+import sys
+
+#: the width the captures were made at; click wraps help at min(terminal columns, 80) - 2
+CAPTURE_COLUMNS = 80
+#: variables that change what typer or click print (rich mode, forced widths and colours): any set -> typer
+_TYPER_ENV = ("TYPER_USE_RICH", "TERMINAL_WIDTH", "FORCE_COLOR", "PY_COLORS", "NO_COLOR", "GITHUB_ACTIONS",
+              "_TYPER_FORCE_DISABLE_TERMINAL", "_TYPER_STANDARD_TRACEBACK", "TYPER_STANDARD_TRACEBACK")
+
+
+def run() -> None:
+    """Serve a prebuilt answer when one is valid, else run the typer app."""
+    text = prebuilt(sys.argv[1:])
+    if text is None:
+        from slurmtools.cli.main import run as full
+
+        full()
+        return
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def prebuilt(args: list[str]) -> str | None:
+    """The captured output for `args`, or None when it may differ from what typer would print now."""
+    if not args or (args[-1] != "--help" and args != ["--version"]):
+        return None
+    if os.environ.get("SLURMTOOLS_PREBUILT_HELP") == "0" or any(k in os.environ for k in _TYPER_ENV):
+        return None
+    if _columns() < CAPTURE_COLUMNS:
+        return None
+    try:
+        from slurmtools.cli import _help_texts as h
+    except ImportError:
+        return None
+    texts = h.TEXTS.get(program_name())
+    if texts is None:
+        return None
+    text = texts.get(" ".join(args))
+    if text is None or not _ascii_or_utf8(text):
+        return None
+    if source_key(h.SOURCES) != h.KEY:
+        return None
+    return text
+
+
+def program_name() -> str:
+    """What click shows after `Usage:` (its `_detect_program_name`): the script's file name, or `python -m pkg`."""
+    main = sys.modules.get("__main__")
+    path = sys.argv[0] if sys.argv else ""
+    pkg = getattr(main, "__package__", None)
+    if pkg in (None, ""):
+        return os.path.basename(path)
+    name = os.path.splitext(os.path.basename(path))[0]
+    mod = pkg if name == "__main__" else f"{pkg}.{name}"
+    return f"python -m {mod.lstrip('.')}"
+
+
+def source_key(sources: tuple[str, ...]) -> str:
+    """A checksum of the files the captures were built from (slurmtools modules by path under the package's
+    parent folder, `typer` by its `__init__.py` found on sys.path) and of the Python release; "" if one is
+    missing, which never equals a stored key."""
+    import zlib
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    crc = zlib.crc32(("%d.%d" % sys.version_info[:2]).encode())
+    for rel in sources:
+        path = _typer_init() if rel == "typer" else os.path.join(root, rel)
+        try:
+            with open(path or "", "rb") as f:
+                data = f.read()
+        except OSError:
+            return ""
+        crc = zlib.crc32(rel.encode() + b"\0" + data, crc)
+    return "%08x" % crc
+
+
+def _typer_init() -> str | None:
+    """typer's `__init__.py` (it holds typer's version), found as the import system would: first on sys.path."""
+    for p in sys.path:
+        f = os.path.join(p or ".", "typer", "__init__.py")
+        if os.path.isfile(f):
+            return f
+    return None
+
+
+def _columns() -> int:
+    """Terminal columns as click reads them (shutil.get_terminal_size: $COLUMNS, else stdout's, else 80)."""
+    try:
+        cols = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        cols = 0
+    if cols <= 0:
+        try:
+            cols = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            cols = 0
+    return cols if cols > 0 else 80
+
+
+def _ascii_or_utf8(text: str) -> bool:
+    """Non-ASCII text only to a UTF-8 stdout (typer would write it with the stream's own error handling)."""
+    return text.isascii() or (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8"
