@@ -58,6 +58,13 @@ WaitOpt = typer.Option(None, "--max-wait", help="Longest wait for a tighter plac
 TpOpt = typer.Option(None, "--tp-size", help="GPUs in one tensor-parallel group: on partitions placed by NVLink "
                                               "blocks, each group stays inside one block (--segment)")
 IdleOpt = typer.Option(False, "--idle", help="Plan against the declared topology as if idle (no Slurm queries)")
+RightSizeOpt = typer.Option(False, "--right-size", help="Apply `slurmtools advise`'s recommendation for this job "
+                                                       "shape (your user, --name, GPUs asked); the plan's notes say "
+                                                       "what changed from what, and why (docs/advise.md)")
+HistSacctOpt = typer.Option(None, "--sacct-file", help="With --right-size: the job history from this saved `sacct "
+                                                       "--parsable2` dump instead of sacct")
+HistEpilogOpt = typer.Option(None, "--epilog-dir", help="With --right-size: folder of the epilog's GPU records "
+                                                        "(default: <site spool_dir>/jobs)")
 CpusOpt = typer.Option(None, "--cpus", help="CPU jobs: CPUs per task, like sbatch --cpus-per-task (default 1); "
                                               "--cpus without --gpus makes a CPU job")
 NtasksOpt = typer.Option(None, "--ntasks", help="CPU jobs: tasks in all, like sbatch --ntasks (default: one per "
@@ -158,7 +165,8 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
          tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt, cpus: Optional[int] = CpusOpt,
          ntasks: Optional[int] = NtasksOpt, mem: Optional[str] = MemOpt, idle: bool = IdleOpt,
          checkpoint_signal: Optional[str] = CkptSignalOpt,
-         slurm_version: Optional[str] = SlurmVersionOpt,
+         slurm_version: Optional[str] = SlurmVersionOpt, right_size: bool = RightSizeOpt,
+         sacct_file: Optional[str] = HistSacctOpt, epilog_dir: Optional[str] = HistEpilogOpt,
          site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
     from slurmtools.cli import job_checks as checks
@@ -172,11 +180,24 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
     site = load_site(site_path)
     state = gather(site, idle=idle, slurm_version=slurm_version)
     ident, req = checks.identity(req, site, state, idle=idle)
+    sized = None
+    if right_size:
+        from dataclasses import replace
+
+        from slurmtools.cli.advise import right_size_request
+
+        req, sized = right_size_request(req, site, state, sacct_file=sacct_file, epilog_dir=epilog_dir)
+    elif sacct_file is not None or epilog_dir is not None:
+        fail(f"{'--sacct-file' if sacct_file is not None else '--epilog-dir'}: only with --right-size")
     p, info, script = _plan_and_render(req, site, state)
     p = checks.after_plan(p, ident)
+    if sized is not None:
+        p = replace(p, notes=tuple(p.notes) + sized.notes)
     problems, folder_notes = checks.folders(req, ident.user)  # submit refuses these; a plan only warns
     if json_out:
         d = plan_dict(p, state.note)
+        if sized is not None:
+            d["right_size"] = sized.as_dict()
         d["script"] = script
         d["template_path"] = str(info.path)
         d["warnings"] = problems + folder_notes

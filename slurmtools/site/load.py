@@ -6,10 +6,12 @@ Lookup order: --site PATH, $SLURMTOOLS_SITE, /etc/slurmtools/site.toml, then the
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
-from slurmtools.site.model import Account, GpuType, Partition, PolicySettings, ReportSettings, Site, Tier
+from slurmtools.site.model import (MIG_PROFILE, Account, AdviseSettings, GpuType, Partition, PolicySettings,
+                                   ReportSettings, Site, Tier)
 from slurmtools.site.tomlread import Table, each, load_toml, shown
 from slurmtools.site.validate import NAME, NAME_RULE, check_hosts, check_site
 
@@ -57,9 +59,7 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     fabric_path = (p.parent / fabric).resolve() if fabric else None
     s.check_unknown()
 
-    gpu_types = each(root.tables("gpu_types"), lambda n, t: GpuType(
-        name=_name(t, n), description=t.str("description", n), memory_gb=t.int("memory_gb", 0, minimum=0),
-        price_per_gpu_hour=t.float("price_per_gpu_hour", minimum=0.0)))
+    gpu_types = each(root.tables("gpu_types"), _gpu_type)
     if not gpu_types:
         raise root.error("gpu_types", "at least one GPU type is required")
 
@@ -87,11 +87,12 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     if share is not None and share > 1.0:
         raise rep.error("max_bad_share", f"expected a share from 0 to 1 (0.01 is 1%), got {share:g}")
     rep.check_unknown()
+    advise = _advise(root.table("advise", {}))
     root.check_unknown()
     site = Site(name=name, cluster_name=cluster, source=p, spool_dir=spool, currency=currency,
                 default_tier=default_tier, gpu_types=gpu_types, partitions=partitions, tiers=tiers,
                 accounts=accounts, fabric_path=fabric_path, policy=policy,
-                reports=ReportSettings(max_bad_share=share))
+                reports=ReportSettings(max_bad_share=share), advise=advise)
     check_site(site)
     fabric = None
     if fabric_path is not None:
@@ -143,6 +144,57 @@ def _name(t: Table, name: str) -> str:
     if not NAME.fullmatch(name):  # fullmatch: "$" lets a trailing newline through, into slurm.conf
         raise ConfigError(t.source, t.path, NAME_RULE)
     return name
+
+
+def _gpu_type(name: str, t: Table) -> GpuType:
+    memory_gb = t.int("memory_gb", 0, minimum=0)
+    migs = t.str_list("mig_profiles", ())
+    for m in migs:
+        got = MIG_PROFILE.fullmatch(m)
+        if not got:
+            raise t.error("mig_profiles", f"expected MIG profiles as Slurm's GRES types name them, like \"1g.10gb\" "
+                                          f"or \"3g.40gb\", got {shown(m)}")
+        if memory_gb and int(got.group(2)) > memory_gb:
+            raise t.error("mig_profiles", f"{m} holds more memory than the GPU's memory_gb ({memory_gb})")
+    bw = t.float("memory_bandwidth_gbs", None, minimum=0.0)
+    if bw is not None and bw <= 0:
+        raise t.error("memory_bandwidth_gbs", f"expected a bandwidth in GB/s above 0, got {bw:g}")
+    return GpuType(name=_name(t, name), description=t.str("description", name), memory_gb=memory_gb,
+                   price_per_gpu_hour=t.float("price_per_gpu_hour", minimum=0.0), memory_bandwidth_gbs=bw,
+                   mig_profiles=migs, shards_per_gpu=t.int("shards_per_gpu", 0, minimum=0), mps=t.bool("mps", False))
+
+
+def _advise(t: Table) -> AdviseSettings:
+    """`[advise]`: every threshold in its range, named when it is not (defaults: AdviseSettings)."""
+    d = AdviseSettings()
+
+    def pct(key: str) -> float:
+        v = t.float(key, getattr(d, key), minimum=0.0)
+        if v > 100:
+            raise t.error(key, f"expected a percentage from 0 to 100, got {v:g}")
+        return v
+
+    share = t.float("runs_share", d.runs_share, minimum=0.0)
+    if not 0 < share <= 1:
+        raise t.error("runs_share", f"expected a share above 0 and at most 1 (0.8 is 80%), got {share:g}")
+    lookback = t.duration("lookback", d.lookback)
+    if lookback < 3600:
+        raise t.error("lookback", "expected at least an hour of history")
+    out = AdviseSettings(
+        lookback=lookback, min_runs=t.int("min_runs", d.min_runs, minimum=1), runs_share=share,
+        gpu_idle_pct=pct("gpu_idle_pct"), fraction_util_pct=pct("fraction_util_pct"),
+        time_ratio=t.float("time_ratio", d.time_ratio, minimum=1.0),
+        time_headroom=t.float("time_headroom", d.time_headroom, minimum=1.0),
+        cpu_efficiency_pct=pct("cpu_efficiency_pct"), memory_used_pct=pct("memory_used_pct"),
+        memory_bound_mem_pct=pct("memory_bound_mem_pct"), memory_bound_sm_pct=pct("memory_bound_sm_pct"),
+        mail=t.bool("mail", d.mail), mail_domain=t.str("mail_domain", d.mail_domain))
+    if out.mail_domain and not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})", out.mail_domain):
+        raise t.error("mail_domain", f"expected a domain like \"example.org\", got {shown(out.mail_domain)}")
+    if out.time_headroom > out.time_ratio:
+        raise t.error("time_headroom", f"{out.time_headroom:g} is above time_ratio ({out.time_ratio:g}): the "
+                                       f"recommended --time would be no shorter than the limit it replaces")
+    t.check_unknown()
+    return out
 
 
 def _partition(name: str, t: Table, gpu_types: dict) -> Partition:

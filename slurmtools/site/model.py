@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+#: a MIG profile as Slurm's GRES type names it: compute slices (of 7) and memory, e.g. 1g.10gb, 3g.40gb
+MIG_PROFILE = re.compile(r"([1-7])g\.(\d{1,4})gb")
 
 
 @dataclass(frozen=True)
@@ -14,6 +18,13 @@ class GpuType:
     description: str
     memory_gb: int
     price_per_gpu_hour: float
+    #: peak memory bandwidth per GPU (GB/s); None: not stated. `advise` names a type with more for memory-bound jobs
+    memory_bandwidth_gbs: float | None = None
+    #: units smaller than a GPU the site's Slurm offers on this type (what `advise` may recommend instead of a whole
+    #: GPU): MIG profiles as Slurm's GRES types name them ("1g.10gb"), gres/shard per GPU (0: none), gres/mps
+    mig_profiles: tuple[str, ...] = ()
+    shards_per_gpu: int = 0
+    mps: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,37 @@ class ReportSettings:
 
 
 @dataclass(frozen=True)
+class AdviseSettings:
+    """`[advise]`: when `slurmtools advise` recommends a smaller request (docs/advise.md). Percentages are 0-100."""
+
+    #: how far back advise looks by default, seconds
+    lookback: int = 30 * 86400
+    #: runs of one job shape needed before anything is recommended
+    min_runs: int = 3
+    #: the share of a shape's runs that must support a recommendation ("12 of 14" is 0.86)
+    runs_share: float = 0.8
+    #: a GPU whose utilisation stayed at or below this counted as unused
+    gpu_idle_pct: float = 5.0
+    #: one GPU busy at most this much (SM) in the runs: a smaller unit (MIG, shard, MPS) is recommended if offered
+    fraction_util_pct: float = 40.0
+    #: time limit at least this many times the longest run: a shorter --time is recommended
+    time_ratio: float = 2.0
+    #: the recommended --time is the longest run times this, rounded up
+    time_headroom: float = 1.5
+    #: CPU efficiency (TotalCPU / CPUs x elapsed) below this is reported
+    cpu_efficiency_pct: float = 25.0
+    #: peak memory (MaxRSS) below this share of the request is reported
+    memory_used_pct: float = 25.0
+    #: memory-bound GPUs: memory controller busy at least this, SM at most `memory_bound_sm_pct`
+    memory_bound_mem_pct: float = 60.0
+    memory_bound_sm_pct: float = 50.0
+    #: `advise --notify` mails through the local sendmail instead of writing files
+    mail: bool = False
+    #: appended to user names for mail ("example.org" -> alice@example.org); "": local delivery
+    mail_domain: str = ""
+
+
+@dataclass(frozen=True)
 class Site:
     name: str
     cluster_name: str
@@ -124,6 +166,7 @@ class Site:
     fabric_path: Path | None
     policy: PolicySettings = PolicySettings()
     reports: ReportSettings = ReportSettings()
+    advise: AdviseSettings = AdviseSettings()
 
     @property
     def default_partition(self) -> Partition:
