@@ -112,7 +112,7 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
     hosts = t.host_names()
     info = {
         "name": t.name, "hosts": len(hosts), "hostlist": compress(hosts) if hosts else "",
-        "gpus": sum(1 for _ in t.of_kind("gpu")), "switches": len(t.switches()),
+        "gpus": t.count("gpu"), "switches": len(t.switches()),
         "levels": [asdict(lv) for lv in levels],
         "nvlink_domains": {"count": len(domains), "multi_node": [asdict(d) for d in domains if d.multi_node]},
     }
