@@ -123,9 +123,8 @@ def _summary(t) -> dict:
     levels = q.switch_levels(t)
     return {"name": t.name, "hosts": len(t.hosts()),
             "switches_by_level": {str(k): v for k, v in sorted(Counter(levels.values()).items())},
-            "gpus": sum(1 for _ in t.of_kind("gpu")), "nics": sum(1 for _ in t.of_kind("nic")),
-            "nvswitches": sum(1 for _ in t.of_kind("nvswitch")),
-            "nvlink_domains": sum(1 for _ in t.of_kind("nvlink_domain"))}
+            "gpus": t.count("gpu"), "nics": t.count("nic"), "nvswitches": t.count("nvswitch"),
+            "nvlink_domains": t.count("nvlink_domain")}
 
 
 def import_cmd(file: str = typer.Argument(..., help="The provider's input file (.gz is read too)"),
@@ -162,7 +161,8 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
               warn=warnings.append, gpu_type=gpu_type, threads_per_core=threads_per_core)
     for w in warnings:
         typer.echo(f"slurmtools: warning: {w}", err=True)
-    inside = [describe_host(t, h) for h in t.host_names() if t.gpus(h) or t.unknown(h)]
+    with_gpus = {n for g in t.of_kind("gpu") for n in t.g.adj[g.vid] if n.startswith("host:")}   # one pass, not
+    inside = [describe_host(t, h.name) for h in t.hosts() if h.vid in with_gpus or h.unknown]   # one per host
     unknown = sorted({f for d in inside for f in d["unknown"]})
     if strict and unknown:
         fail(f"{file}: --strict: the input leaves unknown: {', '.join(unknown)} (see `topo import` without "
