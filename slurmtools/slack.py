@@ -1,0 +1,561 @@
+"""The cluster's slack for training code: how much room the job's partition and tier have now, as a mode.
+
+Use (inside a training process; standard library only, so it is cheap to import there)::
+
+    from slurmtools.slack import Slack
+    slack = Slack()                 # the job's partition and tier (SLURM_JOB_PARTITION, SLURM_JOB_QOS)
+    mode = slack.mode()             # "light" | "moderate" | "heavy"; polls at most once per poll interval
+
+Layers (docs/slack.md says why each rule is what it is):
+- measuring (pure): `measure()` turns Slurm's nodes and jobs (slurmtools.slurm.model snapshots, read by duck
+  typing) and the site's tiers into a `SlackSignal`; `score()` folds it with the price window into one number.
+- deciding (pure): `decide()` turns a signal into a mode with hysteresis, state in the `ModeState` dataclass: a mode
+  changes only after `polls` consecutive observations past a threshold by `margin`, so a noisy signal cannot flap.
+- reading (I/O): `Slack` polls Slurm through slurmtools' backend (imported only then) or reads the cached JSON file
+  that `slurmtools slack --refresh --out PATH` writes (cron or the prolog), when Slurm's commands are absent or
+  when told to (`source="cache"`, `SLURMTOOLS_SLACK_SOURCE=cache`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+from slurmtools.errors import SlurmtoolsError
+
+MODES = ("light", "moderate", "heavy")
+#: the cached file's format tag; a reader refuses another one rather than guess at its fields
+FORMAT = "slurmtools-slack/1"
+#: where the cached signal is read from when neither the caller nor the environment says
+DEFAULT_CACHE = "/var/spool/slurmtools/slack.json"
+CACHE_ENV = "SLURMTOOLS_SLACK_CACHE"
+SOURCE_ENV = "SLURMTOOLS_SLACK_SOURCE"
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+#: the pending reasons of jobs that would start as soon as GPUs free up: the demand. A job held, waiting on a
+#: dependency, a begin time or a limit (QOSMaxGRESPerUser, AssocGrpGRES, ...) would not take idle GPUs now
+DEMAND_REASONS = ("Resources", "Priority", "None", "")
+
+
+class SlackError(SlurmtoolsError):
+    """The slack signal cannot be read (cache file missing, torn or of another format); one line naming it."""
+
+
+# --------------------------------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class PriceWindow:
+    """Hours when the site wants more (cheap energy, nights) or less (peak price) done: the score is multiplied by
+    `factor` while the window is open. Times are the node's local time; a window whose end is before its start
+    runs past midnight and belongs to the day it starts on."""
+
+    name: str
+    start_min: int  # minutes after midnight
+    end_min: int  # minutes after midnight, 1440 = midnight at the end of the day
+    factor: float
+    days: tuple[int, ...] = tuple(range(7))  # Monday = 0
+
+    def active(self, t: datetime) -> bool:
+        m = t.hour * 60 + t.minute
+        day = t.weekday()
+        if self.start_min < self.end_min:
+            return day in self.days and self.start_min <= m < self.end_min
+        # past midnight: the late part belongs to today, the early part to yesterday's window
+        return (day in self.days and m >= self.start_min) or ((day - 1) % 7 in self.days and m < self.end_min)
+
+
+@dataclass(frozen=True)
+class SlackSettings:
+    """The site's `[slack]` table (docs/slack.md); defaults apply where the site says nothing."""
+
+    #: seconds between two polls of Slurm (or reads of the cached file); the library never asks more often
+    poll_interval: int = 60
+    #: score at or above which the mode is heavy, at or below which it is light (moderate between)
+    heavy_at: float = 0.5
+    light_at: float = 0.15
+    #: hysteresis: a mode changes only once the score is past a threshold by `margin` ...
+    margin: float = 0.05
+    #: ... for this many consecutive polls
+    polls: int = 3
+    #: a cached signal older than this is no signal (the mode holds)
+    max_age: int = 600
+    cache_file: str = DEFAULT_CACHE
+    windows: tuple[PriceWindow, ...] = ()
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["windows"] = [asdict(w) for w in self.windows]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SlackSettings":
+        """From the cached file (written by `to_dict`); unknown keys are ignored, a wrong type is refused."""
+        known = {f for f in cls.__dataclass_fields__}
+        kw = {k: v for k, v in d.items() if k in known and k != "windows"}
+        wins = tuple(PriceWindow(name=w["name"], start_min=int(w["start_min"]), end_min=int(w["end_min"]),
+                                 factor=float(w["factor"]), days=tuple(int(x) for x in w.get("days", range(7))))
+                     for w in d.get("windows", ()))
+        s = cls(**kw, windows=wins)
+        if not (isinstance(s.polls, int) and s.polls >= 1 and 0 <= s.light_at < s.heavy_at <= 1):
+            raise ValueError("settings out of range")
+        return s
+
+    def window_at(self, t: datetime) -> PriceWindow | None:
+        """The first window open at `t` (site order), or None."""
+        return next((w for w in self.windows if w.active(t)), None)
+
+
+# --------------------------------------------------------------------------------------------------- the signal
+
+
+@dataclass(frozen=True)
+class SlackSignal:
+    """What the cluster offers one partition and tier now (GPU counts; docs/slack.md defines each)."""
+
+    partition: str
+    tier: str
+    #: GPUs free on the partition's schedulable nodes
+    idle_gpus: int
+    #: GPUs configured on the partition's nodes (down ones included)
+    total_gpus: int
+    #: GPUs asked for by pending jobs of tiers with this tier's priority or higher (held jobs excluded)
+    demand_ahead: int
+    #: GPUs asked for by pending jobs of the tiers that may preempt this one
+    preemptor_demand: int
+    #: GPUs held by running jobs of lower tiers those preemptors may take first, and by this tier's own jobs
+    exposed_lower_gpus: int
+    exposed_same_gpus: int
+    #: the share of this tier's running GPUs the preemptors' pending demand would take (see preempt_chance)
+    preempt_chance: float
+    #: epoch seconds when Slurm was asked
+    taken_at: float
+    #: "slurm" (asked now) or "cache" (read from the cached file)
+    source: str = "slurm"
+    #: seconds between taken_at and when this process read it
+    age_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], **over: Any) -> "SlackSignal":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{**{k: v for k, v in d.items() if k in known}, **over})
+
+
+def preempt_chance(preemptor_demand: int, idle_gpus: int, lower_gpus: int, same_gpus: int) -> float:
+    """The share of this tier's running GPUs that the preemptors' pending demand would take now.
+
+    Their demand is met first from idle GPUs, then from lower tiers' jobs (Slurm's preempt/qos queues victims by
+    QoS priority, lowest first, then fewest nodes: `preempt_p_get_prio`), and only then from this tier's:
+    (demand - idle - lower) / same, clamped to [0, 1]. With no GPUs of this tier running, 1 when the demand would
+    reach them and 0 otherwise. Not a probability over time: an estimate from the queue as it is now.
+    """
+    reach = preemptor_demand - idle_gpus - lower_gpus
+    if reach <= 0:
+        return 0.0
+    if same_gpus <= 0:
+        return 1.0
+    return min(1.0, reach / same_gpus)
+
+
+def score(sig: SlackSignal, settings: SlackSettings, now: datetime | None = None) -> tuple[float, str | None]:
+    """One number in [0, 1] for the mode: the share of the partition's GPUs idle after the demand ahead,
+    times (1 - preemption chance), times the open price window's factor. Returns (score, window name)."""
+    free = max(0, sig.idle_gpus - sig.demand_ahead) / sig.total_gpus if sig.total_gpus > 0 else 0.0
+    win = settings.window_at(now or datetime.now())
+    s = free * (1.0 - sig.preempt_chance) * (win.factor if win else 1.0)
+    return max(0.0, min(1.0, s)), (win.name if win else None)
+
+
+def _partitions_of(job) -> tuple[str, ...]:
+    return tuple(p for p in (job.partition or "").split(",") if p)
+
+
+def array_tasks(spec: str) -> int:
+    """Pending tasks in an array's task string as squeue writes it ("0-9", "3,5-7", "0-15:4%2"); 1 when empty."""
+    spec = (spec or "").split("%")[0].strip()
+    if not spec:
+        return 1
+    n = 0
+    for part in spec.split(","):
+        rng, _, step = part.partition(":")
+        a, _, b = rng.partition("-")
+        try:
+            lo, hi, st = int(a), int(b or a), int(step or 1)
+        except ValueError:
+            return 1
+        if hi >= lo and st > 0:
+            n += (hi - lo) // st + 1
+    return max(n, 1)
+
+
+def job_gpus(job) -> int:
+    """GPUs a job holds (running) or asks for (pending; every pending task of an array counted)."""
+    g = int(job.gpus or 0)
+    if job.state == "PENDING" and job.array_job_id:
+        raw = getattr(job, "raw", {}) or {}
+        spec = raw.get("array_task_string") or raw.get("array_task_str") or ""
+        if spec:
+            return g * array_tasks(str(spec))
+    return g
+
+
+def measure(nodes: Iterable, jobs: Iterable, tiers: Mapping[str, Any], partition: str, tier: str,
+            taken_at: float) -> SlackSignal:
+    """The signal for `partition` and `tier` from one snapshot of Slurm. Pure.
+
+    `nodes` and `jobs` are slurmtools.slurm.model NodeInfo/JobInfo (or anything with their fields); `tiers` maps
+    tier (QoS) name to an object with `priority` and `preempted_by` (the site's Tier). A job's tier is its QoS; a
+    QoS the site does not know counts as priority 0, preempted by no one.
+    """
+    me = tiers[tier]
+    preemptors = set(me.preempted_by)
+    idle = total = 0
+    for n in nodes:
+        if partition in n.partitions:
+            total += n.gpus
+            idle += n.gpus_free
+    ahead = by_preemptors = lower = same = 0
+    for j in jobs:
+        if partition not in _partitions_of(j):
+            continue
+        t = tiers.get(j.qos)
+        prio = t.priority if t is not None else 0
+        g = job_gpus(j)
+        if j.state == "PENDING":
+            if j.reason not in DEMAND_REASONS:
+                continue
+            if prio >= me.priority:
+                ahead += g
+            if j.qos in preemptors:
+                by_preemptors += g
+        elif j.state in ("RUNNING", "SUSPENDED", "COMPLETING") and t is not None:
+            if j.qos == tier or (prio == me.priority and set(t.preempted_by) & preemptors):
+                same += g
+            elif prio < me.priority and set(t.preempted_by) & preemptors:
+                lower += g
+    chance = preempt_chance(by_preemptors, idle, lower, same) if preemptors else 0.0
+    return SlackSignal(partition=partition, tier=tier, idle_gpus=idle, total_gpus=total, demand_ahead=ahead,
+                       preemptor_demand=by_preemptors, exposed_lower_gpus=lower, exposed_same_gpus=same,
+                       preempt_chance=round(chance, 4), taken_at=taken_at)
+
+
+def fill_size(sig: SlackSignal, gpus_per_task: int, max_tasks: int | None = None) -> int:
+    """Array tasks that fit the idle GPUs left after the pending demand ahead (`slurmtools submit --fill-slack`)."""
+    free = max(0, sig.idle_gpus - sig.demand_ahead)
+    n = free // max(1, gpus_per_task)
+    return n if max_tasks is None else min(n, max_tasks)
+
+
+# --------------------------------------------------------------------------------------------------- deciding
+
+
+@dataclass(frozen=True)
+class ModeState:
+    """Where the hysteresis stands; JSON-able, so a training run can keep it in its checkpoint."""
+
+    mode: str = "moderate"
+    #: False until the first signal: that one sets the mode outright (from the thresholds, no margin)
+    known: bool = False
+    #: the mode the recent observations argue for, and for how many consecutive ones (same direction)
+    candidate: str | None = None
+    count: int = 0
+    #: observations counted so far, and at which one the mode last changed
+    observations: int = 0
+    changed_at: int = 0
+    #: taken_at of the last observation counted: a cached file read twice is one observation
+    last_taken_at: float | None = None
+    last_score: float | None = None
+    reason: str = "no signal yet"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "ModeState":
+        if not d:
+            return cls()
+        known = {f for f in cls.__dataclass_fields__}
+        s = cls(**{k: v for k, v in d.items() if k in known})
+        if s.mode not in MODES or (s.candidate is not None and s.candidate not in MODES):
+            raise SlackError(f"slack: saved mode state names an unknown mode ({s.mode!r}, {s.candidate!r})")
+        return s
+
+
+def plain_mode(s: float, settings: SlackSettings) -> str:
+    """The mode of a score without hysteresis: the first observation's mode."""
+    if s >= settings.heavy_at:
+        return "heavy"
+    if s <= settings.light_at:
+        return "light"
+    return "moderate"
+
+
+def target(s: float, mode: str, settings: SlackSettings) -> str:
+    """The mode a score argues for, seen from `mode`: leaving it needs the score past a threshold by more than the
+    margin (strictly: a score exactly on a threshold with no margin must not flip the mode back and forth)."""
+    up_heavy, down_heavy = settings.heavy_at + settings.margin, settings.heavy_at - settings.margin
+    up_light, down_light = settings.light_at + settings.margin, settings.light_at - settings.margin
+    if mode == "heavy":
+        return "light" if s < down_light else "moderate" if s < down_heavy else "heavy"
+    if mode == "light":
+        return "heavy" if s > up_heavy else "moderate" if s > up_light else "light"
+    return "heavy" if s > up_heavy else "light" if s < down_light else "moderate"
+
+
+def decide(state: ModeState, s: float | None, settings: SlackSettings, taken_at: float | None = None,
+           why_none: str = "no signal") -> ModeState:
+    """The next hysteresis state after one observation of score `s` (None: no signal; the mode holds). Pure.
+
+    An observation with the same `taken_at` as the last one counted is not counted again.
+    """
+    if s is None:
+        return replace(state, reason=f"{why_none}; mode {state.mode} held")
+    if taken_at is not None and state.last_taken_at is not None and taken_at == state.last_taken_at:
+        return state
+    n = state.observations + 1
+    if not state.known:
+        m = plain_mode(s, settings)
+        return ModeState(mode=m, known=True, observations=n, changed_at=n, last_taken_at=taken_at, last_score=s,
+                         reason=f"first signal: score {s:.2f} -> {m}")
+    want = target(s, state.mode, settings)
+    base = replace(state, observations=n, last_taken_at=taken_at, last_score=s)
+    if want == state.mode:
+        return replace(base, candidate=None, count=0, reason=f"score {s:.2f}: {state.mode} holds")
+    up = MODES.index(want) > MODES.index(state.mode)
+    same_way = state.candidate is not None and (MODES.index(state.candidate) > MODES.index(state.mode)) == up
+    count = state.count + 1 if same_way else 1
+    if count >= settings.polls:
+        return replace(base, mode=want, candidate=None, count=0, changed_at=n,
+                       reason=f"score {s:.2f}: {state.mode} -> {want} after {count} consecutive poll(s) past "
+                              f"the threshold by {settings.margin:g}")
+    return replace(base, candidate=want, count=count,
+                   reason=f"score {s:.2f} argues for {want}: {count} of {settings.polls} poll(s)")
+
+
+# --------------------------------------------------------------------------------------------------- the cached file
+
+
+def cache_path(explicit: str | os.PathLike | None = None, settings: SlackSettings | None = None) -> Path:
+    """The cached file: the caller's, else $SLURMTOOLS_SLACK_CACHE, else the settings' (site's), else the default."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    return Path(settings.cache_file if settings else DEFAULT_CACHE)
+
+
+def cache_document(signals: Iterable[SlackSignal], settings: SlackSettings, taken_at: float,
+                   cluster: str = "", slurm: str = "", default_partition: str = "", default_tier: str = "") -> dict:
+    """What `slurmtools slack --refresh` writes: every partition and tier's signal, and the site's settings."""
+    return {"format": FORMAT, "taken_at": round(taken_at, 3),
+            "taken_at_iso": datetime.fromtimestamp(taken_at).astimezone().isoformat(timespec="seconds"),
+            "cluster": cluster, "slurm": slurm, "default_partition": default_partition,
+            "default_tier": default_tier, "settings": settings.to_dict(),
+            "signals": [s.to_dict() for s in signals]}
+
+
+def write_cache(path: str | os.PathLike, doc: dict) -> Path:
+    """Write the cached file atomically (readers see the old or the new file, never part), readable by jobs."""
+    from slurmtools.checkpoint import atomic_write
+
+    body = (json.dumps(doc, indent=1) + "\n").encode()
+    p = Path(path)
+    try:
+        return atomic_write(p, lambda f: f.write(body), mode=0o644)
+    except OSError as e:
+        raise SlackError(f"slack: cannot write {p}: {e.strerror or e}") from None
+
+
+def read_cache(path: str | os.PathLike) -> dict:
+    """The cached file's document; one SlackError line naming the file when it is missing, torn or foreign."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            raw = f.read(16 << 20)
+    except FileNotFoundError:
+        raise SlackError(f"slack: {p}: no cached signal (run `slurmtools slack --refresh --out {p}`)") from None
+    except OSError as e:
+        raise SlackError(f"slack: {p}: cannot read: {e.strerror or e}") from None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise SlackError(f"slack: {p}: not JSON (a torn or foreign file)") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise SlackError(f"slack: {p}: format {got!r}, expected {FORMAT!r}")
+    if not isinstance(doc.get("taken_at"), (int, float)) or not isinstance(doc.get("signals"), list):
+        raise SlackError(f"slack: {p}: taken_at or signals missing")
+    return doc
+
+
+def signal_from_cache(doc: dict, partition: str | None, tier: str | None, now: float,
+                      path: str = "") -> SlackSignal:
+    """The signal of `partition` and `tier` (None: the file's defaults) in a cached document, with its age."""
+    partition = partition or doc.get("default_partition")
+    tier = tier or doc.get("default_tier")
+    for d in doc["signals"]:
+        if isinstance(d, dict) and d.get("partition") == partition and d.get("tier") == tier:
+            try:
+                return SlackSignal.from_dict(d, source="cache", age_s=round(max(0.0, now - doc["taken_at"]), 1))
+            except TypeError:
+                raise SlackError(f"slack: {path}: the signal of {partition}/{tier} lacks fields") from None
+    have = sorted({f"{d.get('partition')}/{d.get('tier')}" for d in doc["signals"] if isinstance(d, dict)})
+    raise SlackError(f"slack: {path}: no signal for partition {partition!r} and tier {tier!r} "
+                     f"(it has: {', '.join(have) or 'none'})")
+
+
+# --------------------------------------------------------------------------------------------------- polling
+
+
+def slurm_commands_present() -> bool:
+    return bool(shutil.which("squeue") and shutil.which("scontrol"))
+
+
+def measure_live(site, backend, partition: str, tier: str) -> SlackSignal:
+    """Ask Slurm now (nodes and jobs through the backend) and measure. I/O."""
+    taken = time.time()
+    return measure(backend.nodes(), backend.jobs(), site.tiers, partition, tier, taken)
+
+
+def measure_all(site, backend) -> tuple[list[SlackSignal], float]:
+    """Every GPU partition x tier of the site from one snapshot of Slurm (what the cached file holds). I/O."""
+    taken = time.time()
+    nodes, jobs = backend.nodes(), backend.jobs()
+    out = []
+    for p in site.partitions.values():
+        if p.cpu_only:
+            continue
+        for t in site.tiers.values():
+            if p.name in t.partitions:
+                out.append(measure(nodes, jobs, site.tiers, p.name, t.name, taken))
+    return out, taken
+
+
+@dataclass
+class Reading:
+    """The last poll: the signal (None when there was none), its score and price window, and why."""
+
+    signal: SlackSignal | None
+    score: float | None
+    window: str | None
+    note: str
+    polled_at: float
+
+
+class Slack:
+    """The slack of one partition and tier, polled at most once per `poll_interval`, turned into a mode.
+
+    source: "auto" (Slurm when its commands are here, else the cached file), "slurm", or "cache"; also
+    $SLURMTOOLS_SLACK_SOURCE. Settings: the caller's, else the cached file's (the site's, as the refresher read
+    it), else the site file's when Slurm is asked, else the defaults.
+    """
+
+    def __init__(self, partition: str | None = None, tier: str | None = None, source: str | None = None,
+                 cache: str | os.PathLike | None = None, settings: SlackSettings | None = None,
+                 site_path: str | None = None, state: ModeState | None = None,
+                 clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
+        self.partition = partition or os.environ.get("SLURM_JOB_PARTITION") or None
+        self.tier = tier or os.environ.get("SLURM_JOB_QOS") or None
+        src = source or os.environ.get(SOURCE_ENV) or "auto"
+        if src not in ("auto", "slurm", "cache"):
+            raise SlackError(f"slack: source: expected auto, slurm or cache, got {src!r}")
+        if src == "auto":
+            src = "slurm" if slurm_commands_present() else "cache"
+        self.source = src
+        self._cache = cache
+        self._settings = settings
+        self._site_path = site_path
+        self._site = None
+        self._backend = None
+        self.state = state or ModeState()
+        self.last: Reading | None = None
+        self._clock, self._mono = clock, monotonic
+        self._next_poll: float | None = None
+
+    @property
+    def settings(self) -> SlackSettings:
+        return self._settings or SlackSettings()
+
+    @property
+    def cache_file(self) -> Path:
+        return cache_path(self._cache, self._settings)
+
+    def _site_now(self):
+        if self._site is None:
+            from slurmtools.site.load import load_site
+
+            self._site = load_site(self._site_path)
+            if self._settings is None:
+                self._settings = self._site.slack
+        return self._site
+
+    def _read(self) -> tuple[SlackSignal | None, str]:
+        now = self._clock()
+        if self.source == "cache":
+            path = self.cache_file
+            try:
+                doc = read_cache(path)
+                if self._settings is None and isinstance(doc.get("settings"), dict):
+                    try:
+                        self._settings = SlackSettings.from_dict(doc["settings"])
+                    except (TypeError, ValueError, KeyError):
+                        pass  # a damaged settings block: keep the defaults, the signal is still good
+                sig = signal_from_cache(doc, self.partition, self.tier, now, str(path))
+            except SlackError as e:
+                return None, str(e)
+            if sig.age_s > self.settings.max_age:
+                return None, (f"cached signal in {path} is {sig.age_s:.0f}s old, past max_age "
+                              f"{self.settings.max_age}s")
+            return sig, f"cached in {path}, {sig.age_s:.0f}s old"
+        site = self._site_now()
+        if self._backend is None:
+            from slurmtools.slurm.backend import get_backend
+
+            self._backend = get_backend()
+        part = self.partition or site.default_partition.name
+        tier = self.tier or site.default_tier
+        if tier not in site.tiers:
+            return None, f"tier {tier!r} is not one of the site's ({', '.join(site.tiers)})"
+        try:
+            return measure_live(site, self._backend, part, tier), "asked Slurm now"
+        except SlurmtoolsError as e:
+            return None, f"Slurm did not answer: {e}"
+
+    def poll(self, force: bool = False) -> Reading:
+        """Read the signal and step the hysteresis, unless the last poll was less than poll_interval ago."""
+        mono = self._mono()
+        if self.last is not None and not force and self._next_poll is not None and mono < self._next_poll:
+            return self.last
+        sig, note = self._read()
+        s, win = (score(sig, self.settings, datetime.fromtimestamp(self._clock())) if sig else (None, None))
+        self.state = decide(self.state, s, self.settings, sig.taken_at if sig else None, why_none=note)
+        self.last = Reading(sig, s, win, note, self._clock())
+        self._next_poll = mono + self.settings.poll_interval
+        return self.last
+
+    def mode(self) -> str:
+        """The current mode (polls first when the interval has passed)."""
+        self.poll()
+        return self.state.mode
+
+    def describe(self) -> dict:
+        """The last reading and the hysteresis state as plain data (what `slurmtools slack --json` prints)."""
+        r = self.last
+        return {"mode": self.state.mode, "score": None if r is None or r.score is None else round(r.score, 4),
+                "window": None if r is None else r.window, "source": self.source,
+                "note": "" if r is None else r.note, "signal": None if r is None or r.signal is None
+                else r.signal.to_dict(), "state": self.state.to_dict(), "settings": self.settings.to_dict()}
+
+
+__all__ = ["MODES", "PriceWindow", "SlackSettings", "SlackSignal", "ModeState", "Slack", "SlackError", "measure",
+           "score", "decide", "target", "plain_mode", "preempt_chance", "fill_size", "read_cache", "write_cache",
+           "cache_document", "signal_from_cache", "cache_path", "array_tasks"]
