@@ -73,6 +73,11 @@ NtasksOpt = typer.Option(None, "--ntasks", help="CPU jobs: tasks in all, like sb
 MemOpt = typer.Option(None, "--mem", help='CPU jobs: memory per node, like sbatch --mem ("16G", "500M"; a bare '
                                           "number is MB; default: the host's memory share for the CPUs asked)")
 CmdArg = typer.Argument(None, help="The command to run, after --")
+FillOpt = typer.Option(False, "--fill-slack", help="Submit a preemptible array on the lowest tier (or the --tier "
+                                                   "named) sized to the idle GPUs now, less the pending demand ahead: "
+                                                   "one task of --gpus-per-task GPUs each (docs/slack.md)")
+GptOpt = typer.Option(1, "--gpus-per-task", help="With --fill-slack: GPUs of each array task")
+MaxTasksOpt = typer.Option(None, "--max-tasks", help="With --fill-slack: at most this many array tasks")
 
 
 def _pairs(values: Optional[List[str]], option: str) -> tuple[tuple[str, str], ...]:
@@ -219,7 +224,8 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
            var: Optional[List[str]] = VarOpt, sweep: Optional[List[str]] = SweepOpt,
            max_wait: Optional[str] = WaitOpt, tp_size: Optional[int] = TpOpt, handles_signal: bool = SignalOpt,
            cpus: Optional[int] = CpusOpt, ntasks: Optional[int] = NtasksOpt, mem: Optional[str] = MemOpt,
-           checkpoint_signal: Optional[str] = CkptSignalOpt, site_path: Optional[str] = SiteOpt,
+           checkpoint_signal: Optional[str] = CkptSignalOpt, fill_slack: bool = FillOpt,
+           gpus_per_task: int = GptOpt, max_tasks: Optional[int] = MaxTasksOpt, site_path: Optional[str] = SiteOpt,
            json_out: bool = JsonOpt) -> None:
     """Plan, check admission (when the policy layer is installed), sbatch, and print the job id and output path."""
     import os
@@ -229,6 +235,14 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     from slurmtools.planner.explain import plan_dict
     from slurmtools.planner.live import gather
 
+    if fill_slack:  # the array's shape is decided from the idle GPUs: refuse what would contradict it, first
+        from slurmtools.cli.slack import check_fill_options
+
+        check_fill_options(gpus_per_task, max_tasks, gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node,
+                           sweep=sweep, cpus=cpus, ntasks=ntasks, template=template)
+        gpus, nodes, template = gpus_per_task, 1, "array"
+    elif gpus_per_task != 1 or max_tasks is not None:
+        fail("--gpus-per-task and --max-tasks size a --fill-slack array; add --fill-slack or use --gpus")
     req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
                    output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem,
                    checkpoint_signal)
@@ -236,6 +250,17 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     state = gather(site)
     if state.backend is None:
         fail(f"cannot submit: {state.note.split(';')[0]}", code=4)
+    fill = None
+    if fill_slack:
+        from slurmtools.cli.slack import fill_slack_request
+
+        req, fill = fill_slack_request(req, site, state, gpus_per_task, max_tasks)
+        if req is None:  # nothing idle to fill: not an error, and nothing submitted
+            if json_out:
+                print_json({"job_id": None, "fill_slack": fill})
+            else:
+                typer.echo(f"nothing submitted: {fill['why']}")
+            return
     ident, req = checks.identity(req, site, state)
     p, info, script = _plan_and_render(req, site, state)
     p = checks.after_plan(p, ident)
@@ -250,9 +275,13 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
     if json_out:
         d = plan_dict(p, state.note)
         d.update(job_id=job_id, output_path=out_path, preflight=preflight_msg)
+        if fill is not None:
+            d["fill_slack"] = fill
         print_json(d)
         return
     typer.echo(preflight_msg)
+    if fill is not None:
+        typer.echo(f"fill-slack: {fill['why']}")
     for n in ident.notes + tuple(folder_notes):
         typer.echo(f"note: {n}")
     what = (f"CPU job, {p.nodes} x {p.tasks_per_node} task(s) x {p.cpus_per_task} CPU(s)" if p.cpu_job

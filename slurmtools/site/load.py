@@ -87,12 +87,13 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     if share is not None and share > 1.0:
         raise rep.error("max_bad_share", f"expected a share from 0 to 1 (0.01 is 1%), got {share:g}")
     rep.check_unknown()
+    slack = _slack(root.table("slack", {}), spool)
     advise = _advise(root.table("advise", {}))
     root.check_unknown()
     site = Site(name=name, cluster_name=cluster, source=p, spool_dir=spool, currency=currency,
                 default_tier=default_tier, gpu_types=gpu_types, partitions=partitions, tiers=tiers,
                 accounts=accounts, fabric_path=fabric_path, policy=policy,
-                reports=ReportSettings(max_bad_share=share), advise=advise)
+                reports=ReportSettings(max_bad_share=share), advise=advise, slack=slack)
     check_site(site)
     fabric = None
     if fabric_path is not None:
@@ -244,3 +245,64 @@ def _account(name: str, t: Table, tiers: dict) -> Account:
     return Account(name=_name(t, name), description=t.str("description", ""),
                    monthly_gpu_hours=t.float("monthly_gpu_hours", None, minimum=0.0), users=users,
                    tiers=allowed, over_budget=t.str("over_budget", "reject", choices=("reject", "scavenger")))
+
+
+def _slack(t: Table, spool: Path):
+    """`[slack]` (docs/slack.md): how often the slack signal may poll Slurm, the mode thresholds, the hysteresis
+    and the price windows; every value in its range, named when it is not."""
+    from slurmtools.slack import DAYS, PriceWindow, SlackSettings
+
+    d = SlackSettings()
+    interval = t.duration("poll_interval", d.poll_interval)
+    if interval < 1:
+        raise t.error("poll_interval", "expected at least 1s between two polls of Slurm")
+    heavy = t.float("heavy_at", d.heavy_at, minimum=0.0)
+    light = t.float("light_at", d.light_at, minimum=0.0)
+    if heavy > 1:
+        raise t.error("heavy_at", f"expected a score from 0 to 1, got {heavy:g}")
+    if light >= heavy:
+        raise t.error("light_at", f"expected a score below heavy_at ({heavy:g}), got {light:g}")
+    margin = t.float("margin", d.margin, minimum=0.0)
+    if light + margin >= heavy - margin:
+        raise t.error("margin", f"{margin:g} makes the bands around light_at ({light:g}) and heavy_at ({heavy:g}) "
+                                f"meet: expected below {(heavy - light) / 2:g}")
+    polls = t.int("polls", d.polls, minimum=1)
+    max_age = t.duration("max_age", d.max_age)
+    if max_age < interval:
+        raise t.error("max_age", f"expected at least poll_interval ({interval}s), got {max_age}s")
+    cache = t.str("cache_file", str(spool / "slack.json"))
+    if not cache.startswith("/"):
+        raise t.error("cache_file", f'expected an absolute path like "/var/spool/slurmtools/slack.json", got '
+                                    f"{shown(cache)}")
+    windows = []
+    for w in t.table_list("windows", []):
+        name = w.str("name")
+        if not NAME.fullmatch(name):
+            raise w.error("name", NAME_RULE)
+        if name in (x.name for x in windows):
+            raise w.error("name", f"a second window named {name!r}")
+        start, end = _clock(w, "start"), _clock(w, "end")
+        if start == end % 1440:
+            raise w.error("end", "expected an end other than the start (a window of no time, or of the whole day)")
+        days = w.str_list("days", DAYS)
+        for x in days:
+            if x not in DAYS:
+                raise w.error("days", f"expected days among {', '.join(DAYS)}, got {shown(x)}")
+        windows.append(PriceWindow(name=name, start_min=start, end_min=end, factor=w.float("factor", minimum=0.0),
+                                   days=tuple(sorted({DAYS.index(x) for x in days}))))
+        w.check_unknown()
+    t.check_unknown()
+    return SlackSettings(poll_interval=interval, heavy_at=heavy, light_at=light, margin=margin,
+                         polls=polls,
+                         max_age=max_age, cache_file=cache, windows=tuple(windows))
+
+
+def _clock(t: Table, key: str) -> int:
+    """"HH:MM" (24-hour, "24:00" is the end of the day) as minutes after midnight."""
+    import re
+
+    v = t.str(key)
+    m = re.fullmatch(r"([01]\d|2[0-4]):([0-5]\d)", v)
+    if not m or (m.group(1) == "24" and m.group(2) != "00"):
+        raise t.error(key, f'expected a time of day like "22:00" (24-hour, local), got {shown(v)}')
+    return int(m.group(1)) * 60 + int(m.group(2))

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slurmtools.slack import SlackSettings
+
 #: a MIG profile as Slurm's GRES type names it: compute slices (of 7) and memory, e.g. 1g.10gb, 3g.40gb
 MIG_PROFILE = re.compile(r"([1-7])g\.(\d{1,4})gb")
 
@@ -167,6 +169,8 @@ class Site:
     policy: PolicySettings = PolicySettings()
     reports: ReportSettings = ReportSettings()
     advise: AdviseSettings = AdviseSettings()
+    #: `[slack]`: the slack signal for training code (slurmtools.slack, docs/slack.md)
+    slack: SlackSettings = SlackSettings()
 
     @property
     def default_partition(self) -> Partition:
