@@ -461,7 +461,7 @@ class Slack:
 
     def __init__(self, partition: str | None = None, tier: str | None = None, source: str | None = None,
                  cache: str | os.PathLike | None = None, settings: SlackSettings | None = None,
-                 site_path: str | None = None, state: ModeState | None = None,
+                 site_path: str | None = None, site: Any = None, state: ModeState | None = None,
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
         self.partition = partition or os.environ.get("SLURM_JOB_PARTITION") or None
         self.tier = tier or os.environ.get("SLURM_JOB_QOS") or None
@@ -474,7 +474,7 @@ class Slack:
         self._cache = cache
         self._settings = settings
         self._site_path = site_path
-        self._site = None
+        self._site = site  # the loaded site (the CLI has one); else read from site_path when Slurm is asked
         self._backend = None
         self.state = state or ModeState()
         self.last: Reading | None = None
@@ -517,15 +517,17 @@ class Slack:
                               f"{self.settings.max_age}s")
             return sig, f"cached in {path}, {sig.age_s:.0f}s old"
         site = self._site_now()
-        if self._backend is None:
-            from slurmtools.slurm.backend import get_backend
-
-            self._backend = get_backend()
         part = self.partition or site.default_partition.name
         tier = self.tier or site.default_tier
+        if part not in site.partitions:
+            return None, f"partition {part!r} is not one of the site's ({', '.join(site.partitions)})"
         if tier not in site.tiers:
             return None, f"tier {tier!r} is not one of the site's ({', '.join(site.tiers)})"
         try:
+            if self._backend is None:
+                from slurmtools.slurm.backend import get_backend
+
+                self._backend = get_backend()
             return measure_live(site, self._backend, part, tier), "asked Slurm now"
         except SlurmtoolsError as e:
             return None, f"Slurm did not answer: {e}"

@@ -57,9 +57,7 @@ def slack(partition: Optional[str] = typer.Option(None, "--partition", help="Par
     from slurmtools.slack import Slack
 
     prev, polled_at = _load_state(state) if state else (None, None)
-    s = Slack(partition=part, tier=tr, source=source, cache=cache, settings=site.slack, site_path=site_path,
-              state=prev)
-    s._site = site  # already loaded: the live path must not read the site file twice
+    s = Slack(partition=part, tier=tr, source=source, cache=cache, settings=site.slack, site=site, state=prev)
     import time
 
     if prev is not None and polled_at is not None and time.time() - polled_at < site.slack.poll_interval:

@@ -281,3 +281,13 @@ def test_settings_from_the_cache_round_trip():
     cfg = SlackSettings(poll_interval=5, windows=(PriceWindow("n", 0, 360, 2.0, (5, 6)),))
     assert SlackSettings.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
     assert os.path.isabs(SlackSettings().cache_file)
+
+
+def test_live_source_names_an_unknown_partition_or_tier_before_asking_slurm():
+    for part, tier, words in (("nope", "scavenger", "partition 'nope' is not one of the site's (gpu)"),
+                              ("gpu", "gold", "tier 'gold' is not one of the site's (production, standard, "
+                                              "scavenger)")):
+        sl = Slack(partition=part, tier=tier, source="slurm", site=SITE)
+        r = sl.poll()
+        assert r.signal is None and r.note == words and sl._backend is None
+        assert sl.state.mode == "moderate" and words in sl.state.reason
