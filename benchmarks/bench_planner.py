@@ -3,7 +3,9 @@
 1. Plan latency: a 1,024-GPU request on a 16,384-host fat tree (512 leaves x 32 hosts, 16 spines, 8 GPUs and
    8 HCAs per host) at 50% random occupancy. Goal: median <= 10 ms, excluding Slurm queries (the view is built
    once from node states, as `slurmtools plan` does after its one sinfo call; its cost is printed separately).
-2. Placement quality over 1,000 random requests on random partly busy clusters: the planner's leaf count against
+2. Scale (issue 15): the cluster view from 16,384 node states (goal 10 ms) and a whole `slurmtools plan --json`
+   process on a generated 16,384-host site file (goal 300 ms), beside `python3 -c pass` and typer's own cost.
+3. Placement quality over 1,000 random requests on random partly busy clusters: the planner's leaf count against
    the exact optimum (an independent dynamic programme; goal: equal in every case) and against a
    topology-blind first fit (leaf counts and estimated allreduce bandwidth).
 
@@ -12,6 +14,7 @@ Run: .venv/bin/python benchmarks/bench_planner.py [--quick]
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import sys
@@ -98,6 +101,98 @@ def latency(quick: bool) -> None:
     print(f"  plan: {p.nodes} hosts under {p.leaves_now} leaves (empty cluster {p.leaves_empty}); "
           f"--switches={p.switches}")
     print(f"  (not in the goal) building the view from node states: {build * 1000:.1f} ms")
+
+
+def big_site(folder: Path, leaves: int = 512, per_leaf: int = 32, spines: int = 16) -> Path:
+    """A 16,384-host copy of the bundled example site in `folder`: its fabric's node type, 512 leaves of 32 hosts
+    under 16 spines, and its tiers and accounts with the GPU partition over every host. Returns the site file."""
+    import re
+
+    site = Path(example_site()).read_text()
+    fabric_text = (Path(example_site()).parent / re.search(r'(?m)^fabric = "([^"]+)"', site).group(1)).read_text()
+    out = [fabric_text[:fabric_text.index("[[leaves]]")].replace('name = "example"', 'name = "big"')]
+    for i in range(leaves):
+        out.append(f'[[leaves]]\nname = "leaf{i + 1:03d}"\nhosts = "gpu[{i * per_leaf + 1:05d}-{(i + 1) * per_leaf:05d}]"\n'
+                   'node_type = "dgx-h100"\n')
+    names = ", ".join(f'"leaf{i + 1:03d}"' for i in range(leaves))
+    for sp in range(spines):
+        out.append(f'[[spines]]\nname = "spine{sp + 1:02d}"\nleaves = [{names}]\nuplinks_per_leaf = 1\n')
+    (folder / "fabric.toml").write_text("\n".join(out))
+    site = re.sub(r'(?m)^fabric = .*$', 'fabric = "fabric.toml"', site)
+    site = re.sub(r'(?m)^nodes = "gpu\[01-16\]"', f'nodes = "gpu[00001-{leaves * per_leaf:05d}]"', site)
+    (folder / "site.toml").write_text(site)
+    return folder / "site.toml"
+
+
+def _node_states(fabric, rng: random.Random) -> list:
+    from slurmtools.slurm.model import NodeInfo
+
+    out = []
+    for h in fabric.hosts:
+        used = rng.choice((0, 0, 0, 2, 4, 8, 8))
+        out.append(NodeInfo(name=h, state="mixed" if used else "idle", flags=(), cpus=112, cpus_alloc=14 * used,
+                            memory_mb=2_000_000, memory_alloc_mb=250_000 * used, gpus_by_type={"h100": 8},
+                            gpus_used_by_type={"h100": used}, gpus_used_idx=tuple(range(used)), features=(),
+                            partitions=("gpu",)))
+    return out
+
+
+def scale(quick: bool) -> None:
+    """Issue 15: the cluster view from 16,384 node states (goal 10 ms) and a whole `slurmtools plan --json`
+    process on a 16,384-host site file (goal 300 ms), with the floors measured beside them."""
+    import os
+    import subprocess
+    import tempfile
+
+    from slurmtools.planner.view import from_declared
+    from slurmtools.topology.sitefile import load_fabric
+
+    runs = 5 if quick else 9
+    with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp:
+        site_file = big_site(Path(tmp))
+        fabric = load_fabric(site_file.parent / "fabric.toml")
+        nodes = _node_states(fabric, random.Random(5))
+        t = time.perf_counter()
+        view = from_declared(fabric, nodes)
+        first = time.perf_counter() - t
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            from_declared(fabric, nodes)
+            times.append(time.perf_counter() - t)
+        med = statistics.median(times)
+        print(f"[scale] cluster view (view.from_declared) from {len(nodes):,} node states: median {med * 1e3:.1f} ms "
+              f"over {runs} runs (first in the process {first * 1e3:.1f} ms, with imports) -> ratio median/10 ms goal = "
+              f"{med / 0.010:.2f} ({'MET' if med <= 0.010 else 'NOT MET'}); {len(view.hosts):,} hosts, "
+              f"{len(view.leaves)} leaves")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        py = sys.executable
+        argv = [py, "-m", "slurmtools", "plan", "--idle", "--json", "--site", str(site_file), "--gpus", "64",
+                "--tier", "production", "--user", "alice", "--", "python", "train.py"]
+        floor = [py, "-m", "slurmtools", "plan", "--help"]
+
+        def whole(cmd, extra=None):
+            e = dict(env, **(extra or {}))
+            p = subprocess.run(cmd, capture_output=True, text=True, env=e, cwd=tmp)   # warm-up, writes bytecode
+            if p.returncode:
+                raise SystemExit(f"benchmark command failed: {' '.join(cmd)}\n{p.stderr}")
+            out = []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                subprocess.run(cmd, capture_output=True, env=e, cwd=tmp)
+                out.append(time.perf_counter() - t0)
+            return statistics.median(out), p.stdout
+
+        base, _ = whole([py, "-c", "pass"])
+        typer_floor, _ = whole(floor, {"SLURMTOOLS_PREBUILT_HELP": "0"})
+        e2e, out = whole(argv)
+        plan = json.loads(out)
+        print(f"[scale] `slurmtools plan --idle --json` on a {len(fabric.hosts):,}-host site file, whole process: "
+              f"median {e2e * 1e3:.0f} ms over {runs} runs -> ratio median/300 ms goal = {e2e / 0.300:.2f} "
+              f"({'MET' if e2e <= 0.300 else 'NOT MET'}); {plan['nodes']} hosts under {plan['switches']} leaf")
+        print(f"  beside it: python3 -c pass {base * 1e3:.0f} ms; `plan --help` through typer (the cost of typer and "
+              f"the pydantic adapters it builds for plan's options, before any work) {typer_floor * 1e3:.0f} ms = "
+              f"{typer_floor / 0.300:.2f} of the goal")
 
 
 def quality(quick: bool) -> None:
@@ -243,6 +338,7 @@ def lab(trials: int = 8) -> None:
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
     latency(quick)
+    scale(quick)
     quality(quick)
     if "--lab" in sys.argv:
         lab()

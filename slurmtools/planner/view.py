@@ -7,6 +7,7 @@ topology graph) joined with the backend's live node state keeps the optimiser fa
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
@@ -160,12 +161,14 @@ def from_fabric(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_
 def _free(n: NodeInfo, nt: NodeType) -> tuple[int, int, int]:
     if not n.schedulable:
         return 0, 0, 0
+    # n.gpus_free, spelled out: the node is schedulable (one property call per host less, on 16k hosts)
+    all_free = sum(n.gpus_by_type.values()) - sum(n.gpus_used_by_type.values())
     typed = n.gpus_by_type.get(nt.gpu_type)
     if typed is not None:
         free = typed - n.gpus_used_by_type.get(nt.gpu_type, 0)
-        free = min(free, n.gpus_free)
+        free = min(free, all_free)
     else:
-        free = n.gpus_free
+        free = all_free
     return max(0, min(free, nt.gpus)), max(0, n.cpus - n.cpus_alloc), max(0, n.memory_mb - n.memory_alloc_mb)
 
 
@@ -220,7 +223,129 @@ def from_topology(t, node_types: Mapping[str, NodeType], nodes: Iterable[NodeInf
                        domain_of=domains)
 
 
-def _nat(s: str) -> tuple:
-    import re
+def from_declared(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_type: str | None = None,
+                  only_hosts: Iterable[str] | None = None) -> ClusterView | None:
+    """`from_topology(build_site(fabric), fabric.node_types, ...)` computed from the fabric file alone, or None
+    where this shortcut cannot promise the same view (then build the graph).
 
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
+    Why: building the graph of a 16k-host site (every host's CPUs, PCIe switches, GPUs, NICs and NVSwitches, half
+    a million vertices) took seconds per `slurmtools plan`, and the view needs none of it but each node type's
+    nearest HCAs, which one host's graph gives. The cases kept to the graph: rail leaves (a host's NICs on several
+    switches), a host listed twice, a spine listing a leaf twice, an NVLink domain named like a host,
+    and link speeds whose GB/s are not exact binary fractions (sums could round in another order).
+    tests/unit/planner/test_declared_view.py compares both on every fabric it builds."""
+    lay = _declared_layout(fabric)
+    if lay is None:
+        return None
+    live = {n.name: n for n in nodes} if nodes is not None else None
+    keep = set(only_hosts) if only_hosts is not None else None
+    leaves: dict[str, list[str]] = {name: [] for name in lay.leaves}
+    hosts: dict[str, HostState] = {}
+    nearest: dict[str, Mapping[int, tuple[str, ...]]] = {}
+    for h, leaf, nt in lay.order:
+        if (gpu_type is not None and nt.gpu_type != gpu_type) or (keep is not None and h not in keep):
+            continue
+        if live is None:
+            free, cpus, mem = nt.gpus, nt.cpus, nt.memory_mb
+        else:
+            n = live.get(h)
+            free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
+        hosts[h] = HostState(h, leaf, nt.name, nt.gpus, free, cpus, mem)
+        leaves[leaf].append(h)
+        if nt.name not in nearest:
+            nearest[nt.name] = lay.nearest(nt)
+    # one host's cabling to its leaf over n NICs is n cables: n x link / n is the link (exact for these speeds)
+    return ClusterView(hosts=hosts, leaves={k: tuple(v) for k, v in leaves.items() if v}, leaf_spines=lay.spines,
+                       node_types=dict(fabric.node_types), link_gbytes=lay.link if hosts else 0.0,
+                       leaf_uplink_gbytes=lay.uplink, live=live is not None, source=f"topology graph {fabric.name}",
+                       nearest=nearest, domain_of=lay.domains)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What `from_declared` derives from the fabric alone, once per fabric: hosts in the graph's order with their
+    leaf and node type, leaves in order, each leaf's spines and uplink capacity, multi-node NVLink domains."""
+    order: tuple[tuple[str, str, NodeType], ...]
+    leaves: tuple[str, ...]
+    spines: Mapping[str, tuple[str, ...]]
+    uplink: Mapping[str, float]
+    domains: Mapping[str, str]
+    link: float
+    _nearest: dict = field(default_factory=dict, compare=False)
+
+    def nearest(self, nt: NodeType) -> Mapping[int, tuple[str, ...]]:
+        got = self._nearest.get(nt.name)
+        if got is None:
+            got = self._nearest[nt.name] = _nearest_of_type(nt.name, nt)
+        return got
+
+
+_LAYOUTS: dict[int, tuple[Fabric, _Layout | None]] = {}
+
+
+def _declared_layout(fabric: Fabric) -> _Layout | None:
+    got = _LAYOUTS.get(id(fabric))
+    if got is not None and got[0] is fabric:
+        return got[1]
+    lay = _layout(fabric)
+    if len(_LAYOUTS) > 8:
+        _LAYOUTS.clear()
+    _LAYOUTS[id(fabric)] = (fabric, lay)
+    return lay
+
+
+def _layout(fabric: Fabric) -> _Layout | None:
+    from slurmtools.topology.graph import IB_LANE_GBYTES, _natural, ib_link
+
+    link = ib_link(fabric.link)
+    if fabric.rail_leaves or (IB_LANE_GBYTES[link.speed] * 64) % 1 or set(fabric.leaves) & set(fabric.spines):
+        return None
+    if any(len(set(nt.nics)) != len(nt.nics) for nt in fabric.node_types.values()):
+        return None
+    leaf_of: dict[str, str] = {}
+    for leaf in fabric.leaves.values():
+        for h in leaf.hosts:
+            if h in leaf_of or h in fabric.nvlink_domains:
+                return None
+            leaf_of[h] = leaf.name
+    for sp in fabric.spines.values():
+        if len(set(sp.leaves)) != len(sp.leaves) or not set(sp.leaves) <= set(fabric.leaves):
+            return None
+    node_types = fabric.node_types
+    type_of = {leaf.name: node_types[leaf.node_type] for leaf in fabric.leaves.values()}
+    # as the graph lists hosts (natural order), then as from_topology sorts them
+    order = tuple((h, leaf_of[h], type_of[leaf_of[h]]) for h in sorted(sorted(leaf_of, key=_natural), key=_nat))
+    leaves = tuple(sorted(fabric.leaves, key=_nat))
+    ups: dict[str, list[tuple[str, float]]] = {name: [] for name in leaves}
+    for sp in fabric.spines.values():
+        g = ib_link(fabric.link, sp.uplinks_per_leaf or 1).gbytes
+        for ln in sp.leaves:
+            ups[ln].append((sp.name, g))
+    spines = {leaf: tuple(sorted((u for u, _ in ups[leaf]), key=_nat)) for leaf in leaves}
+    uplink = {leaf: sum(g for _, g in ups[leaf]) or float("inf") for leaf in leaves}
+    domains: dict[str, str] = {}
+    declared = fabric.nvlink_domain_of_host()
+    for d in sorted(fabric.nvlink_domains, key=_natural):
+        members = sorted({h for h in fabric.nvlink_domains[d] if declared.get(h) == d and h in leaf_of
+                          and type_of[leaf_of[h]].gpus}, key=_natural)
+        if len(members) > 1:
+            domains.update({h: d for h in members})
+    return _Layout(order, leaves, spines, uplink, domains, link.gbytes)
+
+
+def _nearest_of_type(host: str, nt: NodeType) -> dict[int, tuple[str, ...]]:
+    """Nearest HCAs per GPU of a node type, from the graph of one such host (what build_site builds for each)."""
+    from slurmtools.topology import queries as q
+    from slurmtools.topology.build_site import build_node
+    from slurmtools.topology.graph import Topology
+
+    t = Topology("one host")
+    build_node(t, host, nt)
+    return {g: tuple(v) for g, v in q.nearest_nics(t, host).items()}
+
+
+def _nat(s: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(s))
+
+
+_DIGITS = re.compile(r"(\d+)")

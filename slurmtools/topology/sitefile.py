@@ -7,6 +7,7 @@ topology.conf. Pure: reading the TOML is the only I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
@@ -123,13 +124,12 @@ class Fabric:
         return leaf
 
     def rack_of_host(self, host: str) -> str | None:
-        for r, hosts in self.racks.items():
-            if host in hosts:
-                return r
-        for leaf in self.leaves.values():
-            if host in leaf.hosts:
-                return leaf.rack
-        return None
+        """The first [[racks]] entry listing the host, else the rack of the first leaf holding it."""
+        by_rack = self._index["rack"]
+        if host in by_rack:
+            return by_rack[host]
+        leaf = self._index["leaf"].get(host)
+        return leaf.rack if leaf is not None else None
 
     def rack_of_leaf(self, leaf: str) -> str | None:
         return self.leaves[leaf].rack
@@ -142,16 +142,25 @@ class Fabric:
         return [h for leaf in self.leaves.values() for h in leaf.hosts]
 
     def node_type_of(self, host: str) -> NodeType:
-        for leaf in self.leaves.values():
-            if host in leaf.hosts:
-                return self.node_types[leaf.node_type]
-        raise KeyError(host)
+        return self.node_types[self.leaf_of(host).node_type]
 
     def leaf_of(self, host: str) -> Leaf:
-        for leaf in self.leaves.values():
-            if host in leaf.hosts:
-                return leaf
-        raise KeyError(host)
+        """The first leaf whose hosts list the host (KeyError when none does)."""
+        return self._index["leaf"][host]
+
+    @cached_property
+    def _index(self) -> dict[str, dict]:
+        """host -> first leaf holding it, and host -> first [[racks]] entry listing it, built once: sites ask
+        these per host, and a linear scan per host is quadratic on a 16k-host fabric."""
+        leaf: dict[str, Leaf] = {}
+        for lf in self.leaves.values():
+            for h in lf.hosts:
+                leaf.setdefault(h, lf)
+        rack: dict[str, str] = {}
+        for r, hosts in self.racks.items():
+            for h in hosts:
+                rack.setdefault(h, r)
+        return {"leaf": leaf, "rack": rack}
 
 
 #: Upper limits of the node type's integers, from what Slurm takes for the NodeName values they render into (Slurm
@@ -179,7 +188,26 @@ def _at_most(t: Table, key: str, value: int, limit: int, why: str) -> None:
         raise t.error(key, f"{value} is more than {why} ({limit})")
 
 
+_LOADED: dict[tuple[str, bytes], Fabric] = {}
+
+
 def load_fabric(path: str | Path) -> Fabric:
+    """The fabric file at `path`, parsed once per process for the same bytes (the file names its node types'
+    captures by path and does not read them): loading the site checks its fabric and the planner then reads it
+    again, which on a 16k-host fabric is a tenth of a second each."""
+    try:
+        key = (str(Path(path).resolve()), Path(path).read_bytes())
+    except OSError:
+        return _load_fabric(path)   # says what is wrong with the path
+    got = _LOADED.get(key)
+    if got is None:
+        if len(_LOADED) >= 8:
+            _LOADED.clear()
+        got = _LOADED[key] = _load_fabric(path)
+    return got
+
+
+def _load_fabric(path: str | Path) -> Fabric:
     p = Path(path)
     src = str(p)
     root = Table(src, load_toml(p))
