@@ -99,6 +99,9 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     if fabric_path is not None:
         from slurmtools.topology.sitefile import load_fabric
 
+        if not fabric_path.is_file():  # named as the site file's field, not as a path out of context
+            raise ConfigError(src, "site.fabric", f"{fabric_path}: no such file (a relative path is from the site "
+                                                  "file's folder)")
         fabric = load_fabric(fabric_path)
         check_hosts(site, fabric)
     _check_policies(site, fabric)
