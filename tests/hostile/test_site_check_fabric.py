@@ -45,7 +45,8 @@ def test_gpu_partition_over_hosts_without_gpus(tmp_path, leaf4_only, host, nt):
 
 def test_a_fabric_that_does_not_exist(tmp_path):
     p = edited(tmp_path, f'fabric = "{FABRIC}"', 'fabric = "nowhere/fabric.toml"')
-    assert refusal("site", "check", str(p)) == f"{tmp_path / 'nowhere/fabric.toml'}: file not found"
+    assert refusal("site", "check", str(p)) == (f"{p}: site.fabric: {tmp_path / 'nowhere/fabric.toml'}: no such file "
+                                                "(a relative path is from the site file's folder)")
 
 
 def test_the_cpu_test_site_still_passes():
