@@ -1,7 +1,7 @@
 """CLI start-up and `cluster show` cost, as ratios measured side by side in one run.
 
-  slurmtools --help              vs  python3 -c pass
-  slurmtools cluster show --json vs  python3 -c pass, and vs the raw `sinfo --json` it wraps
+  slurmtools --help, plan --help vs  python3 -c pass (goal <= 2x), beside typer's own cost
+  slurmtools cluster show --json vs  the raw `sinfo --json` it wraps (goal <= 10x), beside its floors
   lab start-up time (scripts/slurm-lab up), with --lab-up
 
 Needs a reachable Slurm for the cluster-show rows (SLURM_CONF, e.g. the lab: `scripts/slurm-lab env`).
@@ -20,13 +20,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def timed(argv: list[str], n: int) -> float:
-    """Median wall seconds of n runs (after one warm-up run)."""
-    subprocess.run(argv, capture_output=True)
+def timed(argv: list[str], n: int, **env: str) -> float:
+    """Median wall seconds of n runs (after one warm-up run that may write bytecode, as an installed copy has)."""
+    e = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLURMTOOLS_PREBUILT_HELP")}
+    e.update(env)
+    subprocess.run(argv, capture_output=True, env=e)
     out = []
     for _ in range(n):
         t = time.perf_counter()
-        p = subprocess.run(argv, capture_output=True)
+        p = subprocess.run(argv, capture_output=True, env=e)
         out.append(time.perf_counter() - t)
         if p.returncode != 0:
             raise SystemExit(f"benchmark command failed: {' '.join(argv)}\n{p.stderr.decode()}")
@@ -43,19 +45,36 @@ def main() -> None:
     base = timed([py, "-c", "pass"], args.n)
     rows = [("python3 -c pass", base, 1.0)]
     t_help = timed(st + ["--help"], args.n)
-    rows.append(("slurmtools --help", t_help, t_help / base))
+    t_plan = timed(st + ["plan", "--help"], args.n)
+    t_typer = timed([py, "-c", "import typer"], args.n)
+    t_help_typer = timed(st + ["--help"], args.n, SLURMTOOLS_PREBUILT_HELP="0")
+    t_plan_typer = timed(st + ["plan", "--help"], args.n, SLURMTOOLS_PREBUILT_HELP="0")
+    rows += [("slurmtools --help", t_help, t_help / base), ("slurmtools plan --help", t_plan, t_plan / base),
+             ("  beside them: python3 -c 'import typer'", t_typer, t_typer / base),
+             ("  slurmtools --help through typer", t_help_typer, t_help_typer / base),
+             ("  slurmtools plan --help through typer", t_plan_typer, t_plan_typer / base)]
     have_slurm = subprocess.run(["sinfo", "-h"], capture_output=True).returncode == 0
     if have_slurm:
         t_sinfo = timed(["sinfo", "--json"], args.n)
         t_show = timed(st + ["cluster", "show", "--json"], args.n)
-        rows.append(("sinfo --json (raw)", t_sinfo, t_sinfo / base))
-        rows.append(("slurmtools cluster show --json", t_show, t_show / base))
-    print(f"{'command':36} {'median s':>9} {'x python3 -c pass':>18}")
+        t_qos = timed(["sacctmgr", "-n", "-P", "show", "qos", "format=Name,GraceTime"], args.n)
+        t_show_typer = timed(st + ["cluster", "show", "--help"], args.n, SLURMTOOLS_PREBUILT_HELP="0")
+        rows += [("sinfo --json (raw)", t_sinfo, t_sinfo / base),
+                 ("slurmtools cluster show --json", t_show, t_show / base),
+                 ("  beside it: sacctmgr show qos (names, grace)", t_qos, t_qos / base),
+                 ("  cluster show --help through typer", t_show_typer, t_show_typer / base)]
+    print(f"{'command':46} {'median s':>9} {'x python3 -c pass':>18}")
     for name, t, r in rows:
-        print(f"{name:36} {t:9.3f} {r:18.1f}")
+        print(f"{name:46} {t:9.3f} {r:18.1f}")
+    worst = max(t_help, t_plan) / base
+    print(f"RATIO --help and plan --help / python3 -c pass: {t_help / base:.2f} and {t_plan / base:.2f} "
+          f"(goal <= 2: {'MET' if worst <= 2 else 'NOT MET'}); served from typer's captured text "
+          f"(slurmtools/cli/launch.py); typer alone would be {t_help_typer / base:.1f} and {t_plan_typer / base:.1f}")
     if have_slurm:
-        print(f"cluster show / raw sinfo --json: {t_show / t_sinfo:.1f}x "
-              "(cluster show also runs sinfo --version, scontrol show partition and sacctmgr show qos)")
+        r = t_show / t_sinfo
+        print(f"RATIO cluster show --json / raw sinfo --json: {r:.1f} (goal <= 10: {'MET' if r <= 10 else 'NOT MET'}); "
+              f"its floor beside it: typer for the command {t_show_typer / t_sinfo:.1f}x, and the sacctmgr query it "
+              f"waits on {t_qos / t_sinfo:.1f}x (sinfo, scontrol, sacctmgr and the version run side by side)")
     else:
         print("no Slurm reachable: cluster-show rows skipped (set SLURM_CONF to the lab's slurm.conf)")
     if args.lab_up:

@@ -16,14 +16,18 @@ def register(app: typer.Typer) -> None:
 
 
 def cluster_state(backend, site) -> dict:
-    """Plain data for `cluster show`: counts agree with sinfo's node states and GRES."""
+    """Plain data for `cluster show`: counts agree with sinfo's node states and GRES. `site` may be a function
+    that loads the site: it then runs while Slurm answers (the queries wait on other processes)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    # four independent Slurm queries: run them side by side (each is a short-lived client process)
+    # four independent Slurm queries: run them side by side (each is a short-lived client process); of the QoS
+    # table only names and grace times (sacctmgr is the slowest of the four, and each extra column costs it a trip)
     with ThreadPoolExecutor(max_workers=4) as pool:
         f_nodes, f_parts, f_qos, f_ver = (pool.submit(backend.nodes), pool.submit(backend.partitions),
-                                          pool.submit(backend.qos), pool.submit(backend.version))
-        nodes, partitions, qos_list, version = f_nodes.result(), f_parts.result(), f_qos.result(), f_ver.result()
+                                          pool.submit(backend.qos_grace_times), pool.submit(backend.version))
+        if callable(site):
+            site = site()
+        nodes, partitions, grace, version = f_nodes.result(), f_parts.result(), f_qos.result(), f_ver.result()
     by_type: dict[str, dict[str, int]] = {}
     states: dict[str, int] = {}
     for n in nodes:
@@ -37,7 +41,6 @@ def cluster_state(backend, site) -> dict:
                 row["free"] += total - used
             else:
                 row["unavailable"] += total - used
-    qos = {q.name: q for q in qos_list}
     return {
         "slurm_version": "{}.{:02d}.{}".format(*version),
         "nodes": [{"name": n.name, "state": n.state, "flags": list(n.flags), "cpus": n.cpus, "cpus_alloc": n.cpus_alloc,
@@ -49,8 +52,8 @@ def cluster_state(backend, site) -> dict:
         "partitions": [{"name": p.name, "nodes": len(p.nodes), "default": p.default, "state": p.state,
                         "max_time_s": p.max_time_s} for p in partitions],
         "tiers": [{"name": t.name, "priority": t.priority, "preempted_by": list(t.preempted_by),
-                   "grace_time_s": t.grace_time, "in_slurm": t.name in qos,
-                   "slurm_grace_time_s": qos[t.name].grace_time_s if t.name in qos else None}
+                   "grace_time_s": t.grace_time, "in_slurm": t.name in grace,
+                   "slurm_grace_time_s": grace.get(t.name)}
                   for t in site.tiers_by_priority()],
     }
 
@@ -60,7 +63,7 @@ def show(site: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Nodes, GPUs free/used by type, partitions and tiers."""
     from slurmtools.cli.common import backend, load_site
 
-    st = cluster_state(backend(), load_site(site))
+    st = cluster_state(backend(), lambda: load_site(site))
     if json_out:
         print_json(st)
         return

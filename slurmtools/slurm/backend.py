@@ -60,6 +60,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def qos(self) -> list[QosInfo]: ...
 
+    def qos_grace_times(self) -> dict[str, int]:
+        """QoS name -> GraceTime in seconds, all `cluster show` needs of the QoS table; a backend may answer it
+        with a narrower query than `qos()`."""
+        return {q.name: q.grace_time_s for q in self.qos()}
+
     @abc.abstractmethod
     def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
                    all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:

@@ -1,0 +1,35 @@
+"""Issue 15 against the real lab: `cluster show` reads only QoS names and grace times, and they are what the full
+QoS table (and the site's tiers, which the lab's QoS are rendered from) say."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from slurmtools.resources import example_site
+from slurmtools.site import load_site
+
+pytestmark = pytest.mark.lab
+
+
+def test_qos_grace_times_equal_the_full_qos_table(lab):
+    b = lab.backend()
+    grace = b.qos_grace_times()
+    assert grace == {q.name: q.grace_time_s for q in b.qos()}
+    site = load_site(example_site())
+    for t in site.tiers.values():   # the lab's QoS are the site's tiers, rendered by `admin render qos`
+        assert grace[t.name] == t.grace_time, t.name
+    assert grace["standard"] == 300 and grace["scavenger"] == 60
+
+
+def test_cluster_show_tiers_carry_slurms_grace_times(lab):
+    p = subprocess.run([sys.executable, "-m", "slurmtools", "cluster", "show", "--json"], capture_output=True,
+                       text=True, env=lab.env, check=True)
+    shown = json.loads(p.stdout)
+    full = {q.name: q.grace_time_s for q in lab.backend().qos()}
+    assert [(t["name"], t["in_slurm"], t["slurm_grace_time_s"]) for t in shown["tiers"]] == \
+        [(n, True, full[n]) for n in ("production", "standard", "scavenger")]
+    assert [t["slurm_grace_time_s"] for t in shown["tiers"]] == [t["grace_time_s"] for t in shown["tiers"]]
