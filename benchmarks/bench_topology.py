@@ -11,7 +11,8 @@ The fabric: rail-optimised scalable units of 32 hosts (HCA r of each host on lea
 (32 leaves) under 32 spines (one cable from every leaf to every spine of its pod), spine j of every pod cabled to
 the 16 cores of core group j (2:1 oversubscribed at the spines). All links 4xNDR.
 
-    .venv/bin/python benchmarks/bench_topology.py            # ~30-60 s on 2 cores
+    .venv/bin/python benchmarks/bench_topology.py            # ~1-2 min on 2 cores
+    .venv/bin/python benchmarks/bench_topology.py --full     # also 16,384 hosts: pipeline and `topo import`
     .venv/bin/python benchmarks/bench_topology.py --hosts 1024 --query-hosts 4096   # quick
     .venv/bin/python benchmarks/bench_topology.py --write fat.ibnet --hosts 16384   # only write a dump
 """
@@ -182,6 +183,21 @@ def pipeline(path: str) -> dict:
             "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def topo_import(path: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one `slurmtools topo import` process (issue 15: 4 s and 2 GB at 16,384
+    hosts x 8 HCAs), measured by a wrapper whose only child it is."""
+    wrapper = ("import resource, subprocess, sys, time\n"
+               "t = time.perf_counter()\n"
+               "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
+               "t = time.perf_counter() - t\n"
+               "assert p.returncode == 0, p.stderr.decode()\n"
+               "print(t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n")
+    out = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "slurmtools", "topo", "import",
+                          "--from", "ibnetdiscover", path, "--json"], capture_output=True, text=True, check=True)
+    sec, mb = out.stdout.split()
+    return float(sec), float(mb)
+
+
 def _best(fn, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -282,6 +298,10 @@ def main() -> None:
                   f"{res['hosts']} hosts")
             print(f"  RATIO total time / 2 s goal:  {res['total'] / 2.0:.2f}  ({res['total']:.2f} s)")
             print(f"  RATIO peak memory / 1 GB goal: {res['maxrss_mb'] / 1024:.2f}  ({res['maxrss_mb']:.0f} MB RSS)")
+            if n >= 16384:
+                sec, mb = topo_import(path)
+                print(f"  `slurmtools topo import --from ibnetdiscover --json`, whole process: RATIO time / 4 s goal "
+                      f"{sec / 4.0:.2f} ({sec:.2f} s), RATIO peak memory / 2 GB goal {mb / 2048:.2f} ({mb:.0f} MB RSS)")
         for qn in a.query_hosts:
             gc.collect()
             rows, cold, bfs = queries(qn, a.repeat)
