@@ -88,6 +88,7 @@ _FIELDS = (
     ("node", ("SLURMD_NODENAME",), lambda s: _word(s, _node_ok), "a node name"),
     ("nodelist", ("SLURM_NODELIST", "SLURM_JOB_NODELIST"), _text(4096), "a host list"),
     ("restart_count", ("SLURM_JOB_RESTART_COUNT",), _int, "a whole number"),
+    ("start_time", ("SLURM_JOB_START_TIME",), _int, "epoch seconds"),  # 25.11 and later: the run's start
     ("exit_code", ("SLURM_JOB_EXIT_CODE2", "SLURM_JOB_EXIT_CODE"), _text(32), "an exit code"),
     ("derived_exit", ("SLURM_JOB_DERIVED_EC",), _text(32), "an exit code"),
     ("context", ("SLURM_SCRIPT_CONTEXT",), _word, "a word"),
@@ -103,7 +104,7 @@ class JobEnv:
     """
 
     __slots__ = ("job_id", "user", "uid", "account", "partition", "node", "nodelist", "gpus", "gpus_given",
-                 "restart_count", "exit_code", "derived_exit", "context", "problems")
+                 "restart_count", "start_time", "exit_code", "derived_exit", "context", "problems")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -275,6 +276,20 @@ def run_capture(argv: list[str], env: dict[str, str], timeout: float) -> tuple[i
 def scontrol(args: list[str], timeout: float = 10.0) -> tuple[int, str] | None:
     exe = find_scontrol()
     if exe is None:
+        return None
+    env = {"PATH": "/usr/bin:/bin"}
+    if os.environ.get("SLURM_CONF"):
+        env["SLURM_CONF"] = os.environ["SLURM_CONF"]
+    return run_capture([exe, *args], env, timeout)
+
+
+def sacct(args: list[str], timeout: float = 10.0) -> tuple[int, str] | None:
+    """sacct (beside the scontrol of the Slurm running this hook) with `args`; None when there is none."""
+    exe = find_scontrol()
+    if exe is None:
+        return None
+    exe = os.path.join(os.path.dirname(exe), "sacct")
+    if not os.access(exe, os.X_OK):
         return None
     env = {"PATH": "/usr/bin:/bin"}
     if os.environ.get("SLURM_CONF"):

@@ -5,9 +5,11 @@ The record is written atomically (O_EXCL temporary + rename through a directory 
 nothing is written there (logged). The epilog exits 0 whatever happens: a failing epilog drains the node. Every
 step around the record (start mark, Slurm's fields, GPU accounting, stop report, scratch) fails alone: the record
 is written with that part unknown.
-Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier), start
-time and the preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0)
-and the prolog's start mark.
+Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier) and the
+preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0).
+Which run this is, and its start, come from Slurm (`hooks.run_identity`): slurmd skips the prolog on some quick
+restarts, so the prolog's start mark is used only where it agrees with Slurm, and a start Slurm's job record no
+longer holds (a requeued run on 22.05) is asked of sacct.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import HookLog, JobEnv, read_job, dumps, job_fields, spool_dir
+from slurmtools.hooks.common import HookLog, JobEnv, read_job, dumps, job_fields, sacct, spool_dir
 
 JOBS = "jobs"
 RUNNING = "running"
@@ -55,13 +57,12 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
     if job.job_id is None:
         log("no usable SLURM_JOB_ID; nothing recorded")
         return None
-    start, mark_restart = _guarded(log, "start mark", _take_start, job, log, default=(None, None))
-    # which run of the job this was: the prolog's count (the epilog's own SLURM_JOB_RESTART_COUNT is already
-    # incremented when the job was requeued during this run); None when neither is known
-    run_no = mark_restart if mark_restart is not None else job.restart_count
+    mark_start, mark_restart = _guarded(log, "start mark", _take_start, job, log, default=(None, None))
     fields = None
     if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
         fields = _guarded(log, "Slurm's job record", job_fields, job.job_id)
+    ident = _guarded(log, "run identity", _identify, job, fields, mark_start, mark_restart, end, log)
+    run_no, start, start_source, requeued = ident.as_tuple() if ident else (None, None, None, None)
     rec = {
         "job": job.job_id,
         "user": job.user,
@@ -77,6 +78,8 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
         "exit_code": job.exit_code,
         "derived_exit_code": job.derived_exit,
         "run": run_no,
+        "start_source": start_source,
+        "requeued": requeued,
         "restart_count": job.restart_count,
         "job_state": fields.get("JobState") if fields else None,
         "preempt_time": _set(fields.get("PreemptTime")) if fields else None,
@@ -88,17 +91,57 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
             try:
                 node = job.node or "unknown-node"
                 run_name = "unknown-run" if run_no is None else run_no
-                safefs.write_atomic_at(jfd, f"{job.job_id}.{run_name}.{node}.json",
-                                       dumps(rec).encode() + b"\n")
+                name = _free_name(jfd, f"{job.job_id}.{run_name}.{node}", log)
+                safefs.write_atomic_at(jfd, name, dumps(rec).encode() + b"\n")
             finally:
                 os.close(jfd)
         except (safefs.UnsafePath, OSError) as e:
             log(f"record not written: {e}")
         if fields and job.is_first_node and run_no is not None:
             report = _guarded(log, "stop report", _stop_report, job, log)
-            _guarded(log, "decision log", _audit, job, fields, run_no, report, log)
+            _guarded(log, "decision log", _audit, job, fields, run_no, report, log, start, end)
     _guarded(log, "scratch clean-up", _clean_scratch, job, log)
     return rec
+
+
+def _identify(job: JobEnv, fields: dict | None, mark_start: float | None, mark_restart: int | None, now: float,
+              log: HookLog):
+    """The run's index and start from Slurm (`run_identity.identify`); a start only sacct still knows is asked of
+    sacct (a requeued run on 22.05 whose prolog did not run)."""
+    from slurmtools.hooks import run_identity
+
+    ident = run_identity.identify(fields, job.restart_count, job.start_time, mark_start, mark_restart, now)
+    for n in ident.notes:
+        log(n)
+    if ident.start is None and ident.run is not None and os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
+        r = sacct(["-j", str(job.job_id), "-D", "-X", "-n", "-P", "-o", "Start"])
+        if r is not None and r[0] == 0:
+            ident.start = run_identity.start_from_sacct(r[1], ident.run)
+            ident.start_source = "sacct" if ident.start is not None else None
+        if ident.start is None:
+            log(f"start of run {ident.run} unknown to Slurm's job record and to sacct; left empty")
+    return ident
+
+
+def _free_name(jfd: int, stem: str, log: HookLog) -> str:
+    """`stem.json`, or `stem.2.json`, ... when a record of that name exists: a second record for one run and node
+    (which Slurm's run identity should make impossible) is kept beside the first, never written over it."""
+    name = f"{stem}.json"
+    k = 1
+    while _exists_at(jfd, name) and k < 100:
+        k += 1
+        name = f"{stem}.{k}.json"
+    if k > 1:
+        log(f"a record {stem}.json exists already; this one is {name}")
+    return name
+
+
+def _exists_at(dfd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None]:
@@ -128,7 +171,8 @@ def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None]:
         os.close(rfd)
 
 
-def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None, log: HookLog) -> None:
+def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None, log: HookLog,
+           start: float | None = None, end: float | None = None) -> None:
     """Preemption and requeue as Slurm's own record tells them, once per job run (first node only).
 
     Requeued: Slurm's Restarts counter is above the run's own count (measured: at epilog time a requeued job
@@ -143,7 +187,9 @@ def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None
     preempt = _set(fields.get("PreemptTime"))
     restarts = fields.get("Restarts", "0")
     details = {"qos": fields.get("QOS"), "state": state, "restarts": restarts, "reason": fields.get("Reason"),
-               "run": run_no, "node": job.node, "exit_code": job.exit_code}
+               "run": run_no, "node": job.node, "exit_code": job.exit_code,
+               # the run's times, so the reports match this event to sacct's row of the run by time as well
+               "run_start": start, "run_end": round(end, 3) if end is not None else None}
     requeued = state in _REQUEUE_STATES or (restarts.isdigit() and int(restarts) > run_no)
     kind = report.get("kind") if report else None
     saved = report.get("last_checkpoint") if report else None

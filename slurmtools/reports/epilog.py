@@ -167,11 +167,24 @@ COLUMNS = {"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]", "end
            "last_checkpoint": "datetime64[s]", "preempted_reported": "bool", "time_limit_reported": "bool"}
 
 
+#: node epilogs of one run start within seconds of each other; records of one (job, run) further apart than this
+#: are different runs that a hook numbered alike (a skipped prolog, before issue 16), kept apart for the report to
+#: place on sacct's runs by time (`runmatch`)
+SAME_RUN_GAP_S = 60
+
+
 def merge_records(recs: list[dict]) -> pd.DataFrame:
     """Records of the nodes of one run -> one row: GPUs summed, utilisation averaged over every GPU, memory peak."""
-    runs: dict[tuple[int, int], dict] = {}
-    for r in recs:
-        k = (r["job_id_raw"], r["run"])
+    runs: dict[tuple[int, int, int], dict] = {}
+    last_end: dict[tuple[int, int], tuple[int, object]] = {}
+    for r in sorted(recs, key=lambda r: (r["end"].value if not pd.isna(r["end"]) else 0)):
+        jr = (r["job_id_raw"], r["run"])
+        part, prev = last_end.get(jr, (0, None))
+        if prev is not None and not pd.isna(prev) and not pd.isna(r["end"]) and \
+                (r["end"] - prev).total_seconds() > SAME_RUN_GAP_S:
+            part += 1
+        last_end[jr] = (part, r["end"] if not pd.isna(r["end"]) else prev)
+        k = (*jr, part)
         m = runs.get(k)
         if m is None:
             runs[k] = {**r, "utils": list(r["utils"]), "nodes": 1}
@@ -257,7 +270,12 @@ def checkpoints_from_decisions(path: str | Path, bad: BadRows | None = None) -> 
                 except (TypeError, ValueError, OverflowError, OSError) as exc:
                     raise ValueError(f"field details.last_checkpoint: expected epoch seconds or an ISO time between "
                                      f"1970 and 2200, got {det['last_checkpoint']!r}") from exc
-                rows.append((job, run, ck, kind == "preempted", kind == "time_limit"))
+                # when the epilog wrote it (the run's end, else the event's own time): matches it to sacct's run
+                try:
+                    when = _time(det.get("run_end") if det.get("run_end") is not None else ev.get("time"))
+                except (TypeError, ValueError, OverflowError, OSError):
+                    when = pd.NaT  # the time only helps the match; the run number still places the event
+                rows.append((job, run, ck, kind == "preempted", kind == "time_limit", when))
             except ValueError as exc:
                 if bad is not None:
                     bad.rows.append(BadRow(str(path), n, f"event {kind}: {exc}", text))
@@ -270,12 +288,35 @@ def checkpoints_from_decisions(path: str | Path, bad: BadRows | None = None) -> 
         bad.rows.sort(key=lambda b: b.line or 0)
         bad.total += lines + len(skipped)
     types = {"job_id_raw": "int64", "run": "int32", "last_checkpoint": "datetime64[s]", "preempted": "bool",
-             "time_limit": "bool"}
+             "time_limit": "bool", "end": "datetime64[s]"}
     f = pd.DataFrame(rows, columns=list(types)).astype(types)
-    f = f.groupby(["job_id_raw", "run"], as_index=False).agg(last_checkpoint=("last_checkpoint", "max"),
-                                                             preempted=("preempted", "any"),
-                                                             time_limit=("time_limit", "any"))
-    return f.astype(types), problems
+    f["_part"] = run_parts(f)  # events of two runs a hook numbered alike stay apart
+    f = f.groupby(["job_id_raw", "run", "_part"], as_index=False).agg(last_checkpoint=("last_checkpoint", "max"),
+                                                                      preempted=("preempted", "any"),
+                                                                      time_limit=("time_limit", "any"),
+                                                                      end=("end", "max"))
+    return f.drop(columns="_part").astype(types), problems
+
+
+def run_parts(f: pd.DataFrame) -> np.ndarray:
+    """For rows (job_id_raw, run, end): 0, 1, 2 ... per (job, run), a new part where the time since the previous
+    row of that (job, run) exceeds SAME_RUN_GAP_S. Rows without a time are part 0."""
+    if not len(f):
+        return np.zeros(0, dtype=np.int64)
+    end = f["end"].to_numpy(dtype="datetime64[s]")
+    t = np.where(pd.isna(end), np.int64(-1), end.astype(np.int64))
+    order = np.lexsort((t, f["run"].to_numpy(), f["job_id_raw"].to_numpy()))
+    job, run, ts = f["job_id_raw"].to_numpy()[order], f["run"].to_numpy()[order], t[order]
+    same = np.r_[False, (job[1:] == job[:-1]) & (run[1:] == run[:-1])]
+    gap = np.r_[0, np.diff(ts)]
+    jump = same & (ts >= 0) & (np.r_[-1, ts[:-1]] >= 0) & (gap > SAME_RUN_GAP_S)
+    # part number = jumps so far within the (job, run) group
+    csum = np.cumsum(jump)
+    start_of_group = ~same
+    base = np.maximum.accumulate(np.where(start_of_group, csum, 0))
+    parts = np.empty(len(f), dtype=np.int64)
+    parts[order] = csum - base
+    return parts
 
 
 def _decision_job(v) -> int:
@@ -304,16 +345,25 @@ def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:
     the log knows get a row of their own (no utilisation)."""
     if not len(ck):
         return frame
-    ck = ck.rename(columns={"last_checkpoint": "_ck", "preempted": "_pre", "time_limit": "_tl"})
+    ck = ck.rename(columns={"last_checkpoint": "_ck", "preempted": "_pre", "time_limit": "_tl", "end": "_end"})
     for c in ("_pre", "_tl"):
         if c not in ck.columns:
             ck[c] = False
-    m = frame.merge(ck, on=["job_id_raw", "run"], how="outer")
+    if "_end" not in ck.columns:
+        ck["_end"] = pd.NaT
+    # parts as in `run_parts` over both frames together: an event joins the epilog row of its own time
+    both = pd.concat([frame[["job_id_raw", "run", "end"]], ck[["job_id_raw", "run", "_end"]].rename(
+        columns={"_end": "end"})], ignore_index=True)
+    parts = run_parts(both)
+    frame = frame.assign(_part=parts[:len(frame)])
+    ck = ck.assign(_part=parts[len(frame):])
+    m = frame.merge(ck, on=["job_id_raw", "run", "_part"], how="outer").drop(columns="_part")
     m["last_checkpoint"] = m[["last_checkpoint", "_ck"]].max(axis=1)
+    m["end"] = m["end"].fillna(m["_end"])  # a run only the log knows: the log's time places it
     m["preempted_reported"] = (m["preempted_reported"].astype(object).fillna(False).astype(bool)
                                | m["_pre"].astype(object).fillna(False).astype(bool))
     m["time_limit_reported"] = (m["time_limit_reported"].astype(object).fillna(False).astype(bool)
                                 | m["_tl"].astype(object).fillna(False).astype(bool))
-    m = m.drop(columns=["_ck", "_pre", "_tl"])
+    m = m.drop(columns=["_ck", "_pre", "_tl", "_end"])
     m = m.fillna({"gpus": 0, "nodes": 0, "user": "", "tier": ""})
     return m[list(COLUMNS)].astype(COLUMNS)

@@ -212,6 +212,15 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     lo = int(pd.Timestamp(since).value // 10**9)
     hi = int(pd.Timestamp(until).value // 10**9)
     all_runs = prepare(jobs, site, until, notes)
+    if epilog is not None and len(epilog):
+        from slurmtools.reports.runmatch import align_to_runs
+
+        # the run each record belongs to is sacct's run that had ended when its epilog ran, not the number the
+        # node counted (slurmd skips the prolog on some quick restarts)
+        epilog, moved = align_to_runs(epilog, all_runs)
+        if moved:
+            notes.append(f"{moved} epilog or decision-log record(s) placed on sacct's run by time: the run number "
+                         "they carry differs")
     all_runs["win_gpu_hours"] = overlap_hours(all_runs, lo, hi)
     prices = {n: t.price_per_gpu_hour for n, t in (site.gpu_types.items() if site else [])}
     # categories no GPU run uses (CPU-only jobs' empty type) are not GPU types

@@ -136,3 +136,34 @@ def test_self_requeued_run_is_preempted_unless_the_decision_log_says_time_limit(
     assert notes == [] and bool(ep["time_limit_reported"].any())
     p = report(ep).tables["preemption_by_tier"]
     assert p.loc["standard", "preempted_runs"] == 0 and p.loc["standard", "requeued_runs"] == 1
+
+
+def test_records_numbered_alike_for_two_runs_are_placed_on_sacct_runs_by_time(tmp_path):
+    """Issue 16: slurmd skipped the prolog of a quick restart, and the epilog of run 0 (02:10-05:10, preempted)
+    numbered its record and its decision-log event run 1, clashing with the real run 1 (05:20-07:20). The
+    report places each on the sacct run that had ended when its epilog ran: run 0 keeps its checkpoint (2 GPU-h
+    lost, not the whole 12 as an upper bound) and each run its own utilisation."""
+    at = lambda hhmmss: datetime.fromisoformat(f"2026-11-02T{hhmmss}").timestamp()  # noqa: E731
+    recs = [{"job": 102, "run": 1, "gpus": [0, 1, 2, 3], "start": None, "end": at("05:10:03"),
+             "gpu_accounting": [{"gpu": i, "gpu_util_pct": 20} for i in range(4)]},
+            {"job": 102, "run": 1, "gpus": [0, 1, 2, 3], "start": at("05:20:00"), "end": at("07:20:02"),
+             "gpu_accounting": [{"gpu": i, "gpu_util_pct": 90} for i in range(4)]}]
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    for r, node in zip(recs, ("gpu14", "gpu07")):
+        (jobs / f"102.1.{node}.json").write_text(json.dumps(r))
+    audit.record("preempted", job=102, user="bob", path=tmp_path / audit.LOG_NAME, time=at("05:10:04"),
+                 details={"run": 1, "reported_by": "job", "last_checkpoint": at("04:40:00"), "run_end": at("05:10:03")})
+    audit.record("requeued", job=102, user="bob", path=tmp_path / audit.LOG_NAME, time=at("05:10:04"),
+                 details={"run": 1, "run_end": at("05:10:03")})
+    ep, notes = ingest.load_epilog(jobs)
+    assert notes == [] and len(ep) == 2  # two runs kept apart although both say run 1
+    r = _report(ep)
+    p = r.tables["preemption_by_tier"]
+    assert p.loc["standard", "gpu_hours_lost"] == pytest.approx(2)
+    assert p.loc["standard", "preempted_runs"] == 1 and not bool(p.loc["standard", "upper_bound"])
+    assert any("placed on sacct's run by time" in n for n in r.notes)
+    waste = r.tables["top_waste_jobs"]
+    assert "102" in set(waste["job_id"])  # run 0 at 20 % is a waster; run 1 at 90 % is not
+    row = waste[waste["job_id"] == "102"].iloc[0]
+    assert row["gpu_util_pct"] == pytest.approx(20) and row["gpu_hours"] == pytest.approx(12)
