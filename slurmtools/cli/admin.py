@@ -195,3 +195,29 @@ def render_node_expectations(
     tmp.chmod(0o644)
     tmp.replace(target)
     typer.echo(str(target), err=True)
+
+
+@admin_app.command("restart-now")
+def restart_now_cmd(jobs: List[int] = typer.Argument(..., help="Requeued job ids to start without the requeue hold"),
+                    timeout: float = typer.Option(180.0, "--timeout", min=1.0,
+                                                  help="Seconds to wait for each job's previous run to finish"),
+                    json_out: bool = typer.Option(False, "--json", help="Machine-readable JSON output")) -> None:
+    """Start requeued jobs now (StartTime=now), but only once each job's previous run has finished on every node
+    and settled: earlier, Slurm 22.05 may skip the prolog or kill the rerun (docs/checkpoint.md)."""
+    import json
+
+    from slurmtools.cli.common import backend
+    from slurmtools.slurm.restart import restart_now
+
+    results = restart_now(backend(), list(jobs), timeout=timeout)
+    if json_out:
+        typer.echo(json.dumps([r.as_dict() for r in results], indent=2))
+    else:
+        for r in results:
+            typer.echo(f"job {r.job_id}: {r.outcome}" + (f" ({r.detail})" if r.detail else "")
+                       + f" after {r.waited_s:g} s")
+    bad = [r for r in results if r.outcome not in ("restarted", "running")]
+    if bad:
+        typer.echo(f"slurmtools: error: job {bad[0].job_id}: {bad[0].outcome}: {bad[0].detail}"
+                   + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""), err=True)
+        raise typer.Exit(1)

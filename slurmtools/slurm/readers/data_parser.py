@@ -32,7 +32,9 @@ def job(j: dict) -> JobInfo:
     limit = num(j.get("time_limit"))
     arr = num(j.get("array_job_id"))
     states = j.get("job_state") or ["UNKNOWN"]
-    state = states[0] if isinstance(states, list) else str(states)
+    # 25.11 lists the base state and its flags (["PENDING", "COMPLETING"] while a requeued run ends); Slurm's
+    # own text (scontrol, squeue, 22.05's JSON) says COMPLETING then, and so does this
+    state = ("COMPLETING" if "COMPLETING" in states else states[0]) if isinstance(states, list) else str(states)
     task = num(j.get("array_task_id"))
     return JobInfo(
         job_id=int(j["job_id"]), name=j.get("name", ""), user=j.get("user_name", ""), account=j.get("account", ""),
