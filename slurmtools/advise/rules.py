@@ -56,8 +56,8 @@ def advise_shape(shape: Shape, runs: list[RunUse], site: Site) -> ShapeAdvice:
     used = {"runs_with_gpu_use": len(known),
             "gpu_use_from": _source(runs),
             "gpus_busy_at_share": at_share([b[0] for b in known], cfg.runs_share) if known else None,
-            "gpu_util_pct_median": _median([_busy_util(r, cfg) for r in runs]),
-            "gpu_mem_util_pct_median": _median([_busy_mem_util(r, cfg) for r in runs]),
+            "gpu_util_pct_median": _median([_busy_util(r, cfg) for r in runs]) if known else None,
+            "gpu_mem_util_pct_median": _median([_busy_mem_util(r, cfg) for r in runs if r.gpu_mem_util]),
             "gpu_mem_mb_peak": max((r.gpu_mem_mb for r in runs if r.gpu_mem_mb is not None), default=None),
             "cpu_efficiency_pct_median": _median(effs),
             "max_rss_mb_peak": max(rss) if rss else None,
@@ -216,6 +216,8 @@ def _rule_time(shape: Shape, runs: list[RunUse], cfg: AdviseSettings) -> Finding
 
 def _rule_memory_bound(shape: Shape, runs: list[RunUse], site: Site) -> Finding | None:
     cfg = site.advise
+    if not any(r.gpu_mem_util for r in runs):
+        return None  # only the epilog's per-GPU records carry the memory controller's share
     pairs = [(_busy_util(r, cfg), _busy_mem_util(r, cfg)) for r in runs]
     pairs = [(s, m) for s, m in pairs if s is not None and m is not None]
     if len(pairs) < cfg.min_runs:

@@ -47,8 +47,9 @@ def dump(since: datetime, until: datetime, *, sacct_file: str | Path | None = No
 
 def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None = None, backend=None,
               epilog_dir: str | Path | None = None) -> tuple[list[RunUse], list[str]]:
-    """(finished runs that ended in [since, until), notes saying what the sources lacked)."""
-    import pandas as pd
+    """(finished runs that ended in [since, until], notes saying what the sources lacked). `until` is inclusive:
+    a run that ended in the very second advise was started counts."""
+    import numpy as np
 
     from slurmtools.reports.sacct import read_sacct
 
@@ -62,91 +63,164 @@ def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None
     if missing:
         notes.append(f"the sacct dump has no {', '.join(missing)}: what depends on them is not judged "
                      f"(dump with `sacct --parsable2 --format={','.join(sacct_fields())}`)")
-    detail, enotes = gpu_detail(epilog_dir) if epilog_dir is not None else ({}, [])
-    notes += enotes
     jobs = acc.jobs
     jobs = jobs[jobs["start"].notna()].reset_index(drop=True)
     # run index: the n-th run of a job by start, as the report counts runs
     run_no = jobs.groupby("job_id_raw", sort=False).cumcount().to_numpy()
-    lo, hi = pd.Timestamp(since), pd.Timestamp(until)
+    detail, enotes = gpu_detail(epilog_dir, jobs.assign(run=run_no)[["job_id_raw", "run", "start", "end"]]) \
+        if epilog_dir is not None else ({}, [])
+    notes += enotes
+    end = jobs["end"].to_numpy(dtype="datetime64[s]")
+    lo, hi = np.datetime64(since, "s"), np.datetime64(until, "s")
+    keep = np.flatnonzero(jobs["state"].astype(str).isin(_DONE).to_numpy() & ~np.isnat(end) & (end >= lo)
+                          & (end <= hi))
+    j = jobs.iloc[keep]
+    start = j["start"].to_numpy(dtype="datetime64[s]")
+    elapsed = (end[keep] - start).astype(np.int64)
+    # plain Python values, one column at a time (iterating pandas' arrow-backed text per row is slow)
+    col = {c: j[c].astype(object).to_numpy().tolist() for c in ("user", "account", "name", "state", "partition",
+                                                               "gpu_type")}
+    ids = j["job_id_raw"].to_numpy().tolist()
+    gpus, nnodes = j["gpus"].to_numpy().tolist(), j["nnodes"].to_numpy().tolist()
+    sutil, smem = j["gpu_util_slurm"].to_numpy().tolist(), j["gpu_mem_slurm_mb"].to_numpy().tolist()
+    starts = np.datetime_as_string(start, unit="s").tolist()
+    runs = run_no[keep].tolist()
     out = []
-    for i, r in enumerate(jobs.itertuples(index=False)):
-        if str(r.state) not in _DONE or pd.isna(r.end) or not lo <= r.end < hi:
-            continue
-        start = pd.Timestamp(r.start)
-        e = extra.get((int(r.job_id_raw), start.isoformat()), {})
-        nodes = max(int(r.nnodes), 1)
-        utils, mem_utils, gmem = detail.get((int(r.job_id_raw), int(run_no[i])), ((), (), None))
-        slurm_util = None if pd.isna(r.gpu_util_slurm) else float(r.gpu_util_slurm)
-        if gmem is None and not pd.isna(r.gpu_mem_slurm_mb):
-            gmem = float(r.gpu_mem_slurm_mb)
+    for i, jid in enumerate(ids):
+        e = extra.get((jid, starts[i]), {})
+        nodes = max(int(nnodes[i]), 1)
+        utils, mem_utils, gmem = detail.get((jid, runs[i]), ((), (), None))
+        if gmem is None and smem[i] == smem[i]:  # not NaN
+            gmem = float(smem[i])
         out.append(RunUse(
-            job_id=int(r.job_id_raw), run=int(run_no[i]), user=str(r.user), account=str(r.account),
-            name=str(r.name), state=str(r.state), partition=str(r.partition), gpu_type=str(r.gpu_type),
-            gpus=int(r.gpus), nodes=nodes, cpus=int(e.get("cpus") or 0),
-            mem_mb=(e["mem_mb"] / nodes) if e.get("mem_mb") else None,
-            time_limit_s=e.get("time_limit_s"), elapsed_s=int((pd.Timestamp(r.end) - start).total_seconds()),
-            total_cpu_s=e.get("total_cpu_s"), max_rss_mb=e.get("max_rss_mb"),
-            gpu_util=tuple(utils), gpu_mem_util=tuple(mem_utils), gpu_mem_mb=gmem, slurm_gpu_util=slurm_util))
+            job_id=jid, run=runs[i], user=str(col["user"][i]), account=str(col["account"][i]),
+            name=str(col["name"][i]), state=str(col["state"][i]), partition=str(col["partition"][i]),
+            gpu_type=str(col["gpu_type"][i]), gpus=int(gpus[i]), nodes=nodes, cpus=int(e.get("cpus") or 0),
+            mem_mb=(e["mem_mb"] / nodes) if e.get("mem_mb") else None, time_limit_s=e.get("time_limit_s"),
+            elapsed_s=int(elapsed[i]), total_cpu_s=e.get("total_cpu_s"), max_rss_mb=e.get("max_rss_mb"),
+            gpu_util=tuple(utils), gpu_mem_util=tuple(mem_utils), gpu_mem_mb=gmem,
+            slurm_gpu_util=float(sutil[i]) if sutil[i] == sutil[i] else None))
     return out, notes
 
 
 def _extra_fields(text: bytes, source: str) -> tuple[dict, list[str]]:
     """(JobIDRaw, Start) -> {cpus (AllocTRES), mem_mb (ReqTRES: requested, all nodes), time_limit_s, total_cpu_s,
-    max_rss_mb}, and the advise fields the dump lacks. A row that cannot be split or read is left to the report's reader, which
-    already skipped and listed it; its run just lacks these facts."""
-    from slurmtools.slurm.parsable import Splitter, read_header
-    from slurmtools.slurm.tres import parse_mem_mb, parse_tres
+    max_rss_mb}, and the advise fields the dump lacks. Read as text columns by arrow's CSV reader; a row whose
+    values hold the delimiter (a `|` in a job name) is split by the shared splitter, and a row neither can read
+    was already skipped and listed by the report's reader: its run just lacks these facts."""
+    import io
 
-    lines = text.decode(errors="replace").split("\n")
-    header = read_header(lines[0], source)
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    from slurmtools.slurm.parsable import Splitter, read_header
+
+    first = text[:text.find(b"\n") if b"\n" in text else len(text)].decode(errors="replace")
+    header = read_header(first, source)
     low = header.lower()
     idx = {n: i for i, n in enumerate(low)}
-    id_col = idx.get("jobidraw", idx.get("jobid"))
     missing = [f for f in ("JobIDRaw",) + ADVISE_FIELDS if f.lower() not in idx]
-    if id_col is None or "start" not in idx:
+    id_name = "jobidraw" if "jobidraw" in idx else "jobid" if "jobid" in idx else None
+    if id_name is None or "start" not in idx:
         return {}, missing
-    split = Splitter(header, source)
+    cols = [n for n in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss") if n in idx]
+    names = [header.names[idx[c]] for c in cols]
+    odd: list[str] = []
 
-    def get(vals, name):
-        i = idx.get(name)
-        v = vals[i].strip() if i is not None and i < len(vals) else ""
-        return None if v in ("", "Unknown", "None", "(null)", "N/A") else v
+    def keep_odd(row) -> str:
+        odd.append(row.text)
+        return "skip"
 
-    allocs: dict[tuple[int, str], dict] = {}
-    steps: dict[int, list[tuple[str, float]]] = {}
-    for n, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            vals = split.split(line, n)
-            jid, start = vals[id_col].strip(), get(vals, "start")
-            if start is None:
+    ro = pacsv.ReadOptions(column_names=header.names + ([""] if header.trailing else []), skip_rows=1,
+                           block_size=1 << 24)
+    po = pacsv.ParseOptions(delimiter=header.delimiter, quote_char=False, escape_char=False,
+                            invalid_row_handler=keep_odd)
+    co = pacsv.ConvertOptions(include_columns=names, column_types={n: pa.string() for n in names},
+                              strings_can_be_null=False)
+    try:
+        t = pacsv.read_csv(io.BytesIO(text), read_options=ro, parse_options=po, convert_options=co)
+    except pa.ArrowInvalid:
+        t, odd = None, text.decode(errors="replace").split("\n")[1:]
+    if t is not None:
+        t = t.rename_columns(cols)
+    if odd:
+        split, rows = Splitter(header, source), []
+        for line in odd:
+            try:
+                vals = split.split(line, None)
+            except ParseError:
                 continue
-            if "." in jid:
-                rss = get(vals, "maxrss")
-                if rss is not None and jid.split(".")[0].isdigit():
-                    steps.setdefault(int(jid.split(".")[0]), []).append((start, parse_mem_mb(rss)))
-                continue
-            if not jid.isdigit():
-                continue
-            allocs[(int(jid), start)] = {
-                "cpus": parse_tres(get(vals, "alloctres")).cpu or None,
-                "mem_mb": parse_tres(get(vals, "reqtres")).mem_mb or None,
-                "time_limit_s": _limit(get(vals, "timelimit")),
-                "total_cpu_s": _cpu_time(get(vals, "totalcpu")),
-            }
-        except (ParseError, ValueError, IndexError):
-            continue
+            rows.append([vals[idx[c]] for c in cols])
+        more = pa.table({c: pa.array([r[k] for r in rows], pa.string()) for k, c in enumerate(cols)})
+        t = more if t is None else pa.concat_tables([t, more])
+    n = t.num_rows
+    col = {c: pc.utf8_trim_whitespace(t[c]) if c in cols else pa.array([""] * n, pa.string())
+           for c in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss")}
+    is_step = pc.match_substring(col[id_name], ".")
+    is_alloc = pc.and_(pc.and_(pc.invert(is_step), pc.utf8_is_digit(col[id_name])),
+                       pc.match_substring_regex(col["start"], r"^\d{4}-"))
+    al = {c: pc.filter(v, is_alloc) for c, v in col.items()}
+    out = {}
+    for j, st, c, m, lim, tc in zip(pc.cast(al[id_name], pa.int64()).to_pylist(), al["start"].to_pylist(),
+                                    _each(al["alloctres"], _cpus), _each(al["reqtres"], _mem_mb),
+                                    _each(al["timelimit"], _limit), _each(al["totalcpu"], _cpu_time)):
+        out[(j, st)] = {"cpus": c, "mem_mb": m, "time_limit_s": lim, "total_cpu_s": tc}
     # a step belongs to the run of its job that started last before it (sacct -D lists every run's steps)
-    for jid, ss in steps.items():
-        starts = sorted(s for (j, s) in allocs if j == jid)
-        for st, rss in ss:
-            owner = max((s for s in starts if s <= st), default=None)
-            if owner is not None:
-                e = allocs[(jid, owner)]
-                e["max_rss_mb"] = max(e.get("max_rss_mb") or 0.0, rss)
-    return allocs, missing
+    has_rss = pc.and_(is_step, pc.not_equal(col["maxrss"], ""))
+    if out and pc.any(has_rss).as_py():
+        sid, sst, srss = (pc.filter(col[c], has_rss) for c in (id_name, "start", "maxrss"))
+        job = pc.extract_regex(sid, r"^(?P<j>\d{1,18})\.")
+        stp = pd.DataFrame({"job": pc.struct_field(job, [0]).to_pandas(), "rss": _each(srss, _rss_mb),
+                            "t": pc.strptime(sst, "%Y-%m-%dT%H:%M:%S", "s", error_is_null=True).to_pandas()})
+        stp = stp.dropna()
+        runs = pd.DataFrame([(j, s) for j, s in out], columns=["job", "run_start"])
+        runs["t"] = pd.to_datetime(runs["run_start"], format="%Y-%m-%dT%H:%M:%S", errors="coerce")
+        stp["job"] = stp["job"].astype("int64")
+        stp["t"] = stp["t"].astype(runs["t"].dtype)
+        m = pd.merge_asof(stp.sort_values("t"), runs.dropna().sort_values("t"), on="t", by="job",
+                          direction="backward").dropna(subset=["run_start"])
+        for (j, st), rss in m.groupby(["job", "run_start"])["rss"].max().items():
+            out[(int(j), st)]["max_rss_mb"] = float(rss)
+    return out, missing
+
+
+def _each(col, fn) -> list:
+    """`fn` over a text column, called once per distinct value (sacct's empty words are None; errors too)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    def safe(v):
+        if v in ("", "Unknown", "None", "(null)", "N/A"):
+            return None
+        try:
+            return fn(v)
+        except (ValueError, TypeError):
+            return None
+    d = pc.dictionary_encode(col)
+    if hasattr(d, "combine_chunks"):
+        d = d.combine_chunks()
+    got = np.array([safe(v) for v in d.dictionary.to_pylist()] + [None], dtype=object)
+    return got[pc.fill_null(d.indices, len(got) - 1).to_numpy(zero_copy_only=False)].tolist()
+
+
+def _rss_mb(v: str) -> float:
+    from slurmtools.slurm.tres import parse_mem_mb
+
+    return parse_mem_mb(v)
+
+
+def _cpus(alloc: str | None) -> int | None:
+    from slurmtools.slurm.tres import parse_tres
+
+    return parse_tres(alloc).cpu or None
+
+
+def _mem_mb(req: str | None) -> float | None:
+    from slurmtools.slurm.tres import parse_tres
+
+    return parse_tres(req).mem_mb or None
 
 
 def _limit(v: str | None) -> int | None:
@@ -173,17 +247,16 @@ def _cpu_time(v: str | None) -> float | None:
     return days * 86400 + secs
 
 
-def gpu_detail(path: str | Path) -> tuple[dict[tuple[int, int], tuple[list, list, float | None]], list[str]]:
-    """(job, run) -> (SM utilisation per GPU, memory-controller utilisation per GPU, peak GPU memory MB) from the
-    epilog's records under `path` (every node of a run merged), and notes on records skipped. Each record goes
-    through the report's parser, so advise and the report agree on which run a record belongs to."""
+def gpu_records(path: str | Path) -> tuple[list[dict], list[str]]:
+    """The epilog's records under `path`, one dict per file (job_id_raw, run, start, end, utils and mem_utils per
+    GPU, gpu_mem_mb), and notes on records skipped. Each record goes through the report's parser
+    (`reports.epilog.parse_record`): advise and the report read a record alike."""
     from slurmtools.reports.epilog import parse_record
 
     root = Path(path)
     if not root.is_dir():
-        return {}, [f"{root}: no epilog GPU records (folder missing): GPU use from Slurm's gres/gpuutil only"]
-    out: dict[tuple[int, int], tuple[list, list, float | None]] = {}
-    skipped = []
+        return [], [f"{root}: no epilog GPU records (folder missing): GPU use from Slurm's gres/gpuutil only"]
+    out, skipped = [], []
     for f in sorted(root.rglob("*.json")):
         try:
             d = json.loads(f.read_bytes().decode())
@@ -198,13 +271,52 @@ def gpu_detail(path: str | Path) -> tuple[dict[tuple[int, int], tuple[list, list
             m = g.get("mem_util_pct") if isinstance(g, dict) else None
             if isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m <= 100:
                 mem_utils.append(float(m))
-        key = (rec["job_id_raw"], rec["run"])
-        utils, mems, peak = out.get(key, ([], [], None))
-        gm = rec["gpu_mem_mb"]
-        if gm == gm:  # not NaN
-            peak = gm if peak is None else max(peak, gm)
-        out[key] = (utils + list(rec["utils"]), mems + mem_utils, peak)
+        out.append({"job_id_raw": rec["job_id_raw"], "run": rec["run"], "start": rec["start"], "end": rec["end"],
+                    "utils": list(rec["utils"]), "mem_utils": mem_utils, "gpu_mem_mb": rec["gpu_mem_mb"]})
     notes = []
     if skipped:
         notes.append(f"{len(skipped)} unreadable epilog record(s) skipped (first: {skipped[0]})")
+    return out, notes
+
+
+def gpu_detail(path: str | Path, jobs=None) -> tuple[dict[tuple[int, int], tuple[list, list, float | None]],
+                                                       list[str]]:
+    """(job, run) -> (SM utilisation per GPU, memory-controller utilisation per GPU, peak GPU memory MB), every
+    node of a run merged, and notes. Records are placed on runs as the report places them: records of one
+    (job, run) far apart in time are told apart (`reports.epilog.run_parts`), and with `jobs` (sacct's runs:
+    job_id_raw, start, end, the run index by start) each lands on the sacct run that had ended when its epilog
+    ran (`reports.runmatch.align_to_runs`), not on the number a node hook counted."""
+    import numpy as np
+    import pandas as pd
+
+    from slurmtools.reports.epilog import run_parts
+
+    recs, notes = gpu_records(path)
+    if not recs:
+        return {}, notes
+    f = pd.DataFrame(recs).astype({"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]",
+                                   "end": "datetime64[s]", "gpu_mem_mb": "float64"})
+    f["_part"] = run_parts(f)
+    g = f.groupby(["job_id_raw", "run", "_part"], as_index=False, sort=False).agg(
+        start=("start", "min"), end=("end", "max"), utils=("utils", lambda x: sum(x, [])),
+        mem_utils=("mem_utils", lambda x: sum(x, [])), gpu_mem_mb=("gpu_mem_mb", "max"))
+    g["gpus"] = g["utils"].map(len).astype("int32")
+    g["nodes"] = np.int32(1)
+    g["gpu_util_pct"] = g["utils"].map(lambda u: float(np.mean(u)) if u else np.nan)
+    g = g.drop(columns="_part")
+    if jobs is not None and len(jobs):
+        from slurmtools.reports.runmatch import align_to_runs
+
+        start = jobs["start"].to_numpy(dtype="datetime64[s]").astype(np.int64).astype(float)
+        end = jobs["end"].to_numpy(dtype="datetime64[s]")
+        end_s = np.where(pd.isna(end), start, end.astype(np.int64).astype(float))
+        runs = pd.DataFrame({"job_id_raw": jobs["job_id_raw"].to_numpy(), "run": jobs["run"].to_numpy(),
+                             "start_s": start, "end_s": end_s})
+        g, moved = align_to_runs(g, runs)
+        if moved:
+            notes.append(f"{moved} epilog record(s) placed on sacct's run by time: the run number they carry "
+                         f"differs")
+    out = {}
+    for j, r, u, m, mem in zip(g["job_id_raw"], g["run"], g["utils"], g["mem_utils"], g["gpu_mem_mb"]):
+        out[(int(j), int(r))] = (list(u), list(m), None if pd.isna(mem) else float(mem))
     return out, notes

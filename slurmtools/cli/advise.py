@@ -8,13 +8,7 @@ from typing import Optional
 import typer
 
 from slurmtools.cli.common import JsonOpt, SiteOpt
-from slurmtools.errors import SlurmtoolsError
-
-
-class OptionError(SlurmtoolsError):
-    """A command-line option is wrong; the message names it."""
-
-    exit_code = 2
+from slurmtools.cli.report import OptionError, _parse_when
 
 
 def register(app: typer.Typer) -> None:
@@ -33,8 +27,6 @@ def history_window(since: str | None, site, now=None):
     """(since, until, label) from --since: a duration back from now, or a date; the site's lookback by default."""
     from datetime import datetime, timedelta
 
-    from slurmtools.cli.report import OptionError as ReportOptionError
-    from slurmtools.cli.report import _parse_when
     from slurmtools.durations import human, parse_duration_with_unit
 
     now = (now or datetime.now()).replace(microsecond=0)
@@ -46,7 +38,7 @@ def history_window(since: str | None, site, now=None):
     except ValueError:
         try:
             s = _parse_when(since, "--since")
-        except ReportOptionError:
+        except OptionError:
             raise OptionError(f'--since: expected a duration like "30d" or "12h", or a date like 2026-11-01, got '
                               f"{since!r}") from None
         if s >= now:

@@ -71,6 +71,9 @@ def test_runs_outside_the_window_or_still_running_are_left_out(tmp_path):
     assert [r.job_id for r in runs] == [105]
     runs, _ = load_runs(jobs[0].start + timedelta(days=1), jobs[0].start + timedelta(days=2), sacct_file=d)
     assert runs == []
+    # a run that ended in the very second the window ends counts (advise runs right after the jobs it judges)
+    end = jobs[0].start + timedelta(seconds=jobs[0].elapsed)
+    assert [r.job_id for r in load_runs(jobs[0].start, end, sacct_file=d)[0]] == [105]
 
 
 def test_unreadable_epilog_records_are_skipped_and_counted(tmp_path):
@@ -93,3 +96,39 @@ def test_total_cpu_forms(text, secs):
                                        ("Partition_Limit", None), (None, None)])
 def test_time_limit_forms(text, secs):
     assert _limit(text) == secs
+
+
+def test_a_job_name_holding_the_delimiter_keeps_its_facts(tmp_path):
+    j = Job(110, name="a|b", total_cpu="02:00:00", max_rss="7G", limit="02:00:00")
+    d, _ = write(tmp_path, [j, Job(111)])
+    runs, notes = load_runs(*WINDOW, sacct_file=d)
+    r = next(x for x in runs if x.job_id == 110)
+    assert r.name == "a|b" and r.time_limit_s == 7200 and r.total_cpu_s == 7200 and r.max_rss_mb == 7 * 1024
+    assert notes and "rejoined" in notes[0]
+
+
+def test_records_land_on_sacct_runs_by_time_as_the_report_places_them(tmp_path):
+    """A rerun whose record carries run 0 (a hook that missed the restart) is placed on sacct's second run by its
+    end time (reports.runmatch), and the note says so."""
+    a = Job(120, elapsed=600, state="REQUEUED", gpu_util=[50] * 8)
+    b = Job(120, elapsed=1200, start=a.start + timedelta(hours=1), gpu_util=[90] + [0] * 7)
+    (tmp_path / "sacct.txt").write_text(sacct_dump([a, b]))
+    folder = epilog_records([a], tmp_path / "jobs")
+    rec = json.loads((folder / "120.0.gpu01.json").read_text())
+    late = dict(rec, run=0, start=b.start.timestamp(), end=(b.start + timedelta(seconds=b.elapsed)).timestamp(),
+                gpu_accounting=[dict(g, gpu_util_pct=(90 if g["gpu"] == 0 else 0)) for g in rec["gpu_accounting"]])
+    (folder / "120.0.gpu01-rerun.json").write_text(json.dumps(late))
+    runs, notes = load_runs(*WINDOW, sacct_file=tmp_path / "sacct.txt", epilog_dir=folder)
+    got = {r.run: r.gpu_util for r in runs}
+    assert got == {0: (50,) * 8, 1: (90,) + (0,) * 7}
+    assert "1 epilog record(s) placed on sacct's run by time: the run number they carry differs" in notes
+
+
+def test_the_nodes_of_one_run_are_merged(tmp_path):
+    j = Job(121, gpus=16, gpu_util=[80] * 8)
+    d, folder = write(tmp_path, [j])
+    rec = json.loads((folder / "121.0.gpu01.json").read_text())
+    (folder / "121.0.gpu02.json").write_text(json.dumps(dict(rec, node="gpu02", gpu_accounting=[
+        dict(g, gpu_util_pct=0) for g in rec["gpu_accounting"]])))
+    (r,), _ = load_runs(*WINDOW, sacct_file=d, epilog_dir=folder)
+    assert sorted(r.gpu_util) == [0] * 8 + [80] * 8
