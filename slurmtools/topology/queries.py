@@ -418,33 +418,42 @@ def path_between(t: Topology, a: str, b: str) -> HostPath | None:
     on_path = _shortest_path_vertices(adj, src, dst)
     if on_path is None:
         return None
-    dist = {src: 0}
+    # The breadth-first search, one level at a time over the switches on shortest paths: a vertex's width is the
+    # widest of its predecessors' (each capped by the cable), its parent the first predecessor in queue order with
+    # that width, and the queue order of a level is by (first predecessor's place, place in its adjacency).
     width = {src: float("inf")}
     parent: dict[str, str] = {}
-    queue = deque([src])
-    while queue:
-        u = queue.popleft()
-        if dst in dist and dist[u] >= dist[dst]:
-            break
-        nbrs = adj[u]
-        nxt = on_path.get(dist[u] + 1, ())
-        if len(nxt) < len(nbrs):   # few candidates: test them, then keep the adjacency order among the new ones
-            cands = [w for w in nxt if w in nbrs]
-            if len(cands) > 1 and sum(w not in dist for w in cands) > 1:
-                rank = {w: i for i, w in enumerate(nbrs)}
-                cands.sort(key=rank.__getitem__)
+    order = [src]
+    for k in range(1, max(on_path) + 1):
+        here = {u: i for i, u in enumerate(order)}
+        nxt = on_path[k]
+        preds: dict[str, list[str]] = {w: [] for w in nxt}
+        if sum(len(adj[w]) for w in nxt) <= sum(len(adj[u]) for u in order):
+            for w in nxt:
+                preds[w] = sorted((u for u in adj[w] if u in here), key=here.__getitem__)
         else:
-            cands = [w for w in nbrs if w in nxt]
-        for w in cands:
-            cap = min(width[u], nbrs[w]["gbytes"])
-            if w not in dist:
-                dist[w] = dist[u] + 1
-                width[w] = cap
-                parent[w] = u
-                queue.append(w)
-            elif dist[w] == dist[u] + 1 and cap > width[w]:
-                width[w] = cap
-                parent[w] = u
+            for u in order:
+                for w in adj[u]:
+                    if w in preds:
+                        preds[w].append(u)
+        for w, ps in preds.items():
+            best = None
+            for u in ps:
+                cap = min(width[u], adj[u][w]["gbytes"])
+                if best is None or cap > best:
+                    best, parent[w] = cap, u
+            width[w] = best
+        first: dict[str, list[str]] = {}
+        for w, ps in preds.items():
+            first.setdefault(ps[0], []).append(w)
+        order = []
+        for u in sorted(first, key=here.__getitem__):
+            ws = first[u]
+            if len(ws) > 1:
+                rank = {x: i for i, x in enumerate(adj[u])}
+                ws.sort(key=rank.__getitem__)
+            order.extend(ws)
+    dist = {dst: max(on_path)}
     via = []
     x = parent[dst]
     while x != src:
