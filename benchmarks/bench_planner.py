@@ -35,7 +35,8 @@ from slurmtools.topology.sitefile import NodeType  # noqa: E402
 
 NT = NodeType(name="dgx", gpu_type="h100", gpus=8, sockets=2, cores_per_socket=56, threads_per_core=1,
               memory_mb=2_000_000, nvlink="nvswitch", nvlinks_per_gpu=18,
-              nics=tuple(f"mlx5_{i}" for i in range(8)), pcie_switches=4, features=())
+              nics=tuple(f"mlx5_{i}" for i in range(8)), pcie_switches=4, features=(),
+              nvlink_gbytes_per_link=25.0)  # NVLink 4 (H100), per link and direction
 SHAPE = TemplateShape("torchrun")
 
 
