@@ -12,6 +12,10 @@ reader that takes the module. A GPU is a dict; handles are indices:
 - health: ecc_uncorrected (volatile count), retired_pending (bool), retired_dbe (page addresses), remap
   ((corrected, uncorrected, pending, failure) rows); absent: the call answers Not Supported, as on GPUs
   without that feature; lost: every call for the GPU answers GPU is lost.
+- telemetry: energy_mj (the total energy counter; absent: Not Supported, as before Volta); accounting (the
+  accounting mode, default off; None: Not Supported), accounting_denied (setting it answers No Permission, as
+  for a user other than root), persistence (default on); processes: [{pid, start (epoch s), gpu_util,
+  mem_util, max_memory}] in the accounting buffer. `nv.set_calls` records (gpu, mode) of each accounting mode set.
 """
 
 from __future__ import annotations
@@ -147,4 +151,43 @@ def fake_nvml(gpus: list[dict], ancestor: list[list[int]] | None = None, *, remo
     nv.nvmlDeviceGetRetiredPages = retired
     nv.nvmlDeviceGetRetiredPagesPendingStatus = pending
     nv.nvmlDeviceGetRemappedRows = lambda h: tuple(have(h, "remap"))
+
+    # telemetry: energy counter, accounting mode and its per-process buffer, persistence mode
+    nv.nvmlDeviceGetTotalEnergyConsumption = lambda h: have(h, "energy_mj")
+    nv.set_calls = []
+
+    def acc_mode(h):
+        g = gpu(h)
+        if "accounting" in g and g["accounting"] is None:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        return _real.NVML_FEATURE_ENABLED if g.get("accounting") else _real.NVML_FEATURE_DISABLED
+
+    def set_acc(h, mode):
+        g = gpu(h)
+        if "accounting" in g and g["accounting"] is None:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        if g.get("accounting_denied"):
+            raise err(_real.NVML_ERROR_NO_PERMISSION)
+        nv.set_calls.append((h, mode))
+        g["accounting"] = mode == _real.NVML_FEATURE_ENABLED
+
+    def pids(h):
+        if acc_mode(h) != _real.NVML_FEATURE_ENABLED:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        return [p["pid"] for p in gpu(h).get("processes", [])]
+
+    def stats(h, pid):
+        for p in gpu(h).get("processes", []):
+            if p["pid"] == pid:
+                return types.SimpleNamespace(gpuUtilization=p["gpu_util"], memoryUtilization=p["mem_util"],
+                                             maxMemoryUsage=p["max_memory"], time=0, startTime=int(p["start"] * 1e6),
+                                             isRunning=0)
+        raise err(_real.NVML_ERROR_NOT_FOUND)
+
+    nv.nvmlDeviceGetAccountingMode = acc_mode
+    nv.nvmlDeviceSetAccountingMode = set_acc
+    nv.nvmlDeviceGetAccountingPids = pids
+    nv.nvmlDeviceGetAccountingStats = stats
+    nv.nvmlDeviceGetPersistenceMode = lambda h: (_real.NVML_FEATURE_ENABLED if gpu(h).get("persistence", True)
+                                                 else _real.NVML_FEATURE_DISABLED)
     return nv

@@ -3,13 +3,16 @@
 The record is written atomically (O_EXCL temporary + rename through a directory descriptor) into
 `<spool>/jobs/<job>.<restart>.<node>.json`; the spool folder must be root's and not group/world-writable, else
 nothing is written there (logged). The epilog exits 0 whatever happens: a failing epilog drains the node. Every
-step around the record (start mark, Slurm's fields, GPU accounting, stop report, scratch) fails alone: the record
+step around the record (start mark, Slurm's fields, GPU telemetry, stop report, slack windows, scratch) fails alone: the record
 is written with that part unknown.
 Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier) and the
 preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0).
 Which run this is, and its start, come from Slurm (`hooks.run_identity`): slurmd skips the prolog on some quick
 restarts, so the prolog's start mark is used only where it agrees with Slurm, and a start Slurm's job record no
 longer holds (a requeued run on 22.05) is asked of sacct.
+GPU telemetry (docs/telemetry.md): utilisation from NVML accounting mode (`hooks.telemetry`), each GPU's energy
+from its counter at the prolog's mark of this run and now (`hooks.energy`), unknown with the reason where either
+is missing; the training-loop helper's slack windows are copied from the scratch folder before it is cleaned.
 """
 
 from __future__ import annotations
@@ -57,12 +60,17 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
     if job.job_id is None:
         log("no usable SLURM_JOB_ID; nothing recorded")
         return None
-    mark_start, mark_restart = _guarded(log, "start mark", _take_start, job, log, default=(None, None))
+    mark_start, mark_restart, mark_energy = _guarded(log, "start mark", _take_start, job, log,
+                                                     default=(None, None, None))
     fields = None
     if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
         fields = _guarded(log, "Slurm's job record", job_fields, job.job_id)
     ident = _guarded(log, "run identity", _identify, job, fields, mark_start, mark_restart, end, log)
     run_no, start, start_source, requeued = ident.as_tuple() if ident else (None, None, None, None)
+    # the prolog's energy counters count only when its mark is of this run (as for its start time)
+    energy_start, energy_start_why = _energy_start(mark_start, mark_restart, mark_energy, run_no)
+    tele = _guarded(log, "GPU telemetry", _gpu_telemetry, job, start, energy_start, energy_start_why, end, log,
+                    default={}) or {}
     rec = {
         "job": job.job_id,
         "user": job.user,
@@ -83,7 +91,15 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
         "restart_count": job.restart_count,
         "job_state": fields.get("JobState") if fields else None,
         "preempt_time": _set(fields.get("PreemptTime")) if fields else None,
-        "gpu_accounting": _guarded(log, "GPU accounting", _gpu_accounting, job, start, log),
+        "gpu_accounting": tele.get("gpu_accounting"),
+        "gpu_accounting_why": tele.get("gpu_accounting_why"),
+        "gpu_utilization_mode": tele.get("gpu_utilization_mode"),
+        "gpu_energy": tele.get("gpu_energy"),
+        "energy_j": tele.get("energy_j"),
+        "energy_why": tele.get("energy_why", "GPU telemetry failed"),
+        "energy_source": tele.get("energy_source"),
+        # the training-loop helper's mode windows, read before the scratch folder is cleaned
+        "slack_windows": _guarded(log, "slack windows", _slack_windows, job, log),
     }
     if dfd is not None:
         try:
@@ -144,31 +160,50 @@ def _exists_at(dfd: int, name: str) -> bool:
         return False
 
 
-def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None]:
-    """Read and remove the prolog's start mark for this job on this node."""
+def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None, dict | None]:
+    """Read and remove the prolog's start mark for this job on this node: (start, restart count, the GPUs' energy
+    counters at the start or None). Marks of older prologs hold only "start restarts"."""
     if job.node is None:
-        return None, None
+        return None, None, None
     try:
         rfd = safefs.open_secure_dir(os.path.join(spool_dir(), RUNNING))
     except (safefs.UnsafePath, OSError):
-        return None, None
+        return None, None, None
     try:
         name = f"{job.job_id}.{job.node}"
         raw = safefs.read_small_at(rfd, name)
         if raw is None:
-            return None, None
+            return None, None, None
         try:
             os.unlink(name, dir_fd=rfd)
         except OSError:
             pass
         try:
-            start, restarts = raw.decode().split()
-            return float(start), (None if restarts == "-" else int(restarts))  # "-": the prolog did not know
+            start, restarts, *more = raw.decode().split()
+            energy = None
+            if more:
+                from slurmtools.hooks.energy import parse_mark
+
+                energy = parse_mark(more)
+            # "-": the prolog did not know the restart count
+            return float(start), (None if restarts == "-" else int(restarts)), energy
         except (ValueError, UnicodeDecodeError):
             log("start mark unreadable; start left empty")
-            return None, None
+            return None, None, None
     finally:
         os.close(rfd)
+
+
+def _energy_start(mark_start: float | None, mark_restart: int | None, mark_energy: dict | None,
+                  run_no: int | None) -> tuple[dict | None, str]:
+    """The GPUs' energy counters at this run's start from the prolog's mark, or (None, why there are none)."""
+    if mark_start is None:
+        return None, "no prolog start mark for this run (the prolog did not run, or its mark was lost)"
+    if mark_restart is not None and run_no is not None and mark_restart != run_no:
+        return None, f"the prolog's start mark is of run {mark_restart}, not of this run {run_no}"
+    if mark_energy is None:
+        return None, "the prolog's start mark holds no energy counters (an older prolog, or none were read)"
+    return mark_energy, ""
 
 
 def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None, log: HookLog,
@@ -210,8 +245,64 @@ def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None
 
 
 def _stop_report(job: JobEnv, log: HookLog) -> dict | None:
-    """The checkpoint library's `stop.json` from the job's scratch folder, read without trusting the folder:
-    no symlinks, a regular file owned by the job's user, at most 4 KiB, JSON object or nothing."""
+    """The checkpoint library's `stop.json` from the job's scratch folder (`_scratch_file`: at most 4 KiB), a
+    JSON object or nothing."""
+    raw = _scratch_file(job, "stop.json", 4096)
+    import json  # only when a stop report exists (a preempted or warned run)
+
+    try:
+        doc = json.loads(raw) if raw else None
+    except ValueError:
+        log("stop report unreadable; ignored")
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+#: what a slack window may hold in the record (slurmtools.slack_loop.Window), and at most how many are copied
+_WINDOW_KEYS = {"mode": str, "start_step": int, "end_step": int, "start_time": float, "end_time": float, "run": int,
+                "why": str, "ended": str}
+MAX_WINDOWS = 500
+
+
+def _slack_windows(job: JobEnv, log: HookLog) -> list[dict] | None:
+    """The training-loop helper's `slack-windows.json` (slurmtools.slack_loop) from the job's scratch folder, read
+    as `stop.json` is (the user's own folder, not group/other-writable, and file, no symlinks, at most 256 KiB),
+    of this job and format:
+    its windows with known keys and types only, texts cut at 200 characters; None when there is none."""
+    raw = _scratch_file(job, "slack-windows.json", 256 << 10, private=True)
+    if not raw:
+        return None
+    from slurmtools.hooks.common import loads
+
+    try:
+        doc = loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        log("slack windows file unreadable; ignored")
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != "slurmtools-slack-windows/1" or \
+            str(doc.get("job_id")) != str(job.job_id) or not isinstance(doc.get("windows"), list):
+        log("slack windows file not of this job or format; ignored")
+        return None
+    out = []
+    for w in doc["windows"][:MAX_WINDOWS]:
+        if not isinstance(w, dict):
+            continue
+        row = {}
+        for k, typ in _WINDOW_KEYS.items():
+            v = w.get(k)
+            if typ is float and isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)
+            ok = isinstance(v, typ) and not isinstance(v, bool) and (typ is not float or v == v)
+            row[k] = (v[:200] if typ is str else v) if ok else None
+        if row["mode"] in ("light", "moderate", "heavy"):
+            out.append(row)
+    return out
+
+
+def _scratch_file(job: JobEnv, file: str, limit: int, private: bool = False) -> bytes | None:
+    """A file the job's code left in its scratch folder, read without trusting the folder: no symlinks, the
+    folder and a regular file owned by the job's user (`private`: the folder also not group/other-writable, as
+    its writer demands), at most `limit` bytes; None otherwise."""
     path = _scratch_path(job)
     if path is None or job.uid is None:
         return None
@@ -226,26 +317,19 @@ def _stop_report(job: JobEnv, log: HookLog) -> dict | None:
         except OSError:
             return None
         try:
-            if os.fstat(dfd).st_uid != job.uid:
+            st = os.fstat(dfd)
+            if st.st_uid != job.uid or (private and st.st_mode & 0o022):
                 return None
             try:
-                if os.stat("stop.json", dir_fd=dfd, follow_symlinks=False).st_uid != job.uid:
+                if os.stat(file, dir_fd=dfd, follow_symlinks=False).st_uid != job.uid:
                     return None
             except OSError:
                 return None
-            raw = safefs.read_small_at(dfd, "stop.json", 4096)
+            return safefs.read_small_at(dfd, file, limit)
         finally:
             os.close(dfd)
     finally:
         os.close(pfd)
-    import json  # only when a stop report exists (a preempted or warned run)
-
-    try:
-        doc = json.loads(raw) if raw else None
-    except ValueError:
-        log("stop report unreadable; ignored")
-        return None
-    return doc if isinstance(doc, dict) else None
 
 
 def _scratch_path(job: JobEnv) -> str | None:
@@ -262,54 +346,52 @@ def _set(v: str | None) -> str | None:
     return None if v in (None, "", "None", "Unknown", "0") else v
 
 
-def _gpu_accounting(job: JobEnv, start: float | None, log: HookLog) -> list[dict] | None:
-    """Per-GPU utilization and peak memory of the job's processes from NVML accounting mode, when available."""
-    if not job.gpus or os.environ.get("SLURMTOOLS_LAB_ETC") or not os.path.exists("/dev/nvidiactl"):
-        return None  # no NVIDIA driver here: do not pay for importing pynvml
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    out = []
-    try:
-        for h in _handles(pynvml, job.gpus):
-            try:
-                pids = pynvml.nvmlDeviceGetAccountingPids(h)
-            except pynvml.NVMLError:
-                continue
-            stats = []
-            for pid in pids:
-                try:
-                    s = pynvml.nvmlDeviceGetAccountingStats(h, pid)
-                except pynvml.NVMLError:
-                    continue
-                if start is not None and s.startTime / 1e6 < start - 5:
-                    continue  # an earlier job's process on this GPU
-                stats.append(s)
-            minor = pynvml.nvmlDeviceGetMinorNumber(h)
-            out.append({"gpu": minor, "processes": len(stats),
-                        "gpu_util_pct": max((s.gpuUtilization for s in stats), default=None),
-                        "mem_util_pct": max((s.memoryUtilization for s in stats), default=None),
-                        "max_memory_bytes": max((s.maxMemoryUsage for s in stats), default=None)})
-    except Exception as e:
-        log(f"NVML accounting failed (ignored): {e}")
-    finally:
+def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, energy_start_why: str,
+                   now: float, log: HookLog) -> dict:
+    """The record's GPU fields: per-GPU utilisation from NVML accounting (`hooks.telemetry`, as the site's
+    `[telemetry] gpu_utilization` says) and energy over the run (`hooks.energy`), each None with its reason
+    where unknown. One NVML session; pynvml is imported only where an NVIDIA driver is."""
+    from slurmtools.hooks import energy, labfake
+
+    out: dict = {"gpu_accounting": None, "gpu_energy": None, "energy_j": None, "energy_source": None}
+    if not job.gpus_given:
+        out["gpu_accounting_why"] = out["energy_why"] = "the job has no GPUs"
+        return out
+    fp = labfake.fake_path()
+    if fp is not None:
+        out["gpu_accounting_why"] = "the lab's fake GPUs run no processes (no NVML accounting)"
+        spec = labfake.node_spec(fp[0], job.node)
+        if spec is None:
+            out["energy_why"] = "lab fault file unusable"
+            return out
+        end, out["energy_source"] = energy.read_fake(spec, job.gpus, now), "lab-fake"
+    else:
+        from slurmtools.hooks import telemetry
+        from slurmtools.hooks.nvml import NvmlUnavailable, close_nvml, open_nvml
+
         try:
-            pynvml.nvmlShutdown()
-        except Exception:
-            pass
+            nv = open_nvml()
+        except NvmlUnavailable as e:
+            out["gpu_accounting_why"] = out["energy_why"] = str(e)
+            return out
+        try:
+            mode, where = telemetry.site_mode()
+            out["gpu_utilization_mode"] = mode
+            if mode == "off":
+                out["gpu_accounting_why"] = f"off by the site ({where}: telemetry.gpu_utilization)"
+            else:
+                if mode is None:
+                    log(f"site's telemetry.gpu_utilization unknown ({where}); accounting read as found")
+                acc = telemetry.read_accounting(nv, job.gpus, start)
+                out["gpu_accounting"] = acc
+                whys = sorted({f"GPU {r['gpu']}: {r['why']}" for r in acc if r["why"]})
+                out["gpu_accounting_why"] = "; ".join(whys) or None
+            end, out["energy_source"] = energy.read_nvml(nv, job.gpus), "nvml"
+        finally:
+            close_nvml(nv)
+    per, total, why = energy.deltas(job.gpus, energy_start, end, energy_start_why)
+    out.update(gpu_energy=per, energy_j=total, energy_why=why)
     return out
-
-
-def _handles(nv, wanted: tuple[int, ...]):
-    for i in range(nv.nvmlDeviceGetCount()):
-        try:
-            h = nv.nvmlDeviceGetHandleByIndex(i)
-            if nv.nvmlDeviceGetMinorNumber(h) in wanted:
-                yield h
-        except nv.NVMLError:
-            continue
 
 
 def _clean_scratch(job: JobEnv, log: HookLog) -> None:

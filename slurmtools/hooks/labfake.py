@@ -15,7 +15,9 @@ Nodes not named get "default" (else 8 healthy GPUs). `faults` are per GPU index 
 retired_pages_pending, remap_pending, remap_failure, lost; links: nvlinks_up, pcie_gen, pcie_width, pstate);
 `links` is what every GPU's links report unless a fault says otherwise (absent: link state unknown, not checked);
 `sysfs_root` is a root-owned folder holding a fake `sys/class/infiniband` tree for the HCA reader (absent: HCAs
-not checked).
+not checked). Energy (`hooks.energy.read_fake`): `"power_w": 300` on a node makes each of its GPUs draw that fixed
+power, so its energy counter reads power x time (mJ); a GPU's faults may set its own `power_w` or
+`"energy": "unsupported"` (a GPU without the counter); a node without `power_w` has no counters.
 """
 
 from __future__ import annotations

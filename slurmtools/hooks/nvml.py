@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 NVIDIACTL = "/dev/nvidiactl"
+#: the open session (module, users): a hook's steps that each open NVML share one init (the prolog holds a session
+#: for its telemetry while the health check opens and closes its own)
+_session: list = [None, 0]
 
 
 class NvmlUnavailable(Exception):
@@ -22,7 +25,11 @@ class NvmlUnavailable(Exception):
 
 def open_nvml(device: str | None = None) -> ModuleType:
     """The initialised pynvml module; raises NvmlUnavailable naming why there is none. Close with `close_nvml`.
-    `device`: the driver's control file that must exist first (default NVIDIACTL)."""
+    `device`: the driver's control file that must exist first (default NVIDIACTL). While a session is open in
+    this process, the same module is handed out again without a second init."""
+    if _session[1]:
+        _session[1] += 1
+        return _session[0]
     device = device or NVIDIACTL
     if not os.path.exists(device):  # no NVIDIA driver here: skip pynvml's costly import
         raise NvmlUnavailable(f"no NVIDIA driver ({device} absent)")
@@ -34,10 +41,16 @@ def open_nvml(device: str | None = None) -> ModuleType:
         pynvml.nvmlInit()
     except Exception as e:
         raise NvmlUnavailable(f"NVML init failed: {e}") from None
+    _session[0], _session[1] = pynvml, 1
     return pynvml
 
 
 def close_nvml(nv: ModuleType) -> None:
+    """Hand a session back; NVML is shut down when its last user closes it."""
+    if _session[1] > 1 and nv is _session[0]:
+        _session[1] -= 1
+        return
+    _session[0], _session[1] = None, 0
     try:
         nv.nvmlShutdown()
     except Exception:

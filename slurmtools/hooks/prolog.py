@@ -10,6 +10,10 @@ and the prolog succeeds: a false alarm costs a whole node.
 The health check depends on no bookkeeping: each environment variable is read on its own (a bad one leaves that
 field unknown), and reading the environment, the start mark and the decision log each fail alone. A prolog that
 skipped its check because of a bookkeeping error would let a node with a failing GPU take jobs (issue 12).
+
+For jobs with GPUs the prolog also switches NVML accounting mode on where the site's `[telemetry]
+gpu_utilization` says "accounting" (`hooks.telemetry`) and notes each GPU's energy counter in the start mark
+(`hooks.energy`), for the epilog; both are bookkeeping and fail alone (docs/telemetry.md).
 """
 
 from __future__ import annotations
@@ -26,15 +30,28 @@ RUNNING = "running"
 def main() -> int:
     log = HookLog("prolog")
     job = read_job(log)
+    nv, counters, notes = None, {}, []
     try:
-        _note_start(job, log)
-    except Exception as e:  # bookkeeping only: never fail a job for it, never skip the check for it
-        log(f"start mark failed (ignored): {type(e).__name__}: {e}")
+        nv, counters, notes = _telemetry_start(job)
+    except Exception as e:  # bookkeeping only, like the start mark
+        notes = [f"GPU telemetry failed (ignored): {type(e).__name__}: {e}"]
     try:
-        faults = _health(job, log)
-    except Exception as e:
-        log(f"health check crashed (ignored, node kept): {type(e).__name__}: {e}")
-        return 0
+        try:
+            _note_start(job, log, counters)
+        except Exception as e:  # bookkeeping only: never fail a job for it, never skip the check for it
+            log(f"start mark failed (ignored): {type(e).__name__}: {e}")
+        for n in notes:
+            log(n)
+        try:
+            faults = _health(job, log)
+        except Exception as e:
+            log(f"health check crashed (ignored, node kept): {type(e).__name__}: {e}")
+            return 0
+    finally:
+        if nv is not None:
+            from slurmtools.hooks.nvml import close_nvml
+
+            close_nvml(nv)
     if not faults:
         return 0
     node = job.node
@@ -52,8 +69,45 @@ def main() -> int:
     return 1
 
 
-def _note_start(job: JobEnv, log: HookLog) -> None:
-    """Start time for the epilog's record (the node epilog has no start time in its environment)."""
+def _telemetry_start(job: JobEnv):
+    """(open NVML session or None, the job's GPUs' energy counters at the run's start, lines to log).
+
+    Jobs with GPUs only. The site's `[telemetry] gpu_utilization` (hooks.telemetry) decides whether accounting
+    mode is switched on; the NVML session stays open through the health check, which then re-opens NVML at the
+    cost of a reference count, not a second driver initialisation."""
+    if not job.gpus_given:
+        return None, {}, []
+    from slurmtools.hooks import energy, labfake
+
+    fp = labfake.fake_path()
+    if fp is not None:  # the lab: fake GPUs with a fixed power, no accounting mode to switch
+        spec = labfake.node_spec(fp[0], job.node)
+        if spec is None:
+            return None, {}, ["lab fault file unusable: no energy counters noted"]
+        return None, energy.read_fake(spec, job.gpus, time.time()), []
+    from slurmtools.hooks import telemetry
+    from slurmtools.hooks.nvml import NvmlUnavailable, open_nvml
+
+    try:
+        nv = open_nvml()
+    except NvmlUnavailable as e:
+        return None, {}, [f"GPU telemetry skipped: {e}"]
+    notes: list[str] = []
+    try:
+        mode, where = telemetry.site_mode()
+        if mode == "accounting":
+            notes += telemetry.enable_accounting(nv, job.gpus)
+        elif mode is None:
+            notes.append(f"accounting mode left as it is: the site's telemetry.gpu_utilization is unknown ({where})")
+        counters = energy.read_nvml(nv, job.gpus)
+    except Exception as e:  # noqa: BLE001 -- the session is still handed back to be closed
+        return nv, {}, notes + [f"GPU telemetry failed (ignored): {type(e).__name__}: {e}"]
+    return nv, counters, notes
+
+
+def _note_start(job: JobEnv, log: HookLog, counters: dict | None = None) -> None:
+    """Start time for the epilog's record (the node epilog has no start time in its environment), and the job's
+    GPUs' energy counters at that time (`hooks.energy.mark_token`)."""
     try:
         dfd = safefs.open_secure_dir(spool_dir(), create=True)
     except (safefs.UnsafePath, OSError) as e:
@@ -70,7 +124,12 @@ def _note_start(job: JobEnv, log: HookLog) -> None:
         return
     try:
         count = "-" if job.restart_count is None else job.restart_count  # "-": unknown
-        body = f"{time.time():.3f} {count}\n".encode()  # "start restart_count"
+        tok = ""
+        if counters:
+            from slurmtools.hooks.energy import mark_token
+
+            tok = mark_token(counters)
+        body = f"{time.time():.3f} {count}{' ' + tok if tok else ''}\n".encode()  # "start restart_count [e=...]"
         safefs.write_atomic_at(rfd, f"{job.job_id}.{job.node}", body)
     finally:
         os.close(rfd)

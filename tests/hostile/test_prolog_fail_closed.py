@@ -198,8 +198,8 @@ def test_epilog_writes_its_record_with_a_superscript_restart_count_and_an_unsafe
 
 
 def test_epilog_bookkeeping_crash_does_not_lose_the_record(tmp_path, monkeypatch):
-    """Any step around the record (start mark, Slurm's fields, GPU accounting, stop report, scratch) may fail with
-    an error nobody foresaw; the record is still written, with that part unknown, and the failure logged."""
+    """Any step around the record (start mark, Slurm's fields, GPU telemetry, stop report, slack windows, scratch)
+    may fail with an error nobody foresaw; the record is still written, with that part unknown, and the failure logged."""
     from slurmtools.hooks import epilog
     from slurmtools.hooks.common import HookLog
 
@@ -212,7 +212,7 @@ def test_epilog_bookkeeping_crash_does_not_lose_the_record(tmp_path, monkeypatch
     def boom(*a, **k):
         raise RuntimeError("unforeseen")
 
-    for name in ("_take_start", "job_fields", "_gpu_accounting", "_stop_report", "_clean_scratch"):
+    for name in ("_take_start", "job_fields", "_gpu_telemetry", "_stop_report", "_slack_windows", "_clean_scratch"):
         monkeypatch.setattr(epilog, name, boom)
     lines: list[str] = []
 
@@ -223,5 +223,6 @@ def test_epilog_bookkeeping_crash_does_not_lose_the_record(tmp_path, monkeypatch
     rec = epilog.run(Log("epilog"))
     assert rec is not None and node.records() == [json.loads(json.dumps(rec))]
     assert rec["start"] is None and rec["qos"] is None and rec["gpu_accounting"] is None
-    for what in ("start mark", "Slurm's job record", "GPU accounting", "scratch clean-up"):
+    assert rec["energy_j"] is None and rec["energy_why"] == "GPU telemetry failed" and rec["slack_windows"] is None
+    for what in ("start mark", "Slurm's job record", "GPU telemetry", "slack windows", "scratch clean-up"):
         assert any(ln.startswith(f"{what} failed (ignored): RuntimeError: unforeseen") for ln in lines), lines
