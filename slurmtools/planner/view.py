@@ -133,12 +133,7 @@ def from_fabric(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_
         for h in leaf.hosts:
             if keep is not None and h not in keep:
                 continue
-            if live is None:
-                free, cpus, mem = nt.gpus, nt.cpus, nt.memory_mb
-            else:
-                n = live.get(h)
-                free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
-            hosts[h] = HostState(h, leaf.name, nt.name, nt.gpus, free, cpus, mem)
+            hosts[h] = _state(h, leaf.name, nt, live)
             members.append(h)
         leaves[leaf.name] = tuple(members)
     spines: dict[str, list[str]] = {name: [] for name in fabric.leaves}
@@ -156,6 +151,16 @@ def from_fabric(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_
     return ClusterView(hosts=hosts, leaves=leaves, leaf_spines={k: tuple(v) for k, v in spines.items()},
                        node_types=dict(fabric.node_types), link_gbytes=link, leaf_uplink_gbytes=uplink,
                        live=live is not None, source=str(fabric.source), domain_of=domains)
+
+
+def _state(host: str, leaf: str, nt: NodeType, live: Mapping[str, NodeInfo] | None) -> HostState:
+    """A host as the planner sees it: all free without live state (idle); nothing free when Slurm does not
+    report it."""
+    if live is None:
+        return HostState(host, leaf, nt.name, nt.gpus, nt.gpus, nt.cpus, nt.memory_mb)
+    n = live.get(host)
+    free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
+    return HostState(host, leaf, nt.name, nt.gpus, free, cpus, mem)
 
 
 def _free(n: NodeInfo, nt: NodeType) -> tuple[int, int, int]:
@@ -198,12 +203,7 @@ def from_topology(t, node_types: Mapping[str, NodeType], nodes: Iterable[NodeInf
         leaf = q.primary_leaf(t, hv.name)
         if leaf is None:
             continue
-        if live is None:
-            free, cpus, mem = nt.gpus, nt.cpus, nt.memory_mb
-        else:
-            n = live.get(hv.name)
-            free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
-        hosts[hv.name] = HostState(hv.name, leaf, nt.name, nt.gpus, free, cpus, mem)
+        hosts[hv.name] = _state(hv.name, leaf, nt, live)
         leaves[leaf].append(hv.name)
         if nt.name not in nearest:
             nearest[nt.name] = {g: tuple(v) for g, v in q.nearest_nics(t, hv.name).items()}
@@ -245,12 +245,7 @@ def from_declared(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gp
     for h, leaf, nt in lay.order:
         if (gpu_type is not None and nt.gpu_type != gpu_type) or (keep is not None and h not in keep):
             continue
-        if live is None:
-            free, cpus, mem = nt.gpus, nt.cpus, nt.memory_mb
-        else:
-            n = live.get(h)
-            free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
-        hosts[h] = HostState(h, leaf, nt.name, nt.gpus, free, cpus, mem)
+        hosts[h] = _state(h, leaf, nt, live)
         leaves[leaf].append(h)
         if nt.name not in nearest:
             nearest[nt.name] = lay.nearest(nt)
