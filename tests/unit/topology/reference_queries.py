@@ -4,11 +4,9 @@ differential test compares the indexed ones with: plain walks over the fabric vi
 from __future__ import annotations
 
 from collections import deque
-from typing import Mapping
 
 from slurmtools.topology.graph import Topology, _natural
-from slurmtools.topology.queries import (DomainCapacity, HostPath, LevelLoad, _need, domain_gpus, fabric_view,
-                                         leaves_of, switch_levels)
+from slurmtools.topology.queries import HostPath, LevelLoad, _need, fabric_view, leaves_of, switch_levels
 
 
 def uplinks(t: Topology, host: str) -> list[list[str]]:
@@ -108,22 +106,4 @@ def oversubscription(t: Topology) -> list[LevelLoad]:
         ratios = [r[0] / r[1] for r in rows if r[1] > 0]
         out.append(LevelLoad(k, len(rows), down, up, down / up if up > 0 else None,
                              max(ratios) if ratios else None))
-    return out
-
-
-def nvlink_domains(t: Topology, free: Mapping[str, int] | None = None) -> list[DomainCapacity]:
-    """Every NVLink domain with its size and free capacity, given free GPUs per host (None: all free; a host
-    missing from `free` has none free)."""
-    out = []
-    for d in sorted((v for _, v in t.g.nodes(data="v") if v.kind == "nvlink_domain"), key=lambda d: _natural(d.name)):
-        per_host: dict[str, int] = {}
-        for g in domain_gpus(t, d.name):
-            per_host[g.host] = per_host.get(g.host, 0) + 1
-        hosts = tuple(sorted(per_host, key=_natural))
-        if free is None:
-            fr = dict(per_host)
-        else:
-            fr = {h: min(max(free.get(h, 0), 0), n) for h, n in per_host.items()}
-        out.append(DomainCapacity(d.name, hosts, sum(per_host.values()), sum(fr.values()),
-                                  sum(1 for h in hosts if fr[h] == per_host[h])))
     return out

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from slurmtools.cli.topo import load_topology
 from slurmtools.topology import queries as q
-from slurmtools.topology.graph import Topology, ib_link
+from slurmtools.topology.graph import Topology, _natural, ib_link
 from tests.unit.topology import reference_queries as ref
 
 REPO = Path(__file__).resolve().parents[3]
@@ -43,9 +43,13 @@ def assert_same_answers(t: Topology, pairs: list[tuple[str, str]] | None = None)
         assert q.path_between(t, a, b) == ref.path_between(t, a, b), (a, b)
         n += 1
     assert q.oversubscription(t) == ref.oversubscription(t)
-    free = {h: i % 5 for i, h in enumerate(hosts)}
-    assert q.nvlink_domains(t) == ref.nvlink_domains(t)
-    assert q.nvlink_domains(t, free) == ref.nvlink_domains(t, free)
+    # the kind and name-order indexes under of_kind / hosts / switches, against a plain scan of the graph
+    for kind in ("host", "switch", "nic", "gpu", "nvlink_domain"):
+        assert list(t.of_kind(kind)) == [v for _, v in t.g.nodes(data="v") if v.kind == kind]
+    assert t.host_names() == [h.name for h in sorted((v for _, v in t.g.nodes(data="v") if v.kind == "host"),
+                                                     key=lambda h: _natural(h.name))]
+    assert t.switches() == sorted((v for _, v in t.g.nodes(data="v") if v.kind == "switch"),
+                                  key=lambda s: _natural(s.name))
     return n + 3
 
 
