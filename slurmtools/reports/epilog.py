@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from slurmtools.reports.badrows import BadRow, BadRows
+from slurmtools.reports.energy import merge_energy, record_energy, record_windows
 
 #: the times a record may hold (the sacct reader's bounds): 1970 .. 2200
 _T_MIN, _T_MAX = pd.Timestamp(1, unit="s"), pd.Timestamp("2200-01-01")
@@ -159,12 +160,16 @@ def parse_record(d: dict) -> dict:
         raise ValueError(f"field end: {out['end']} is before start {out['start']}")
     out["user"] = str(_get(d, "user") or "")
     out["tier"] = str(_get(d, "tier") or "")
+    out.update(record_energy(d))  # GPU energy (issue 13): energy_mj, idle_energy_mj, energy_(unknown_)gpus
+    out["slack_windows"] = record_windows(d)
     return out
 
 
 COLUMNS = {"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]", "end": "datetime64[s]", "gpus": "int32",
            "gpu_util_pct": "float32", "gpu_mem_mb": "float32", "user": "str", "tier": "str", "nodes": "int32",
-           "last_checkpoint": "datetime64[s]", "preempted_reported": "bool", "time_limit_reported": "bool"}
+           "last_checkpoint": "datetime64[s]", "preempted_reported": "bool", "time_limit_reported": "bool",
+           "energy_mj": "float64", "idle_energy_mj": "float64", "energy_gpus": "int32", "energy_unknown_gpus": "int32",
+           "slack_windows": "object"}
 
 
 #: node epilogs of one run start within seconds of each other; records of one (job, run) further apart than this
@@ -193,6 +198,8 @@ def merge_records(recs: list[dict]) -> pd.DataFrame:
         m["gpus"] += r["gpus"]
         m["nodes"] += 1
         m["gpu_mem_mb"] = float(np.fmax(m["gpu_mem_mb"], r["gpu_mem_mb"]))
+        merge_energy(m, r)
+        m["slack_windows"] = m["slack_windows"] or r["slack_windows"]
         for key, pick in (("start", min), ("end", max), ("last_checkpoint", max)):
             vals = [v for v in (m[key], r[key]) if not pd.isna(v)]
             m[key] = pick(vals) if vals else pd.NaT
@@ -365,5 +372,5 @@ def add_checkpoints(frame: pd.DataFrame, ck: pd.DataFrame) -> pd.DataFrame:
     m["time_limit_reported"] = (m["time_limit_reported"].astype(object).fillna(False).astype(bool)
                                 | m["_tl"].astype(object).fillna(False).astype(bool))
     m = m.drop(columns=["_ck", "_pre", "_tl", "_end"])
-    m = m.fillna({"gpus": 0, "nodes": 0, "user": "", "tier": ""})
+    m = m.fillna({"gpus": 0, "nodes": 0, "user": "", "tier": "", "energy_gpus": 0, "energy_unknown_gpus": 0})
     return m[list(COLUMNS)].astype(COLUMNS)

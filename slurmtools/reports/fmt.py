@@ -30,6 +30,13 @@ def num(v) -> str:
     return str(v)
 
 
+def kwh(v) -> str:
+    """An amount of energy (kWh) or carbon (kg): three decimals below 1,000, else one."""
+    if _missing(v):
+        return "n/a"
+    return f"{float(v):,.3f}" if abs(float(v)) < 1000 else f"{float(v):,.1f}"
+
+
 def count(v) -> str:
     """A number of things (runs, jobs, GPUs): never a fraction."""
     return "n/a" if _missing(v) else f"{int(round(float(v))):,}"
@@ -86,11 +93,18 @@ HEADERS: dict[str, str] = {
     "per_day": "Per day", "backtest_wape_pct": "Backtest error (WAPE %)", "backtest_origins": "Backtest origins",
     "multi_node_runs": "Multi-node runs", "runs_on_more_leaves_than_needed": "Runs on more leaves than needed",
     "their_gpu_hours": "Their GPU-hours", "day": "Day", "leaf": "Leaf switch", "nvlink_domain": "NVLink domain",
+    "energy_kwh": "Energy (kWh)", "idle_energy_kwh": "Of which idle GPUs (kWh)", "energy_cost": "Energy cost ({cur})",
+    "co2e_kg": "CO2e (kg)", "runs_energy_unknown": "Runs with energy unknown", "energy_source": "Energy from",
+    "mode": "Mode", "start_step": "From step", "end_step": "To step", "start_time": "From", "end_time": "To",
+    "why": "Why",
 }
 #: columns holding numbers of things: shown as integers
 COUNT_COLUMNS = frozenset({"runs", "jobs", "gpus", "hosts", "run", "preempted_runs", "requeued_runs",
                            "runs_with_checkpoint_time", "runs_below_threshold", "multi_node_runs",
-                           "runs_on_more_leaves_than_needed", "horizon_days", "backtest_origins"})
+                           "runs_on_more_leaves_than_needed", "horizon_days", "backtest_origins",
+                           "runs_energy_unknown", "start_step", "end_step"})
+#: energy in kWh: three decimals (a job's GPUs often use well under one kWh)
+ENERGY_COLUMNS = frozenset({"energy_kwh", "idle_energy_kwh", "co2e_kg"})
 
 
 def header(field: str, currency: str = "") -> str:
@@ -106,8 +120,10 @@ def cell(field: str, v) -> str:
     """One table cell of the human formats."""
     if isinstance(v, (pd.Timestamp, datetime, np.datetime64)) or v is pd.NaT:
         return when(v)
-    if field == "cost":
+    if field in ("cost", "energy_cost"):
         return money_amount(v)
+    if field in ENERGY_COLUMNS:
+        return kwh(v)
     if field in COUNT_COLUMNS and not isinstance(v, str) and not _missing(v):
         return count(v)
     if isinstance(v, (bool, np.bool_)):

@@ -492,6 +492,16 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         # input rows skipped as bad (a torn line, a year-1 time...), listed with line and reason in FILE_NAME
         "bad_rows": sum(len(b.rows) for b in bad_rows), "bad_rows_file": FILE_NAME,
     }
+    # --- energy (issue 13): kWh, cost and carbon from the epilog's GPU counters or Slurm's energy TRES
+    from slurmtools.reports.energy import add_energy, windows_table
+
+    etables, esummary, enotes = add_energy(runs, jobs, epilog, site, top)
+    tables.update(etables)
+    summary.update(esummary)
+    notes += enotes
+    windows = windows_table(epilog, set(runs["job_id_raw"].tolist()))
+    if windows is not None:
+        tables["slack_windows"] = windows
     return Report(since=since, until=until, site=site.name if site else "", cluster=site.cluster_name if site else "",
                   currency=site.currency if site else "", summary=summary, tables=tables, timeline=timeline,
                   wait_hist=wait_hist, forecasts=forecasts, notes=notes, uncharged_tiers=tuple(free),

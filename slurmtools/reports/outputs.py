@@ -22,6 +22,7 @@ from slurmtools.reports import charts, fmt
 from slurmtools.reports.badrows import FILE_NAME as BAD_ROWS_FILE
 from slurmtools.reports.badrows import BadRows
 from slurmtools.reports.csvsafe import write_csv
+from slurmtools.reports.energy import IDLE_GPU_UTIL_PCT
 from slurmtools.reports.metrics import CAPACITY_NOTE, WASTE_UTIL_PCT, Report
 
 FORMATS = ("html", "csv", "md", "json")
@@ -105,7 +106,7 @@ def render_html(r: Report, top: int = 10) -> str:
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         charts={"timeline": timeline_chart(r), "wait": wait, "users": users, "accounts": accounts, "waste": waste},
         table=lambda df, index_name: html_table(df, index_name, cur), num=fmt.num, count=fmt.count,
-        pct=fmt.pct, money=lambda v: fmt.money(v, cur), mins=fmt.minutes,
+        pct=fmt.pct, money=lambda v: fmt.money(v, cur), mins=fmt.minutes, kwh=fmt.kwh, idle_pct=IDLE_GPU_UTIL_PCT,
         free_tiers=", ".join(r.uncharged_tiers))
 
 
@@ -133,6 +134,15 @@ def render_md(r: Report, top: int = 5) -> str:
              f"- Allocated but idle: {fmt.num(s['idle_gpu_hours_allocated'])} of "
              f"{fmt.num(s['gpu_hours_with_utilization'])} measured GPU-hours",
              f"- Bad input rows skipped: {fmt.count(s['bad_rows'])} (listed in {s['bad_rows_file']})", ""]
+    if s.get("energy_kwh") is not None:
+        lines.insert(-1, f"- GPU energy {fmt.kwh(s['energy_kwh'])} kWh"
+                     + (f" ({fmt.kwh(s['idle_energy_kwh'])} kWh on idle GPUs)" if s.get("idle_energy_kwh") is not None
+                        else "")
+                     + (f"; energy cost {_md(fmt.money(s['energy_cost'], r.currency))}"
+                        if s.get("energy_cost") is not None else "")
+                     + (f"; {fmt.kwh(s['co2e_kg'])} kg CO2e" if s.get("co2e_kg") is not None else "")
+                     + (f"; unknown for {fmt.count(s['runs_energy_unknown'])} runs" if s.get("runs_energy_unknown")
+                        else ""))
     lines += [f"- Note: {_md(n)}" for n in r.notes if n.startswith(CAPACITY_NOTE)]
     if lines[-1] != "":
         lines.append("")

@@ -82,6 +82,12 @@ def _merge_same_run(rec: pd.DataFrame) -> pd.DataFrame:
     for c in ("preempted_reported", "time_limit_reported"):
         if c in rec.columns:
             agg[c] = "any"
+    for c in ("energy_mj", "idle_energy_mj"):  # each row's GPUs' energy: summed, unknown only if all are
+        if c in rec.columns:
+            agg[c] = lambda v: v.sum(min_count=1)
+    for c in ("energy_gpus", "energy_unknown_gpus"):
+        if c in rec.columns:
+            agg[c] = "sum"
     agg = {c: f for c, f in agg.items() if c in g.columns}
     out = g.groupby(["job_id_raw", "run"], as_index=False, sort=False).agg(agg)
     util = np.where(out["_w"] > 0, out["_u"] / out["_w"].where(out["_w"] > 0, 1), np.nan)

@@ -66,6 +66,9 @@ JOB_COLUMNS: dict[str, str] = {
     "submit": "datetime64[s]", "eligible": "datetime64[s]", "start": "datetime64[s]", "end": "datetime64[s]",
     "nodelist": "str", "nnodes": "int32", "gpus": "int32", "gpu_type": "category", "req_gpus": "int32",
     "cluster": "category", "gpu_util_slurm": "float32", "gpu_mem_slurm_mb": "float32",
+    # Slurm's energy TRES of the allocation (joules, summed over its steps: `energy=` in AllocTRES, what sacct's
+    # ConsumedEnergyRaw prints for a job), where the site gathers energy (AcctGatherEnergyType); NaN otherwise
+    "energy_slurm_j": "float64",
 }
 
 
@@ -588,10 +591,10 @@ def _by_value(arr, fn):
     return pc.take(fn(d.dictionary), d.indices)
 
 
-def _int_of(arr, pattern: str) -> np.ndarray:
+def _int_of(arr, pattern: str, missing: str = "0") -> np.ndarray:
     def f(values):
         got = pc.extract_regex(values, pattern)
-        return pc.cast(pc.if_else(pc.is_valid(got), pc.struct_field(got, [0]), "0"), pa.int64())
+        return pc.cast(pc.if_else(pc.is_valid(got), pc.struct_field(got, [0]), missing), pa.int64())
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
@@ -626,6 +629,7 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, np.ndarray,
                         or (("req_tres" in jobs.column_names) and _bad_gpu_counts(req).any())):
         raise _Dirty()
     gpus = _int_of(alloc, r"gres/gpu=(?P<n>\d+)")
+    energy = _int_of(alloc, r"(?:^|,)energy=(?P<j>\d{1,18})(?:,|$)", missing="-1")
     req_gpus = _int_of(req, r"gres/gpu=(?P<n>\d+)")
 
     def first_type(values):
@@ -655,6 +659,7 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, np.ndarray,
         else pa.array(np.zeros(n, dtype=np.int32)),
         "gpus": pa.array(gpus.astype(np.int32)), "gpu_type": gpu_type,
         "req_gpus": pa.array(req_gpus.astype(np.int32)), "cluster": _col(jobs, "cluster", ""),
+        "energy_slurm_j": pa.array(np.where(energy >= 0, energy, np.nan).astype(np.float64)),
         "alloc_multi": pc.if_else(multi, alloc, ""),
     }
     return pa.table({k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in out.items()}), \
@@ -734,9 +739,11 @@ def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray)
     rows = []
     for i in np.flatnonzero(multi):
         t = parse_tres(alloc[i])
+        total = sum(t.gpus_by_type.values()) or 1
         for typ, cnt in t.gpus_by_type.items():
             r = frame.iloc[i].copy()
             r["gpu_type"], r["gpus"] = typ, cnt
+            r["energy_slurm_j"] = r["energy_slurm_j"] * cnt / total  # the job's energy shared by GPU count
             rows.append(r)
     extra = pd.DataFrame(rows)
     out = pd.concat([keep, extra], ignore_index=True)

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
-from slurmtools.site.model import (MIG_PROFILE, Account, AdviseSettings, GpuType, Partition, PolicySettings,
-                                   ReportSettings, Site, Tier)
+from slurmtools.site.model import (MIG_PROFILE, Account, AdviseSettings, EnergySettings, GpuType, Partition,
+                                   PolicySettings, ReportSettings, Site, TelemetrySettings, Tier)
 from slurmtools.site.tomlread import Table, each, load_toml, shown
 from slurmtools.site.validate import NAME, NAME_RULE, check_hosts, check_site
 
@@ -89,11 +89,13 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     rep.check_unknown()
     slack = _slack(root.table("slack", {}), spool)
     advise = _advise(root.table("advise", {}))
+    telemetry, energy = _telemetry(root.table("telemetry", {})), _energy(root.table("energy", {}))
     root.check_unknown()
     site = Site(name=name, cluster_name=cluster, source=p, spool_dir=spool, currency=currency,
                 default_tier=default_tier, gpu_types=gpu_types, partitions=partitions, tiers=tiers,
                 accounts=accounts, fabric_path=fabric_path, policy=policy,
-                reports=ReportSettings(max_bad_share=share), advise=advise, slack=slack)
+                reports=ReportSettings(max_bad_share=share), advise=advise, slack=slack,
+                telemetry=telemetry, energy=energy)
     check_site(site)
     fabric = None
     if fabric_path is not None:
@@ -106,6 +108,23 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
         check_hosts(site, fabric)
     _check_policies(site, fabric)
     return site
+
+
+def _telemetry(t: Table) -> TelemetrySettings:
+    """`[telemetry]` (docs/telemetry.md): the hooks read the same key from the file themselves (hooks.telemetry)."""
+    from slurmtools.hooks.telemetry import DEFAULT_MODE, MODES
+
+    out = TelemetrySettings(gpu_utilization=t.str("gpu_utilization", DEFAULT_MODE, choices=MODES))
+    t.check_unknown()
+    return out
+
+
+def _energy(t: Table) -> EnergySettings:
+    """`[energy]`: price per kWh and carbon factor, each optional, 0 or more."""
+    out = EnergySettings(price_per_kwh=t.float("price_per_kwh", None, minimum=0.0),
+                         carbon_kg_per_kwh=t.float("carbon_kg_per_kwh", None, minimum=0.0))
+    t.check_unknown()
+    return out
 
 
 def _spool_dir(s: Table) -> Path:

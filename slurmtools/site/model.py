@@ -154,6 +154,25 @@ class AdviseSettings:
 
 
 @dataclass(frozen=True)
+class TelemetrySettings:
+    """`[telemetry]`: how the hooks get each job's GPU utilisation (docs/telemetry.md)."""
+
+    #: "accounting": the prolog switches NVML accounting mode on for the job's GPUs, the epilog reads it;
+    #: "off": neither touches it (slurmtools.hooks.telemetry.MODES)
+    gpu_utilization: str = "accounting"
+
+
+@dataclass(frozen=True)
+class EnergySettings:
+    """`[energy]`: what the reports charge for GPU energy (docs/telemetry.md). None: not stated, not shown."""
+
+    #: the site's price of a kWh, in the site's currency
+    price_per_kwh: float | None = None
+    #: kg CO2e per kWh of the site's electricity
+    carbon_kg_per_kwh: float | None = None
+
+
+@dataclass(frozen=True)
 class Site:
     name: str
     cluster_name: str
@@ -171,6 +190,8 @@ class Site:
     advise: AdviseSettings = AdviseSettings()
     #: `[slack]`: the slack signal for training code (slurmtools.slack, docs/slack.md)
     slack: SlackSettings = SlackSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
+    energy: EnergySettings = EnergySettings()
 
     @property
     def default_partition(self) -> Partition:
