@@ -489,6 +489,8 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "p90_wait_min": float(np.nanpercentile(wait_min, 90)) if np.isfinite(wait_min).any() else None,
         # a run that was preempted (and killed by the warning signal, say) failed only because of it
         "failed_runs": int(((runs["state"] == "FAILED").to_numpy() & ~preempted_mask(runs, epilog)).sum()),
+        # preempted, but the program ended on its own in the grace time (Slurm 22.05 may say TIMEOUT): not lost
+        "runs_finished_in_preemption_grace": int(finished_in_grace(runs, epilog).sum()),
         # input rows skipped as bad (a torn line, a year-1 time...), listed with line and reason in FILE_NAME
         "bad_rows": sum(len(b.rows) for b in bad_rows), "bad_rows_file": FILE_NAME,
     }
@@ -524,13 +526,25 @@ def _reported(runs: pd.DataFrame, epilog: pd.DataFrame | None, column: str) -> n
 def preempted_mask(runs: pd.DataFrame, epilog: pd.DataFrame | None) -> np.ndarray:
     """Which runs ended by preemption: sacct says PREEMPTED or REQUEUED, or a later run of the same job shows it
     was requeued (whatever its own state: a program killed by the warning signal ends FAILED), or the decision
-    log says the job reported a preemption. Not a run that ended for a node failure, nor one the decision log
-    says was requeued at its time limit (self-requeued runs end REQUEUED either way)."""
+    log says the job reported a preemption and the run did not finish on its own. Not a run that ended for a node
+    failure, nor one the decision log says was requeued at its time limit (self-requeued runs end REQUEUED either
+    way), nor a job's last run that ended COMPLETED or TIMEOUT although Slurm had preempted it: its program
+    finished during the grace time (Slurm 22.05 marks a job ending after the grace deadline TIMEOUT, measured in
+    the churn test, issue 16), so nothing of it was lost."""
     state = runs["state"].astype(str)
     pre = state.isin(["PREEMPTED", "REQUEUED"]).to_numpy() | (runs["requeued"].to_numpy()
                                                                & ~state.isin(NODE_FAILURE).to_numpy())
     pre &= ~_reported(runs, epilog, "time_limit_reported")
-    return pre | _reported(runs, epilog, "preempted_reported")
+    finished = state.isin(["COMPLETED", "TIMEOUT"]).to_numpy() & ~runs["requeued"].to_numpy()
+    return pre | (_reported(runs, epilog, "preempted_reported") & ~finished)
+
+
+def finished_in_grace(runs: pd.DataFrame, epilog: pd.DataFrame | None) -> np.ndarray:
+    """A job's last run that Slurm preempted (the decision log says so) but whose program ended on its own during
+    the grace time: COMPLETED, or TIMEOUT where the grace deadline had passed (Slurm 22.05)."""
+    state = runs["state"].astype(str)
+    return (_reported(runs, epilog, "preempted_reported") & state.isin(["COMPLETED", "TIMEOUT"]).to_numpy()
+            & ~runs["requeued"].to_numpy())
 
 
 def _leaf_share(nodelist: str, leaf_of: dict[str, str]) -> dict[str, float]:

@@ -167,3 +167,19 @@ def test_records_numbered_alike_for_two_runs_are_placed_on_sacct_runs_by_time(tm
     assert "102" in set(waste["job_id"])  # run 0 at 20 % is a waster; run 1 at 90 % is not
     row = waste[waste["job_id"] == "102"].iloc[0]
     assert row["gpu_util_pct"] == pytest.approx(20) and row["gpu_hours"] == pytest.approx(12)
+
+
+def test_preempted_run_that_finished_in_the_grace_time_is_not_lost(tmp_path):
+    """Issue 16, measured on Slurm 22.05: a preempted job whose program ends on its own after the grace deadline
+    but before Slurm's next grace check is marked TIMEOUT and not requeued; its work is done. The decision log says
+    Slurm preempted it (PreemptTime was set): the report counts it as finished in the grace time, neither
+    preempted nor lost, as sacct (TIMEOUT) says."""
+    text = hm.TEXT.replace("COMPLETED|a|b <script>", "TIMEOUT|a|b <script>")
+    assert text != hm.TEXT
+    jobs = _spool(tmp_path, events=[("preempted", 110, {"run": 0, "preempt_time": "2026-11-02T12:59:00"})])
+    ep, notes = ingest.load_epilog(jobs)
+    r = metrics.compute(read_sacct(text, text=True).jobs, load_site(None), SINCE, UNTIL, epilog=ep)
+    p = r.tables["preemption_by_tier"]
+    assert p.loc["standard", "preempted_runs"] == 1  # job 102's run 0 only
+    assert p.loc["standard", "gpu_hours_lost"] == pytest.approx(12)
+    assert r.summary["runs_finished_in_preemption_grace"] == 1 and r.summary["failed_runs"] == 1  # 103
