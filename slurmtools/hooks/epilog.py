@@ -351,12 +351,12 @@ def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, 
     """The record's GPU fields: per-GPU utilisation from NVML accounting (`hooks.telemetry`, as the site's
     `[telemetry] gpu_utilization` says) and energy over the run (`hooks.energy`), each None with its reason
     where unknown. One NVML session; pynvml is imported only where an NVIDIA driver is."""
-    from slurmtools.hooks import energy, labfake
-
     out: dict = {"gpu_accounting": None, "gpu_energy": None, "energy_j": None, "energy_source": None}
     if not job.gpus_given:
         out["gpu_accounting_why"] = out["energy_why"] = "the job has no GPUs"
         return out
+    from slurmtools.hooks import energy, labfake
+
     fp = labfake.fake_path()
     if fp is not None:
         out["gpu_accounting_why"] = "the lab's fake GPUs run no processes (no NVML accounting)"
