@@ -15,7 +15,7 @@ fake GPUs draw a fixed power. Standard library only: the hooks import it at ever
 
 from __future__ import annotations
 
-from slurmtools.hooks.nvml import is_not_supported
+from slurmtools.hooks.nvml import is_not_supported, job_handles
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,14 +29,7 @@ def read_nvml(nv: ModuleType, wanted: tuple[int, ...] | None) -> dict[int, int |
     """GPU (Slurm's index: the device minor) -> counter in mJ, or why it could not be read; only `wanted` GPUs
     (None: all)."""
     out: dict[int, int | str] = {}
-    for i in range(nv.nvmlDeviceGetCount()):
-        try:
-            h = nv.nvmlDeviceGetHandleByIndex(i)
-            minor = nv.nvmlDeviceGetMinorNumber(h)
-        except nv.NVMLError:
-            continue
-        if wanted is not None and minor not in wanted:
-            continue
+    for minor, h in job_handles(nv, wanted):
         try:
             out[minor] = int(nv.nvmlDeviceGetTotalEnergyConsumption(h))
         except nv.NVMLError as e:

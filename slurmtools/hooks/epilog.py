@@ -3,8 +3,8 @@
 The record is written atomically (O_EXCL temporary + rename through a directory descriptor) into
 `<spool>/jobs/<job>.<restart>.<node>.json`; the spool folder must be root's and not group/world-writable, else
 nothing is written there (logged). The epilog exits 0 whatever happens: a failing epilog drains the node. Every
-step around the record (start mark, Slurm's fields, GPU telemetry, stop report, slack windows, scratch) fails alone: the record
-is written with that part unknown.
+step around the record (start mark, Slurm's fields, GPU telemetry, stop report, slack windows, scratch) fails
+alone: the record is written with that part unknown.
 Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier) and the
 preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0).
 Which run this is, and its start, come from Slurm (`hooks.run_identity`): slurmd skips the prolog on some quick

@@ -57,6 +57,19 @@ def close_nvml(nv: ModuleType) -> None:
         pass
 
 
+def job_handles(nv: ModuleType, wanted: tuple[int, ...] | None):
+    """(Slurm's GPU index = the device minor, handle) of the wanted GPUs (None: all); GPUs NVML cannot name are
+    left out (the health check reports those)."""
+    for i in range(nv.nvmlDeviceGetCount()):
+        try:
+            h = nv.nvmlDeviceGetHandleByIndex(i)
+            minor = nv.nvmlDeviceGetMinorNumber(h)
+        except nv.NVMLError:
+            continue
+        if wanted is None or minor in wanted:
+            yield minor, h
+
+
 def is_lost(nv: ModuleType, e: BaseException) -> bool:
     """Whether an NVML error says the GPU fell off the bus (NVML_ERROR_GPU_IS_LOST)."""
     code = getattr(nv, "NVML_ERROR_GPU_IS_LOST", None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.nvml import is_not_supported
+from slurmtools.hooks.nvml import is_not_supported, job_handles
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,23 +53,11 @@ def site_mode() -> tuple[str | None, str]:
     return value, path
 
 
-def _handles(nv: ModuleType, wanted: tuple[int, ...] | None):
-    """(Slurm's GPU index = device minor, handle) of the wanted GPUs (None: all)."""
-    for i in range(nv.nvmlDeviceGetCount()):
-        try:
-            h = nv.nvmlDeviceGetHandleByIndex(i)
-            minor = nv.nvmlDeviceGetMinorNumber(h)
-        except nv.NVMLError:
-            continue
-        if wanted is None or minor in wanted:
-            yield minor, h
-
-
 def enable_accounting(nv: ModuleType, wanted: tuple[int, ...] | None) -> list[str]:
     """Switch accounting mode on for the wanted GPUs (the prolog, root); one log line per GPU where it is not on
     afterwards or may not stay on (persistence mode off)."""
     notes: list[str] = []
-    for g, h in _handles(nv, wanted):
+    for g, h in job_handles(nv, wanted):
         try:
             if nv.nvmlDeviceGetAccountingMode(h) != nv.NVML_FEATURE_ENABLED:
                 nv.nvmlDeviceSetAccountingMode(h, nv.NVML_FEATURE_ENABLED)
@@ -91,7 +79,7 @@ def read_accounting(nv: ModuleType, wanted: tuple[int, ...] | None, start: float
     utilisation and memory (0 when none of the job's processes used the GPU); `why` says when accounting mode was
     off or unreadable (values None)."""
     out = []
-    for g, h in _handles(nv, wanted):
+    for g, h in job_handles(nv, wanted):
         row = {"gpu": g, "processes": None, "gpu_util_pct": None, "mem_util_pct": None, "max_memory_bytes": None,
                "why": None}
         out.append(row)

@@ -16,21 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurmtools.hooks import energy, epilog, nvml, prolog, telemetry
-from slurmtools.hooks.common import HookLog
 from tests.nvml_fake import fake_nvml
-from tests.unit.test_hooks_nvml import h100
+from tests.unit.test_hooks_nvml import Lines, h100
 
 pytestmark = pytest.mark.usefixtures("require_root")  # the hooks' ownership checks want root, as slurmd runs them
 T0 = 1_790_000_000.0
-
-
-class Lines(HookLog):
-    def __init__(self) -> None:
-        super().__init__("test")
-        self.lines: list[str] = []
-
-    def __call__(self, msg: str) -> None:
-        self.lines.append(msg)
 
 
 def write_site(tmp_path: Path, telemetry_table: str | None) -> Path:

@@ -165,7 +165,8 @@ def test_every_format_carries_the_energy_and_the_windows(tmp_path):
            f"{total * PRICE:,.2f} USD; {total * CARBON:,.3f} kg CO2e; unknown for 5 runs" in md
     html = (out / "report.html").read_text()
     assert re.search(r'id="kpi-energy"><b>24\.900 kWh</b><span>GPU energy, 4\.98 USD, 9\.960 kg CO2e', html)
-    assert "<h2>Energy</h2>" in html and "<th>Energy cost (USD)</th>" in html and "<th>Of which idle GPUs (kWh)</th>" in html
+    assert "<h2>Energy</h2>" in html and "<th>Energy cost (USD)</th>" in html
+    assert "<th>Of which idle GPUs (kWh)</th>" in html
     # the slack windows of job 101, once
     w = r.tables["slack_windows"]
     assert list(w["mode"]) == ["heavy", "light"] and list(w["start_step"]) == [0, 40]
