@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from slurmtools.durations import human, slurm_time
-from slurmtools.hostlist import compress, expand
+from slurmtools.hostlist import compress, compress_run, expand
 from slurmtools.planner.packing import (HostNeed, _natural, eligible_by_leaf, first_fit, leaves_of, min_leaves, pack,
                                         pack_empty)
 from slurmtools.planner.quality import Estimate, estimate
@@ -583,12 +583,28 @@ def _safe(option: str, value: str) -> str:
 
 def _rank_groups(view: ClusterView) -> tuple[str, ...]:
     """The job's possible hosts as groups that share the fastest links (a multi-node NVLink domain, else a leaf
-    switch), groups and hosts in natural name order: ranks filled group by group keep neighbours together."""
-    groups: dict[str, list[str]] = {}
+    switch), groups and hosts in natural name order: ranks filled group by group keep neighbours together.
+    A layout table (every host of the partition, never its free GPUs): derived once per view."""
+    got = view.memo.get("rank_groups")
+    if got is None:
+        got = view.memo["rank_groups"] = _derive_rank_groups(view)
+    return got
+
+
+def _derive_rank_groups(view: ClusterView) -> tuple[str, ...]:
+    groups: dict[str, Sequence[str]] = {}
+    hosts, domain_of = view.hosts, view.domain_of
     for leaf, members in view.leaves.items():
+        if not domain_of and all(map(hosts.__contains__, members)):  # the usual leaf: its hosts as they are, no copy
+            if members:
+                groups[f"leaf:{leaf}"] = members
+            continue
         for h in members:
-            if h in view.hosts:
-                groups.setdefault(view.domain_of.get(h) or f"leaf:{leaf}", []).append(h)
+            if h in hosts:
+                groups.setdefault(domain_of.get(h) or f"leaf:{leaf}", []).append(h)
+    run = compress_run(list(groups.values()))
+    if run is not None:  # one ascending run of names, group after group: already in natural order
+        return tuple(run)
     ordered = sorted((sorted(hs, key=_natural) for hs in groups.values()), key=lambda hs: _natural(hs[0]))
     return tuple(compress(hs) for hs in ordered)
 
