@@ -3,8 +3,9 @@
 Shapes follow what GPU clusters show: many 1-GPU jobs and few large ones, log-normal run times and waits that
 grow with job size and shrink with tier priority, a weekly rhythm in submissions, a few percent of failures,
 cancellations, timeouts and preemptions (a preempted run is followed by its rerun under the same JobIDRaw, as
-`sacct -D` lists them), `.batch` and `.extern` steps, and a sprinkling of hostile job names.
-Deterministic for a given seed.
+`sacct -D` lists them), `.batch` and `.extern` steps, optionally job arrays (tasks `123_4` with their own
+JobIDRaw, as sacct prints them), and a sprinkling of hostile job names. Deterministic for a given seed. `write_year` writes a dump too big
+to hold in memory (a year of a 20,000-GPU site) in slices.
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ _NAMES = np.array(["train", "eval", "bert-ft", "resnet50", "llm-pretrain", "swee
 def generate(n_jobs: int, start: datetime, days: float, *, seed: int = 0, nodes: int = 128, gpus_per_node: int = 8,
              gpu_type: str = "h100", users: int = 200, accounts: int = 20, first_id: int = 1000,
              steps: bool = True, cluster: str = "lab", node_fmt: str = "gpu{:03d}", load: float = 0.7,
-             account_names: list[str] | None = None) -> str:
+             account_names: list[str] | None = None, arrays: float = 0.0, now: datetime | None = None,
+             header: bool = True) -> str:
     """The text of a dump with `n_jobs` jobs submitted over `days` days from `start`.
 
-    Run times are scaled so the jobs fill about `load` of the nodes' GPU-hours (real clusters run 50-90% full)."""
+    Run times are scaled so the jobs fill about `load` of the nodes' GPU-hours (real clusters run 50-90% full).
+    `arrays`: the share of jobs that are tasks of job arrays (in arrays of 8); `now`: when the dump is taken (runs
+    still going then read RUNNING with End Unknown; default: the end of the span)."""
     rng = np.random.default_rng(seed)
     n = n_jobs
     t0 = np.datetime64(start, "s").astype(np.int64)
@@ -54,7 +58,7 @@ def generate(n_jobs: int, start: datetime, days: float, *, seed: int = 0, nodes:
     state = np.select([r < 0.70, r < 0.80, r < 0.87, r < 0.92, r < 0.96], ["COMPLETED", "FAILED", "CANCELLED",
                       "TIMEOUT", "PREEMPTED"], "COMPLETED").astype(object)
     state[(tier_i == 0) & (state == "PREEMPTED")] = "COMPLETED"
-    now = t0 + span
+    now = np.datetime64(now, "s").astype(np.int64) if now is not None else t0 + span
     running = en > now
     state[running] = "RUNNING"
     exit_code = np.where(state == "FAILED", "1:0", np.where(state == "CANCELLED", "0:15", "0:0"))
@@ -90,8 +94,15 @@ def generate(n_jobs: int, start: datetime, days: float, *, seed: int = 0, nodes:
     sub_s, st_s, en_s = fmt(submit), fmt(st), fmt(en)
     en_s = np.where(running, "Unknown", en_s)
     ids_s = ids.astype(str)
+    job_s = ids_s
+    if arrays > 0:
+        # array tasks: JobID names the array's first task and the task index, JobIDRaw stays the task's own id
+        member = rng.random(n // 8 + 1)[np.arange(n) // 8] < arrays
+        parent = ids - (np.arange(n) % 8)
+        job_s = np.where(member, np.char.add(np.char.add(parent.astype(str), "_"), (ids - parent).astype(str)),
+                         ids_s)
     base = pd.DataFrame({
-        "JobID": ids_s, "JobIDRaw": ids_s, "JobName": name, "User": user, "Account": account, "Partition": "gpu",
+        "JobID": job_s, "JobIDRaw": ids_s, "JobName": name, "User": user, "Account": account, "Partition": "gpu",
         "QOS": qos, "State": state, "ExitCode": exit_code, "Submit": sub_s, "Eligible": sub_s, "Start": st_s,
         "End": en_s, "NodeList": nodelist, "NNodes": nn, "AllocTRES": tres, "ReqTRES": req, "TRESUsageInAve": "",
         "Cluster": cluster})
@@ -108,22 +119,46 @@ def generate(n_jobs: int, start: datetime, days: float, *, seed: int = 0, nodes:
         frames.append(rerun)
     if steps:
         batch = base.copy()
-        batch["JobID"] = batch["JobIDRaw"] = np.char.add(ids_s, ".batch")
+        batch["JobID"], batch["JobIDRaw"] = np.char.add(job_s, ".batch"), np.char.add(ids_s, ".batch")
         batch["JobName"] = "batch"
         batch["User"] = batch["QOS"] = batch["Partition"] = ""
         batch["TRESUsageInAve"] = [f"cpu=00:01:00,gres/gpumem={int(x * 800)}M,gres/gpuutil={x:.0f},mem=2G"
                                    for x in util.tolist()]
         ext = base.copy()
-        ext["JobID"] = ext["JobIDRaw"] = np.char.add(ids_s, ".extern")
+        ext["JobID"], ext["JobIDRaw"] = np.char.add(job_s, ".extern"), np.char.add(ids_s, ".extern")
         ext["JobName"] = "extern"
         ext["User"] = ext["QOS"] = ext["Partition"] = ""
         frames += [batch, ext]
     out = pd.concat(frames, ignore_index=True)
-    buf = out.to_csv(sep="|", index=False, header=True, lineterminator="\n", quoting=3, escapechar=None)
+    buf = out.to_csv(sep="|", index=False, header=header, lineterminator="\n", quoting=3, escapechar=None)
     return buf
 
 
 def write(path: str | Path, n_jobs: int, start: datetime, days: float, **kw) -> Path:
     p = Path(path)
     p.write_text(generate(n_jobs, start, days, **kw))
+    return p
+
+
+def write_year(path: str | Path, n_jobs: int, start: datetime, days: float, *, slice_jobs: int = 250_000,
+               progress=None, **kw) -> Path:
+    """A dump too big for memory, written in slices of `slice_jobs` jobs, each over its share of the days, with
+    ids running on and one `now` (the end of the whole span) for all. `progress(done_jobs, n_jobs)` per slice."""
+    from datetime import timedelta
+
+    p = Path(path)
+    tmp = p.with_name(p.name + ".part")
+    seed = kw.pop("seed", 0)
+    first_id = kw.pop("first_id", 1000)
+    now = start + timedelta(days=days)
+    slices = max(1, -(-n_jobs // slice_jobs))
+    with tmp.open("w") as fh:
+        for i in range(slices):
+            k = n_jobs * (i + 1) // slices - n_jobs * i // slices
+            s0 = start + timedelta(days=days * i / slices)
+            fh.write(generate(k, s0, days / slices, seed=seed + i, first_id=first_id + n_jobs * i // slices,
+                              now=now, header=i == 0, **kw))
+            if progress is not None:
+                progress(n_jobs * (i + 1) // slices, n_jobs)
+    tmp.replace(p)
     return p
