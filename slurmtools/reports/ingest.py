@@ -30,14 +30,16 @@ class Progress:
             sys.stderr.write(f"[{time.perf_counter() - self.t0:6.1f}s] {msg}\n")
             sys.stderr.flush()
 
-    def bar(self, done: int, total: int) -> None:
-        """A one-line bar redrawn in place while a dump is read; ends with a newline when complete."""
+    def bar(self, done: int, total: int, unit: str = "MB") -> None:
+        """A one-line bar redrawn in place (a dump read, by MB; days stored, by day); ends with a newline when
+        complete."""
         if not self.enabled or total <= 0:
             return
         frac = min(done / total, 1.0)
         n = int(frac * 30)
-        sys.stderr.write(f"\r  [{'#' * n}{'.' * (30 - n)}] {frac * 100:5.1f}%  {done / 1e6:,.0f} of "
-                         f"{total / 1e6:,.0f} MB")
+        scale = 1e6 if unit == "MB" else 1
+        sys.stderr.write(f"\r  [{'#' * n}{'.' * (30 - n)}] {frac * 100:5.1f}%  {done / scale:,.0f} of "
+                         f"{total / scale:,.0f} {unit}")
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
@@ -49,14 +51,15 @@ def _day(ts) -> date:
 
 def load_jobs(since: datetime, until: datetime, *, history_since: datetime | None = None,
               sacct_file: str | Path | None = None, backend=None, cache_dir: str | Path | None = None,
-              now: datetime | None = None, progress: Progress | None = None, bad_rows: list | None = None
-              ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
+              now: datetime | None = None, progress: Progress | None = None, bad_rows: list | None = None,
+              lazy: bool = False) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
     """(runs, history, notes, timings): every run active in [since, until) and whatever else the sources held;
     `history` is the cached daily usage of runs that ended in [history_since, since) and are not among the runs.
     The rows of the fetched dump that were skipped as bad are appended to `bad_rows` (`badrows.BadRows`).
 
     With a cache, only the days not cached yet are fetched (a --sacct-file is trusted to cover the window asked
-    for), and the finished days of what was fetched are stored."""
+    for), and the finished days of what was fetched are stored. With `lazy`, the runs come back as a
+    `columnar.RunSource` (the cached day files, not read, and the fresh runs) for the DuckDB engine."""
     progress = progress or Progress(False)
     notes: list[str] = []
     timings: dict[str, float] = {}
@@ -65,6 +68,7 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
     c = cache_mod.DayCache(cache_dir) if cache_dir else None
     since_day, hist_day = _day(since), _day(hist_from)
     cached = pd.DataFrame()
+    cached_files: list[Path] = []
     history = None
     fetch_from = hist_from
     if c is not None:
@@ -75,15 +79,18 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
         if have and max(have) >= since_day:
             # runs that ended on or after the window's first day: every one of them may overlap the window
             t = time.perf_counter()
-            cached = c.load(since_day, max(have))
+            if lazy:
+                cached_files = [c.path(x) for x in sorted(have) if since_day <= x]
+            else:
+                cached = c.load(since_day, max(have))
             timings["cache_read_s"] = time.perf_counter() - t
         if d > hist_day:
             fetch_from = pd.Timestamp(d)
             t = time.perf_counter()
             history = c.load_usage(hist_day, min(since_day, d) - timedelta(days=1))
             timings["cache_read_s"] = timings.get("cache_read_s", 0.0) + time.perf_counter() - t
-            progress(f"cache: {len(cached):,} runs and {len(history):,} usage rows from "
-                     f"{len(_range(hist_day, d))} day(s)")
+            runs_from = f"{len(cached):,} runs" if not lazy else f"{len(cached_files):,} day file(s) of runs"
+            progress(f"cache: {runs_from} and {len(history):,} usage rows from {len(_range(hist_day, d))} day(s)")
     if fetch_from >= pd.Timestamp(until):
         # every day is cached, but runs still going at `until` are never cached: ask for the last second
         fetch_from = pd.Timestamp(until) - pd.Timedelta(seconds=1)
@@ -107,7 +114,7 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
     progress(f"parsed {len(acc.jobs):,} job runs and {acc.steps:,} steps")
     fresh = acc.jobs
     if c is not None and len(fresh):
-        if len(cached) or history is not None:
+        if len(cached) or cached_files or history is not None:
             # runs that ended before the fetched window are in the cache already (as runs or as usage)
             ended_before = fresh["end"].notna() & (fresh["end"] < fetch_from)
             fresh = fresh[~ended_before.to_numpy()].reset_index(drop=True)
@@ -120,10 +127,21 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
         last_final = min(_day(until) - timedelta(days=1), _day(now) - timedelta(days=1))
         if src_first <= last_final:
             t = time.perf_counter()
-            written = c.store(fresh, src_first, last_final)
+            written = c.store(fresh, src_first, last_final, on_day=progress.bar)
             timings["cache_write_s"] = time.perf_counter() - t
             progress(f"cache: stored {len(written)} finished day(s)")
+            if lazy and written:
+                # the runs just stored are read back from their day files, like the days cached before
+                end_day = fresh["end"].dt.floor("D")
+                stored = (fresh["end"].notna() & (end_day >= pd.Timestamp(written[0]))
+                          & (end_day <= pd.Timestamp(written[-1]))).to_numpy()
+                fresh = fresh[~stored].reset_index(drop=True)
+                cached_files = sorted(set(cached_files) | {c.path(d) for d in written})
     t = time.perf_counter()
+    if lazy:
+        from slurmtools.reports.columnar import RunSource
+
+        return RunSource(files=cached_files, fresh=fresh), history, notes, timings
     jobs = cache_mod.merge(cached, fresh) if len(cached) else fresh
     timings["merge_s"] = time.perf_counter() - t
     return jobs, history, notes, timings
