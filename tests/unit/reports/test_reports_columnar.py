@@ -206,3 +206,20 @@ def test_finished_run_without_end_and_untyped_gpus(site):
     r = both(read_sacct(text, text=True).jobs, site, SINCE, UNTIL)
     assert any("1 finished run(s) have no End time" in n for n in r.notes)
     assert r.tables["by_gpu_type"].index.tolist() == ["h100"] and "(none)" in r.tables["by_tier"].index
+
+
+def test_long_runs_show_a_bar_on_a_terminal_and_nothing_under_cron(tmp_path, capfd):
+    """The days stored draw a bar when progress is on (a terminal); under cron (no terminal) nothing is written,
+    by slurmtools or by DuckDB (whose own bar would go to stdout)."""
+    p = tmp_path / "d.txt"
+    synth.write(p, 800, datetime(2026, 10, 1), 3, seed=4, nodes=16, node_fmt="gpu{:02d}")
+    since, until, now = datetime(2026, 10, 1), datetime(2026, 10, 4), datetime(2026, 10, 5)
+    ingest.load_jobs(since, until, sacct_file=p, cache_dir=tmp_path / "a", now=now, lazy=True,
+                     progress=ingest.Progress(True))
+    err = capfd.readouterr().err
+    assert "3 of 3 days" in err and "100.0%" in err and "cache: stored 3 finished day(s)" in err
+    src, hist, notes, _ = ingest.load_jobs(since, until, sacct_file=p, cache_dir=tmp_path / "b", now=now,
+                                           lazy=True, progress=ingest.Progress(False))
+    columnar.compute(src, load_site(None), since, until, history=hist, notes=notes)
+    out = capfd.readouterr()
+    assert out.out == "" and out.err == ""
