@@ -43,12 +43,17 @@ elif what == "report":
     cache = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] != "-" else None
     load_since = datetime.fromisoformat(sys.argv[7]) if len(sys.argv) > 7 else since
     site = load_site(None)
+    # as `slurmtools report` does: with the day cache, the engine for the number of runs (columnar.engine_for)
     jobs, history, notes, t = ingest.load_jobs(since, until, history_since=load_since, sacct_file=path,
-                                               cache_dir=cache, now=datetime(2030, 1, 1))
+                                               cache_dir=cache, now=datetime(2030, 1, 1), lazy=cache is not None)
     cap, events, cn = ingest.load_capacity(site, since, until)
     from slurmtools.topology.sitefile import load_fabric
-    r = metrics.compute(jobs, site, since, until, capacity=cap, notes=notes, history=history,
-                        fabric=load_fabric(site.fabric_path))
+    compute = metrics.compute
+    if cache is not None:
+        from slurmtools.reports.columnar import engine_for
+        compute, _, jobs = engine_for(jobs)
+    r = compute(jobs, site, since, until, capacity=cap, notes=notes, history=history,
+                fabric=load_fabric(site.fabric_path))
     outputs.write(r, Path(out), outputs.FORMATS)
     n = len(jobs)
 # VmHWM: this process's own peak (ru_maxrss would carry the parent's peak across exec)

@@ -136,18 +136,17 @@ def report(
     month_start = pd.Timestamp(u - timedelta(seconds=1)).replace(day=1, hour=0, minute=0, second=0).to_pydatetime()
     load_since = min(s - timedelta(days=history_days), month_start)
     bad: list = []
-    # with the day cache (cron, long histories) the runs stay in their Parquet files for the DuckDB engine
-    # (`reports/columnar.py`, proven equal to `metrics.compute`); a dump alone goes through pandas
-    columnar = cache_dir is not None
+    # with the day cache (cron, long histories) the runs stay in their Parquet files and, from
+    # columnar.LARGE_RUNS runs on, the DuckDB engine computes the report (proven equal to `metrics.compute`)
     jobs, history, notes, _ = ingest.load_jobs(s, u, history_since=load_since, sacct_file=sacct_file,
                                                backend=backend, cache_dir=cache_dir, progress=progress, bad_rows=bad,
-                                               lazy=columnar)
-    if columnar:
-        from slurmtools.reports import columnar as engine
+                                               lazy=cache_dir is not None)
+    compute, first_job = metrics.compute, ingest.first_job
+    if cache_dir is not None:
+        from slurmtools.reports.columnar import engine_for
 
-        first = engine.first_job(jobs, history)
-    else:
-        engine, first = metrics, ingest.first_job(jobs, history)
+        compute, first_job, jobs = engine_for(jobs)
+    first = first_job(jobs, history)
     cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
                                                events_source=events_file or "sacctmgr show event",
                                                first_job=first, bad_rows=bad)
@@ -170,8 +169,8 @@ def report(
         from slurmtools.topology.sitefile import load_fabric
 
         fabric = load_fabric(site.fabric_path)
-    rep = engine.compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
-                         notes=notes + cnotes + enotes, history=history, fabric=fabric, bad_rows=bad)
+    rep = compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
+                  notes=notes + cnotes + enotes, history=history, fabric=fabric, bad_rows=bad)
     progress("writing " + ", ".join(formats))
     try:
         written = outputs.write(rep, Path(out), formats, top=top)

@@ -178,6 +178,17 @@ def test_load_jobs_lazy_gives_the_cached_days_as_files(tmp_path):
     again, *_ = ingest.load_jobs(since, until, sacct_file=p, cache_dir=cache, now=now)
     assert_reports_equal(old, metrics.compute(again, site, since, until, history=hist))
     assert_reports_equal(old, columnar.compute(lazy, site, since, until, history=hist))
+    # read into pandas (what the report does below columnar.LARGE_RUNS runs), the same runs as without lazy
+    assert_reports_equal(old, metrics.compute(lazy.frame(), site, since, until, history=hist))
+
+
+def test_engine_for_picks_by_the_number_of_runs(tmp_path, monkeypatch):
+    src = columnar.RunSource(fresh=_synth(300, 2, seed=2).jobs)
+    compute, first, runs = columnar.engine_for(src)
+    assert compute is metrics.compute and first is ingest.first_job and isinstance(runs, pd.DataFrame)
+    monkeypatch.setattr(columnar, "LARGE_RUNS", len(src))
+    compute, first, runs = columnar.engine_for(src)
+    assert compute is columnar.compute and first is columnar.first_job and runs is src
 
 
 def test_cache_usage_per_end_day_equals_daily_usage_of_each_day():
