@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from slurmtools.reports.sacct import JOB_COLUMNS, empty_jobs
 
@@ -85,19 +87,23 @@ class DayCache:
         order = np.argsort(day, kind="stable")
         sorted_days = day[order]
         usage = usage_by_end_day(jobs)
-        empty_usage = pd.DataFrame({k: pd.Series(dtype=v) for k, v in USAGE_COLUMNS.items()})
+        empty_usage = pa.Table.from_pandas(pd.DataFrame({k: pd.Series(dtype=v) for k, v in USAGE_COLUMNS.items()}),
+                                           preserve_index=False)
+        # converted to arrow once and sliced per day: what `DataFrame.to_parquet` writes, without converting
+        # every day's part on its own
+        table = pa.Table.from_pandas(jobs.reset_index(drop=True), preserve_index=False)
         written = []
         d = first
         while d <= last:
             k = np.datetime64(d, "D").astype(np.int64)
             a, b = np.searchsorted(sorted_days, [k, k + 1])
-            part = jobs.iloc[order[a:b]]
             p = self.path(d)
             tmp = p.with_suffix(f".tmp{os.getpid()}")
-            part.reset_index(drop=True).to_parquet(tmp, index=False)
+            pq.write_table(table.take(order[a:b]), tmp)
             up = self.usage_path(d)
             utmp = up.with_suffix(f".tmp{os.getpid()}")
-            usage.get(d, empty_usage).to_parquet(utmp, index=False)
+            u = usage.get(d)
+            pq.write_table(empty_usage if u is None else pa.Table.from_pandas(u, preserve_index=False), utmp)
             os.replace(utmp, up)
             os.replace(tmp, p)  # the runs file last: a day counts as cached once both exist
             written.append(d)

@@ -234,3 +234,16 @@ def test_long_runs_show_a_bar_on_a_terminal_and_nothing_under_cron(tmp_path, cap
     columnar.compute(src, load_site(None), since, until, history=hist, notes=notes)
     out = capfd.readouterr()
     assert out.out == "" and out.err == ""
+
+
+def test_day_files_read_back_as_pandas_wrote_them(tmp_path):
+    """`DayCache.store` writes each day from one arrow table; a day's file reads back exactly as the day's rows
+    written by `DataFrame.to_parquet` do (values, dtypes, categories)."""
+    jobs = _synth(2000, 4, seed=3).jobs
+    c = cache_mod.DayCache(tmp_path / "c")
+    c.store(jobs, date(2026, 10, 1), date(2026, 10, 3))
+    assert c.days() == [date(2026, 10, 1), date(2026, 10, 2), date(2026, 10, 3)]
+    for day in c.days():
+        want = jobs[jobs["end"].notna() & (jobs["end"].dt.floor("D") == pd.Timestamp(day))].reset_index(drop=True)
+        want.to_parquet(tmp_path / "want.parquet", index=False)
+        pd.testing.assert_frame_equal(pd.read_parquet(c.path(day)), pd.read_parquet(tmp_path / "want.parquet"))
