@@ -12,6 +12,7 @@ Pure but for reading the given Parquet files; `tests/unit/reports/test_reports_c
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -76,7 +77,8 @@ def _connect():
     # for it, and a run's position is a column of its own
     con.execute("SET preserve_insertion_order=false")
     con.execute(f"SET memory_limit='{MEMORY_LIMIT}'")
-    con.execute(f"SET temp_directory='{tempfile.gettempdir()}/slurmtools-duckdb'")
+    # where it spills past the cap: a folder per user (cron runs as root, people as themselves)
+    con.execute(f"SET temp_directory='{tempfile.gettempdir()}/slurmtools-duckdb-{os.getuid()}'")
     return con
 
 
