@@ -171,6 +171,7 @@ def report(
         fabric = load_fabric(site.fabric_path)
     rep = compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
                   notes=notes + cnotes + enotes, history=history, fabric=fabric, bad_rows=bad)
+    _add_right_sizing(rep, site, s, u, sacct_file, backend, ep_path, progress)
     progress("writing " + ", ".join(formats))
     try:
         written = outputs.write(rep, Path(out), formats, top=top)
@@ -182,6 +183,33 @@ def report(
     if "csv" in formats:
         tables = sum(1 for p in written if p.suffix == ".csv" and p.name != badrows.FILE_NAME)
         typer.echo(f"{out}/*.csv ({tables} tables)")
+
+
+#: the longest window the right-sizing section reads again (advise's own sacct fields); longer reports say so
+RIGHT_SIZING_MAX_DAYS = 35
+
+
+def _add_right_sizing(rep, site, since, until, sacct_file, backend, epilog_dir, progress) -> None:
+    """The admins' right-sizing table (`slurmtools advise`'s advice for every user, one row per job shape with a
+    recommendation) as the report's `right_sizing` table; a note says why when it is left out."""
+    from slurmtools.errors import SlurmtoolsError
+
+    if (until - since).total_seconds() > RIGHT_SIZING_MAX_DAYS * 86400:
+        rep.notes.append(f"right-sizing left out: the window is longer than {RIGHT_SIZING_MAX_DAYS} days "
+                         "(run `slurmtools advise --since ...` for it)")
+        return
+    progress("right-sizing")
+    from slurmtools.advise.section import right_sizing_table
+    from slurmtools.cli.advise import gather_advice
+
+    try:
+        advice, _, notes = gather_advice(site, since, until, sacct_file=sacct_file, epilog_dir=epilog_dir,
+                                         backend=backend)
+    except SlurmtoolsError as exc:
+        rep.notes.append(f"right-sizing left out: {exc}")
+        return
+    rep.tables["right_sizing"] = right_sizing_table(advice)
+    rep.notes.extend(f"right-sizing: {n}" for n in notes[:3])
 
 
 def _max_bad_share(option: float | None, site) -> tuple[float, str]:

@@ -162,6 +162,10 @@ def render_md(r: Report, top: int = 5) -> str:
         if len(hot):
             lines.append("Budgets: " + ", ".join(f"{_md(a)} {row['status']} ({fmt.pct(row['budget_used_pct'])} charged)"
                                                  for a, row in hot.iterrows()))
+    rs = bt.get("right_sizing")
+    if rs is not None and len(rs):
+        lines.append(f"Right-sizing: {fmt.count(len(rs))} job shape(s) used less than they asked; first: "
+                     + _md(str(rs["recommendation"].iloc[0])))
     nv = bt.get("usage_by_nvlink_domain")
     if nv is not None and len(nv):
         worst = nv.sort_values(["idle_gpu_hours", "gpus"], ascending=[False, False]).head(3)

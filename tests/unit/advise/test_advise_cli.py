@@ -189,3 +189,23 @@ def test_plan_right_size_options_errors():
     p = _run(*PLAN, "--right-size", "--", "x")  # --idle: no Slurm to read history from
     assert p.returncode == 2 and p.stderr.startswith("slurmtools: error: --right-size: no job history without "
                                                      "Slurm (") and p.stderr.count("\n") == 1
+
+
+def test_report_has_the_right_sizing_section(history, tmp_path):
+    """The admins' view: `slurmtools report` over the same history carries advise's table (CSV, JSON, HTML and
+    the Markdown line) with the same recommendation `advise` gives."""
+    dump, ep = history
+    out = tmp_path / "rep"
+    from datetime import datetime, timedelta
+
+    since = (datetime.now() - timedelta(days=7)).strftime("%Y-%m-%d")  # `recent` runs are 5 days old
+    r = cli("report", "--site", SITE, "--sacct-file", str(dump), "--epilog-dir", str(ep), "--since", since,
+            "--history", "0", "--format", "json,csv,html,md", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "report.json").read_text())
+    rows = doc["tables"]["right_sizing"]
+    vit = next(x for x in rows if x["job_name"] == "train-vit")
+    assert vit["user"] == "alice" and vit["gpus"] == 8 and vit["runs"] == 14 and VIT in vit["recommendation"]
+    assert (out / "right_sizing.csv").read_text().splitlines()[0].startswith("user,account,job_name,gpus,runs")
+    assert 'id="right-sizing"' in (out / "report.html").read_text()
+    assert "Right-sizing:" in (out / "summary.md").read_text()
