@@ -245,6 +245,10 @@ class Checkpointer:
         lead_env = os.environ.get("SLURMTOOLS_SIGNAL_LEAD", "").strip()
         self.signal_lead = signal_lead if signal_lead is not None else (int(lead_env) if lead_env.isdigit() else None)
         self.job_id = job_id or os.environ.get("SLURM_JOB_ID")
+        # what scontrol is told: an array task by ARRAYJOB_TASK, since its SLURM_JOB_ID may be the array's own id,
+        # which `scontrol requeue` takes for every task of the array (measured in CI: one preempted task's requeue
+        # cancelled its sibling mid-run)
+        self.slurm_ref = job_id or slurm_job_ref()
         self.rank = rank()
         self.requeue_enabled = requeue
         self.log = log or (lambda msg: print(f"slurmtools.checkpoint: {msg}", file=sys.stderr, flush=True))
@@ -305,7 +309,7 @@ class Checkpointer:
             if self.rank != 0:  # a thousand ranks must not all query slurmctld; rank 0 decides and requeues
                 self._cause = StopCause("unknown", sig, at, f"rank {self.rank} leaves asking Slurm to rank 0")
                 return self._cause
-            fields = slurm_job_fields(self.job_id) if self.job_id else None
+            fields = slurm_job_fields(self.slurm_ref) if self.slurm_ref else None
             self._cause = classify(sig, fields, self.warning_signal, self.signal_lead, at)
             self.log(f"got SIG{sig}: {self._cause.kind} ({self._cause.evidence})")
         return self._cause
@@ -390,9 +394,10 @@ class Checkpointer:
         if self.rank != 0 or not self.job_id:
             return "none"
         try:
-            r = subprocess.run(["scontrol", "requeue", str(self.job_id)], capture_output=True, text=True, timeout=30)
+            r = subprocess.run(["scontrol", "requeue", str(self.slurm_ref)], capture_output=True, text=True,
+                               timeout=30)
             if r.returncode == 0:
-                self.log(f"requeued job {self.job_id} with scontrol")
+                self.log(f"requeued job {self.slurm_ref} with scontrol")
                 return "scontrol"
             why = (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"rc {r.returncode}"]
             self.log(f"scontrol requeue failed: {why[0]}; leaving a requeue marker")
@@ -467,6 +472,16 @@ def slurm_requeues_preempted_exit(timeout: float = 10.0) -> bool | None:
         return release_for(out.stdout.strip()).preempted_exit_requeued if out.returncode == 0 else None
     except SlurmtoolsError:
         return None
+
+
+def slurm_job_ref(env: dict | None = None) -> str | None:
+    """This job as scontrol should name it: `ARRAYJOB_TASK` for an array task (its SLURM_JOB_ID can be the array's
+    own id, which scontrol takes for the whole array), else SLURM_JOB_ID; None outside a job."""
+    e = os.environ if env is None else env
+    arr, task = e.get("SLURM_ARRAY_JOB_ID", "").strip(), e.get("SLURM_ARRAY_TASK_ID", "").strip()
+    if arr.isdigit() and task.isdigit():
+        return f"{arr}_{task}"
+    return e.get("SLURM_JOB_ID") or None
 
 
 def job_scratch_path(job_id: str | int) -> Path:

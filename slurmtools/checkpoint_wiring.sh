@@ -157,8 +157,11 @@ slurmtools_run() {
         why=$(_slurmtools_marker_why "$marker")
         if [ -z "$why" ]; then
             rm -f -- "$marker"
-            echo "slurmtools: requeueing job $SLURM_JOB_ID as the training step asked" >&2
-            scontrol requeue "$SLURM_JOB_ID"
+            # an array task by ARRAYJOB_TASK: the array's own id would requeue every task of the array
+            local ref="$SLURM_JOB_ID"
+            [ -n "${SLURM_ARRAY_TASK_ID:-}" ] && [ -n "${SLURM_ARRAY_JOB_ID:-}" ] && ref="${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
+            echo "slurmtools: requeueing job $ref as the training step asked" >&2
+            scontrol requeue "$ref"
         else
             echo "slurmtools: requeue marker ignored, job $SLURM_JOB_ID not requeued: $why" >&2
         fi

@@ -89,6 +89,8 @@ _FIELDS = (
     ("nodelist", ("SLURM_NODELIST", "SLURM_JOB_NODELIST"), _text(4096), "a host list"),
     ("restart_count", ("SLURM_JOB_RESTART_COUNT",), _int, "a whole number"),
     ("start_time", ("SLURM_JOB_START_TIME",), _int, "epoch seconds"),  # 25.11 and later: the run's start
+    ("array_job", ("SLURM_ARRAY_JOB_ID",), _int, "a whole number"),
+    ("array_task", ("SLURM_ARRAY_TASK_ID",), _int, "a whole number"),
     ("exit_code", ("SLURM_JOB_EXIT_CODE2", "SLURM_JOB_EXIT_CODE"), _text(32), "an exit code"),
     ("derived_exit", ("SLURM_JOB_DERIVED_EC",), _text(32), "an exit code"),
     ("context", ("SLURM_SCRIPT_CONTEXT",), _word, "a word"),
@@ -104,7 +106,8 @@ class JobEnv:
     """
 
     __slots__ = ("job_id", "user", "uid", "account", "partition", "node", "nodelist", "gpus", "gpus_given",
-                 "restart_count", "start_time", "exit_code", "derived_exit", "context", "problems")
+                 "restart_count", "start_time", "array_job", "array_task", "exit_code", "derived_exit", "context",
+                 "problems")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -145,6 +148,14 @@ class JobEnv:
                 return value
             self.problems.append(f"{var}={ascii(raw)[:80]} is not {what}; unknown")
         return None
+
+    @property
+    def slurm_ref(self) -> str | None:
+        """The job as scontrol and sacct should name it: ARRAYJOB_TASK for an array task (the array's own id, which
+        one task carries as its SLURM_JOB_ID, names every task of the array), else the job id."""
+        if self.array_job is not None and self.array_task is not None:
+            return f"{self.array_job}_{self.array_task}"
+        return None if self.job_id is None else str(self.job_id)
 
     @property
     def is_first_node(self) -> bool:
@@ -297,8 +308,9 @@ def sacct(args: list[str], timeout: float = 10.0) -> tuple[int, str] | None:
     return run_capture([exe, *args], env, timeout)
 
 
-def job_fields(job_id: int) -> dict[str, str] | None:
-    """`scontrol show job -o` as a dict (QOS, JobState, Restarts, StartTime, PreemptTime, ...), or None."""
+def job_fields(job_id: int | str) -> dict[str, str] | None:
+    """`scontrol show job -o` as a dict (QOS, JobState, Restarts, StartTime, PreemptTime, ...), or None. For an
+    array task pass ARRAYJOB_TASK (`JobEnv.slurm_ref`): the array's id would list every task."""
     r = scontrol(["show", "job", "-o", str(job_id)])
     if r is None or r[0] != 0:
         return None

@@ -64,7 +64,7 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
                                                      default=(None, None, None))
     fields = None
     if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
-        fields = _guarded(log, "Slurm's job record", job_fields, job.job_id)
+        fields = _guarded(log, "Slurm's job record", job_fields, job.slurm_ref)
     ident = _guarded(log, "run identity", _identify, job, fields, mark_start, mark_restart, end, log)
     run_no, start, start_source, requeued = ident.as_tuple() if ident else (None, None, None, None)
     # the prolog's energy counters count only when its mark is of this run (as for its start time)
@@ -130,7 +130,7 @@ def _identify(job: JobEnv, fields: dict | None, mark_start: float | None, mark_r
     for n in ident.notes:
         log(n)
     if ident.start is None and ident.run is not None and os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
-        r = sacct(["-j", str(job.job_id), "-D", "-X", "-n", "-P", "-o", "Start"])
+        r = sacct(["-j", str(job.slurm_ref), "-D", "-X", "-n", "-P", "-o", "Start"])
         if r is not None and r[0] == 0:
             ident.start = run_identity.start_from_sacct(r[1], ident.run)
             ident.start_source = "sacct" if ident.start is not None else None

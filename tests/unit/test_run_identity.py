@@ -110,3 +110,20 @@ def _fmt(epoch: float) -> str:
     import time
 
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(epoch))
+
+
+def test_array_tasks_are_named_by_array_and_task_for_scontrol():
+    """CI, 2026-11-24: a preempted array task requeued "job 299" (its SLURM_JOB_ID, the array's own id) and
+    Slurm requeued every task of the array, cancelling its sibling mid-run. Hooks and the library name an array
+    task ARRAYJOB_TASK."""
+    from slurmtools.checkpoint import slurm_job_ref
+    from slurmtools.hooks.common import JobEnv
+
+    task = {"SLURM_JOB_ID": "299", "SLURM_ARRAY_JOB_ID": "299", "SLURM_ARRAY_TASK_ID": "1"}
+    assert slurm_job_ref(task) == "299_1"
+    assert JobEnv.from_environ(task).slurm_ref == "299_1"
+    plain = {"SLURM_JOB_ID": "300"}
+    assert slurm_job_ref(plain) == "300" and JobEnv.from_environ(plain).slurm_ref == "300"
+    assert slurm_job_ref({}) is None and JobEnv.from_environ({}).slurm_ref is None
+    odd = {"SLURM_JOB_ID": "301", "SLURM_ARRAY_JOB_ID": "x", "SLURM_ARRAY_TASK_ID": "1"}
+    assert slurm_job_ref(odd) == "301" and JobEnv.from_environ(odd).slurm_ref == "301"
