@@ -260,6 +260,8 @@ def _tier(name: str, t: Table, partitions: dict) -> Tier:
 
 def _account(name: str, t: Table, tiers: dict) -> Account:
     allowed = t.str_list("tiers", tuple(tiers))
+    if not allowed:  # no QoS the account could use: every job of it would be refused, and no default QoS exists
+        raise t.error("tiers", "an empty list: name at least one tier (or leave the key out for every tier)")
     for x in allowed:
         if x not in tiers:
             raise t.error("tiers", f"unknown tier {x!r} (known: {', '.join(tiers)})")

@@ -55,3 +55,10 @@ def test_the_cpu_test_site_still_passes():
     r = cli("site", "check", str(REPO / "tests/data/sites/cpu/site.toml"))
     assert r.code == 0, r.err
     assert "partition gpucpu: gpu[01-04]" in r.out
+
+
+def test_an_account_with_no_tiers(tmp_path):
+    """Found by the site fuzz test: `tiers = []` passed `site check` and crashed `admin render accounts`."""
+    p = edited(tmp_path, 'tiers = ["standard", "scavenger"]', "tiers = []")
+    assert refusal("site", "check", str(p)) == (f"{p}: accounts.students.tiers: an empty list: name at least one "
+                                                "tier (or leave the key out for every tier)")
