@@ -6,7 +6,7 @@ module's error behaviour: its `NVMLError` class (with the per-code subclasses, e
 Tests inject it where the code imports pynvml (`monkeypatch.setitem(sys.modules, "pynvml", nv)`) or hand it to a
 reader that takes the module. A GPU is a dict; handles are indices:
 
-- topology: name, bus, numa, cpus, links {link: (remote bus, "gpu"|"switch")}, optional minor;
+- topology: name, bus, numa (CPU-side node, or a list), gpu_numa (the GPU memory's own node), cpus, links {link: (remote bus, "gpu"|"switch")}, optional minor;
 - link state: down (link numbers the GPU has but reports inactive), no_nvlink (every NVLink call answers
   Not Supported, as on a PCIe-only GPU), pcie (current gen, current width, max gen, max width), pstate;
 - health: ecc_uncorrected (volatile count), retired_pending (bool), retired_dbe (page addresses), remap
@@ -102,11 +102,25 @@ def fake_nvml(gpus: list[dict], ancestor: list[list[int]] | None = None, *, remo
     nv.nvmlDeviceGetCpuAffinity = affinity
 
     def numa_id(h):
+        """The GPU memory's own NUMA node: only on platforms where GPUs are NUMA nodes (`gpu_numa`), else, as on
+        x86 boards, Not Supported."""
+        if not numa or gpu(h).get("gpu_numa") is None:
+            raise err(_real.NVML_ERROR_NOT_SUPPORTED)
+        return gpu(h)["gpu_numa"]
+
+    def memory_affinity(h, words, scope):
+        """The CPU-side NUMA node(s) near the GPU as a bit mask of `words` 64-bit words (nvidia-smi's NUMA
+        Affinity); `numa` is one node or a list of them."""
         if not numa:
             raise err(_real.NVML_ERROR_NOT_SUPPORTED)
-        return gpu(h)["numa"]
+        want = gpu(h)["numa"]
+        mask = [0] * words
+        for n in (want if isinstance(want, list) else [want]):
+            mask[n // 64] |= 1 << (n % 64)
+        return mask
 
     nv.nvmlDeviceGetNumaNodeId = numa_id
+    nv.nvmlDeviceGetMemoryAffinity = memory_affinity
 
     def common_ancestor(a, b):
         if ancestor is None:

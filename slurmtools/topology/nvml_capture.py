@@ -20,7 +20,11 @@ from typing import Any
 
 from slurmtools.errors import ParseError
 
-FORMAT = "slurmtools.nvml-capture/1"
+FORMAT = "slurmtools.nvml-capture/2"
+# /1 stored nvmlDeviceGetNumaNodeId as `numa`: that is the NUMA node of the GPU's own memory (Grace Hopper and the
+# like; "GPU NUMA ID" in nvidia-smi), not the node of the CPUs near the GPU. A /1 file is read with it moved to
+# `gpu_numa_id` and the CPU-side node unknown.
+FORMAT_V1 = "slurmtools.nvml-capture/1"
 # nvmlDeviceGetTopologyCommonAncestor levels, named like the nvidia-smi classes they print as
 ANCESTOR = {0: "internal", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 REMOTE_TYPE = {0: "gpu", 1: "npu", 2: "switch", 0xFF: "unknown"}
@@ -45,10 +49,11 @@ class GpuRecord:
     memory_mb: int
     minor: int | None = None
     cpu_affinity: tuple[int, ...] = ()
-    numa: int | None = None
+    numa: int | None = None            # the CPU-side NUMA node (nvidia-smi's NUMA Affinity, when one node)
     nvlinks: tuple[NvLinkEnd, ...] = ()
     fabric_cluster_uuid: str | None = None
     fabric_clique_id: int | None = None
+    gpu_numa_id: int | None = None     # the GPU memory's own NUMA node, on platforms where GPUs are NUMA nodes
 
 
 @dataclass(frozen=True)
@@ -78,8 +83,9 @@ class NvmlCapture:
                                                f", found {type(v).__name__}")
             return v
 
-        if need(data, "format", str, "") != FORMAT:
-            raise ParseError(source, None, f"format: expected {FORMAT!r}, found {data['format']!r}")
+        fmt = need(data, "format", str, "")
+        if fmt not in (FORMAT, FORMAT_V1):
+            raise ParseError(source, None, f"format: expected {FORMAT!r}, found {fmt!r}")
         gpus = []
         for i, g in enumerate(need(data, "gpus", list, "")):
             w = f"gpus[{i}]."
@@ -89,8 +95,9 @@ class NvmlCapture:
                           for k, ln in enumerate(need(g, "nvlinks", list, w)))
             gpus.append(GpuRecord(need(g, "index", int, w), need(g, "name", str, w), need(g, "uuid", str, w),
                                   need(g, "pci_bus_id", str, w), need(g, "memory_mb", int, w), g.get("minor"),
-                                  tuple(g.get("cpu_affinity") or ()), g.get("numa"), links,
-                                  g.get("fabric_cluster_uuid"), g.get("fabric_clique_id")))
+                                  tuple(g.get("cpu_affinity") or ()), None if fmt == FORMAT_V1 else g.get("numa"),
+                                  links, g.get("fabric_cluster_uuid"), g.get("fabric_clique_id"),
+                                  g.get("numa") if fmt == FORMAT_V1 else g.get("gpu_numa_id")))
         anc = need(data, "ancestor", list, "")
         if len(anc) != len(gpus) or any(not isinstance(r, list) or len(r) != len(gpus) for r in anc):
             raise ParseError(source, None, f"ancestor: expected a {len(gpus)}x{len(gpus)} matrix")
@@ -143,16 +150,21 @@ def capture(hostname: str | None = None) -> NvmlCapture:
                 rtype = opt("nvmlDeviceGetNvLinkRemoteDeviceType", k)
                 links.append(NvLinkEnd(k, remote, REMOTE_TYPE.get(rtype, "unknown") if rtype is not None
                                        else "unknown", opt("nvmlDeviceGetNvLinkVersion", k)))
-            numa = opt("nvmlDeviceGetNumaNodeId")
+            gpu_numa = opt("nvmlDeviceGetNumaNodeId")
+            nodes = opt("nvmlDeviceGetMemoryAffinity", 4, getattr(nv, "NVML_AFFINITY_SCOPE_NODE", 0))
+            nodes = _bits(nodes) if nodes is not None else ()
+            numa = nodes[0] if len(nodes) == 1 else None
+            if len(nodes) > 1:
+                notes.append(f"GPU {i}: memory affinity spans NUMA nodes {list(nodes)}; its CPU-side node unknown")
             mask = opt("nvmlDeviceGetCpuAffinity", words)
             cluster, clique = _fabric(nv, h)
             gpus.append(GpuRecord(i, _text(nv.nvmlDeviceGetName(h)), _text(nv.nvmlDeviceGetUUID(h)),
                                   _text(nv.nvmlDeviceGetPciInfo(h).busId),
                                   int(nv.nvmlDeviceGetMemoryInfo(h).total) // (1024 * 1024),
                                   opt("nvmlDeviceGetMinorNumber"), _bits(mask) if mask is not None else (),
-                                  numa, tuple(links), cluster, clique))
+                                  numa, tuple(links), cluster, clique, gpu_numa))
         if gpus and all(g.numa is None for g in gpus):
-            notes.append("driver reports no NUMA node id (nvmlDeviceGetNumaNodeId)")
+            notes.append("driver reports no NUMA memory affinity (nvmlDeviceGetMemoryAffinity)")
         if any(ln.remote_type == "unknown" for g in gpus for ln in g.nvlinks):
             notes.append("driver does not report NVLink remote device types; switches recognised by shared ids")
         anc = []

@@ -5,6 +5,7 @@ multi-node clique; then capture -> JSON -> capture and capture -> graph -> JSON 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import sys
 
 import pytest
@@ -105,6 +106,34 @@ def test_four_gpu_mesh(inject):
     assert "numa_ids" in t.unknown("mesh")
 
 
+def test_gpu_memory_numa_node_is_not_the_cpu_side_node(inject):
+    """Grace Hopper and the like: nvmlDeviceGetNumaNodeId answers the GPU memory's own NUMA node (nvidia-smi's
+    GPU NUMA ID, 4 12 20 28 on a GH200x4), which no CPU is on; the CPUs near the GPU are its memory affinity's
+    node (NUMA Affinity 0..3). Capture format /1 stored the first as the second."""
+    gh = [{"name": "NVIDIA GH200 120GB", "bus": _bus(i), "numa": i, "gpu_numa": 4 + 8 * i,
+           "cpus": list(range(72 * i, 72 * (i + 1))), "links": {}} for i in range(4)]
+    inject(fake_nvml(gh, _anc(4, 1, 1)))
+    cap = capture("gh")
+    assert [(g.numa, g.gpu_numa_id) for g in cap.gpus] == [(0, 4), (1, 12), (2, 20), (3, 28)]
+    assert q.gpu_numa(to_topology(cap), "gh") == {g: [g] for g in range(4)}
+    # the same file as format /1 wrote it: `numa` held the GPU memory's node; read back as that, CPU side unknown
+    old = cap.to_dict()
+    old["format"] = "slurmtools.nvml-capture/1"
+    for g in old["gpus"]:
+        g["numa"] = g.pop("gpu_numa_id")
+    back = NvmlCapture.from_dict(old, "old.json")
+    assert [(g.numa, g.gpu_numa_id) for g in back.gpus] == [(None, 4), (None, 12), (None, 20), (None, 28)]
+    assert "numa_ids" in to_topology(back).unknown("gh")
+
+
+def test_memory_affinity_over_several_nodes_leaves_the_node_unknown(inject):
+    two = [dict(g, numa=[0, 1]) for g in a100_mesh4()]
+    inject(fake_nvml(two, _anc(4, 1, 4)))
+    cap = capture("wide")
+    assert all(g.numa is None for g in cap.gpus)
+    assert any("spans NUMA nodes [0, 1]" in n for n in cap.notes)
+
+
 def test_multi_node_clique(inject):
     uuid = "2f5c1a8e-0b7d-4c4e-9a35-1f2e3d4c5b6a"
     inject(fake_nvml(h100_four_switches()[:4], _anc(4, 4, 4), fabric={i: (uuid, 7) for i in range(4)}))
@@ -148,3 +177,26 @@ def test_bad_capture_files_name_the_key(inject, mutate, words):
     with pytest.raises(ParseError) as err:
         NvmlCapture.from_dict(d, "n.json")
     assert str(err.value).startswith(f"n.json: {words}")
+
+
+REAL = Path(__file__).resolve().parents[2] / "data" / "topology"
+
+
+def test_real_h100_capture_and_topo_m_agree():
+    """Both captured on one lent H100 (tests/data/SOURCES.md): NVML's capture and nvidia-smi's matrix must give
+    the same GPU, CPUs and NUMA node; the /1 capture of the same machine (NUMA from nvmlDeviceGetNumaNodeId,
+    unsupported on x86) leaves the node unknown rather than 0."""
+    from slurmtools.topology.nvsmi import parse_topo_matrix
+
+    cap = NvmlCapture.from_dict(json.loads((REAL / "slurmtools-lent-h100-vm_nvml-capture.json").read_text()),
+                                "capture")
+    g = cap.gpus[0]
+    assert (len(cap.gpus), g.name, g.numa, g.gpu_numa_id, g.cpu_affinity) == (
+        1, "NVIDIA H100 80GB HBM3", 0, None, tuple(range(16)))
+    t = to_topology(cap)
+    assert q.gpu_numa(t, "vm") == {0: [0]} and "numa_ids" not in t.unknown("vm")
+    smi = parse_topo_matrix((REAL / "slurmtools-lent-h100-vm_topo-m_ansi.txt").read_text(), "topo-m")
+    assert [d.label for d in smi.devices] == ["GPU0"] and smi.numa_of("GPU0") == 0
+    old = NvmlCapture.from_dict(json.loads((REAL / "slurmtools-lent-h100-vm_nvml-capture-v1.json").read_text()),
+                                "v1")
+    assert old.gpus[0].numa is None and "numa_ids" in to_topology(old).unknown("vm")
