@@ -48,7 +48,7 @@ def _register() -> None:
     # Each module only imports typer at the top, so registering every group stays cheap.
     import importlib
 
-    for mod in ("site", "cluster", "admin", "policy", "topo", "jobs", "report", "audit", "slack", "advise"):
+    for mod in ("site", "cluster", "admin", "policy", "topo", "jobs", "report", "audit", "slack", "advise", "sandbox"):
         try:
             m = importlib.import_module(f"slurmtools.cli.{mod}")
         except ModuleNotFoundError as exc:

@@ -35,6 +35,10 @@ class SlurmRelease:
     #: 22.05 no (it ends COMPLETED), 25.11 yes (and a `scontrol requeue` by the job then requeues the NEXT run too);
     #: None where no lab has measured it
     preempted_exit_requeued: bool | None = None
+    #: SchedulerParameters=requeue_delay= (how long a requeued job waits before its next start; without it the
+    #: wait is AuthInfo's cred_expire + 1 s, at least 6 s). 25.11 reads it (job_mgr.c), 22.05's slurmctld has
+    #: no such option; None where no one has checked
+    requeue_delay: bool | None = None
     #: the micro release this slurmtools' lab suite runs against, if any
     lab: str | None = None
 
@@ -60,7 +64,8 @@ _NEW_SIGNAL = "PreemptParameters=send_user_signal"  # documented from 25.11 on
 
 RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
     SlurmRelease("22.05", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
-                 restricted_cores_per_gpu=False, json_parser=None, preempted_exit_requeued=False, lab="22.05.8"),
+                 restricted_cores_per_gpu=False, json_parser=None, preempted_exit_requeued=False, requeue_delay=False,
+                 lab="22.05.8"),
     SlurmRelease("23.02", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
                  restricted_cores_per_gpu=False, json_parser="v0.0.39"),
     SlurmRelease("23.11", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
@@ -72,7 +77,8 @@ RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
     SlurmRelease("25.05", _OLD_SIGNAL, block_topology=True, topology_yaml=True, empty_blocks=True, segment=True,
                  restricted_cores_per_gpu=True, json_parser="v0.0.43"),
     SlurmRelease("25.11", _NEW_SIGNAL, block_topology=True, topology_yaml=True, empty_blocks=True, segment=True,
-                 restricted_cores_per_gpu=True, json_parser="v0.0.44", preempted_exit_requeued=True, lab="25.11.7"),
+                 restricted_cores_per_gpu=True, json_parser="v0.0.44", preempted_exit_requeued=True, requeue_delay=True,
+                 lab="25.11.7"),
 )}
 
 _VERSION = re.compile(r"(?:slurm(?:-wlm)?\s+)?(\d{2})\.(\d{1,2})(?:\.(\d+))?")

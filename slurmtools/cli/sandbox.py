@@ -1,0 +1,146 @@
+"""`slurmtools sandbox`: replay a recorded history through a real slurmctld shaped like a candidate site.
+
+`sandbox replay` is the admin's what-if (docs/sandbox.md); `sandbox example-trace` writes a history to try it with.
+Heavy imports happen inside the functions only.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from slurmtools.cli.common import JsonOpt, fail, print_json
+
+sandbox_app = typer.Typer(help="Try a site change or a purchase on your own history, in a real Slurm sandbox.",
+                          no_args_is_help=True, rich_markup_mode=None)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(sandbox_app, name="sandbox")
+
+
+@sandbox_app.command("replay")
+def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history: `sacct -X -D --parsable2 -o ...` "
+                                              "output (fields in docs/sandbox.md)"),
+               site_path: str = typer.Option(..., "--site", help="The candidate site file to replay through"),
+               baseline_path: Optional[str] = typer.Option(None, "--baseline", help="The current site file: "
+                                                           "replayed too, and shown side by side"),
+               speedup: Optional[float] = typer.Option(None, "--speedup", help="Time acceleration (default: the "
+                                                       "largest the trace and sites hold, at most 60)"),
+               slurm: str = typer.Option("22.05", "--slurm", help="The sandbox's Slurm: 22.05 or 25.11"),
+               out: Optional[str] = typer.Option(None, "--out", help="Write the report files into this folder"),
+               formats: str = typer.Option("html,csv,json,md", "--formats", help="Report formats for --out"),
+               workdir: str = typer.Option(".sandbox", "--workdir", help="The sandbox's own folder (labs, logs)"),
+               port_offset: int = typer.Option(4000, "--port-offset", help="Shift every sandbox port by this "
+                                                                           "much (keep clear of a running lab)"),
+               checkpoint_every: str = typer.Option("30m", "--checkpoint-every", help="Replayed jobs save their "
+                                                    "progress this often (real time)"),
+               save_time: str = typer.Option("30s", "--save-time", help="How long a save on the preemption "
+                                             "warning takes (real time)"),
+               json_out: bool = JsonOpt) -> None:
+    """Replay the history through a sandbox shaped like --site (and --baseline); waits, utilisation, GPU-hours
+    lost to preemption and refusals per tier and account."""
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    from slurmtools.durations import parse_duration
+    from slurmtools.sandbox import outcome as oc
+    from slurmtools.sandbox.lab import replay
+    from slurmtools.sandbox.submission import Checkpointing
+    from slurmtools.sandbox.timescale import check, max_speedup
+    from slurmtools.sandbox.trace import load_trace
+    from slurmtools.site import load_site
+    from slurmtools.slurm.commands import parse_sacct
+    from slurmtools.slurm.releases import release_for
+
+    try:
+        release = release_for(slurm)
+    except Exception as exc:  # noqa: BLE001
+        fail(f"--slurm {slurm}: {exc}")
+    if release.lab is None:
+        fail(f"--slurm {slurm}: the sandbox runs 22.05 or 25.11 (the releases its lab builds)")
+    ckpt = []
+    for opt, text in (("--checkpoint-every", checkpoint_every), ("--save-time", save_time)):
+        try:
+            ckpt.append(float(parse_duration(text if not text.strip().isdigit() else text + "s")))
+        except ValueError as exc:
+            fail(f"{opt}: {exc}")
+    sites = []
+    for opt, path in (("--site", site_path), ("--baseline", baseline_path)):
+        if path is None:
+            continue
+        site = load_site(path)  # ConfigError: one line naming the file and key
+        try:
+            with open(path, "rb") as fh:
+                raw = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            fail(f"{opt} {path}: {exc}")
+        sites.append((opt, site, raw))
+    limits = {}
+    for _, site, _ in sites:
+        limits.update({p.name: float(p.max_time) for p in site.partitions.values()})
+    trace = load_trace(trace_path, partition_limits=limits)
+    job_limits = [j.limit_s for j in trace.jobs if j.limit_s]
+    if speedup is None:
+        most = min(max_speedup(job_limits, s)[0] for _, s, _ in sites)
+        speedup = min(60.0, most)
+    scales = [check(speedup, job_limits, s, where=f"--speedup (with {opt} {s.source})") for opt, s, _ in sites]
+    progress = _progress_line() if sys.stderr.isatty() and not json_out else None
+    results = {}
+    order = sites[::-1]  # baseline first when there is one
+    for (opt, site, raw), scale in zip(order, scales[::-1]):
+        label = "candidate" if opt == "--site" else "baseline"
+        run = replay(trace, site, raw, Path(workdir) / label, scale, release, port_offset, Checkpointing(*ckpt),
+                     label, progress)
+        if progress:
+            progress(None)
+        records = parse_sacct(run.sacct_text, f"{label} sandbox sacct")
+        results[label] = oc.outcome(trace, run, records)
+        results[label].notes.extend(trace.notes)
+        results[label].notes.extend(scale.limits_note(requeue_delay_param=release.requeue_delay))
+    if out:
+        from slurmtools.sandbox.report import write
+
+        for p in write(results, trace, Path(out), tuple(f.strip() for f in formats.split(",") if f.strip())):
+            typer.echo(f"wrote {p}", err=True)
+    if json_out:
+        print_json({k: v.to_json() for k, v in results.items()})
+        return
+    from slurmtools.sandbox.report import text_table
+
+    typer.echo(text_table(results, trace))
+
+
+@sandbox_app.command("example-trace")
+def example_trace_cmd(out: str = typer.Option(..., "--out", help="Write the history here"),
+                      jobs: int = typer.Option(200, "--jobs", min=1, help="How many jobs"),
+                      hours: float = typer.Option(3.0, "--hours", min=0.01, help="Over how many hours"),
+                      load: float = typer.Option(1.2, "--load", min=0.01, help="GPU-hours asked / the site's"),
+                      seed: int = typer.Option(0, "--seed", help="Random seed"),
+                      site_path: Optional[str] = typer.Option(None, "--site", help="Site the jobs are shaped for "
+                                                              "(default: the bundled example site)")) -> None:
+    """Write a recorded-looking history (sacct -X -D --parsable2) for a site, to try the sandbox with."""
+    from slurmtools.cli.common import load_site
+    from slurmtools.sandbox.example_trace import generate
+
+    text = generate(load_site(site_path), jobs, hours, seed=seed, load=load)
+    try:
+        with open(out, "w") as fh:
+            fh.write(text)
+    except OSError as exc:
+        fail(f"--out {out}: {exc.strerror or exc}")
+    typer.echo(f"wrote {jobs} jobs over {hours:g} h to {out}", err=True)
+
+
+def _progress_line():
+    import sys
+
+    def show(line):
+        if line is None:
+            sys.stderr.write("\n")
+        else:
+            sys.stderr.write("\r" + line[:110].ljust(110))
+        sys.stderr.flush()
+    return show

@@ -1,0 +1,69 @@
+"""The program every replayed job runs inside the sandbox (standard library only; slurmd starts it as the job's
+user). It stands for a training job that checkpoints:
+
+- it has `work` seconds of work to do and resumes from its saved progress (a file per job) on every run;
+- it saves its progress every `every` seconds of work, at no cost (an asynchronous checkpoint);
+- on the preemption or time-limit warning (SIGUSR1, or SIGTERM) it saves synchronously, which takes `save`
+  seconds during which it does no work, and then goes on working: Slurm ends it when the grace time is over, so a
+  save that needs longer than the grace time is lost and the work since the last periodic save is redone.
+
+So the grace time matters as on a real cluster: GPU-hours lost = all the runs' time - the job's work.
+Usage: job_program.py WORK EVERY SAVE STATE_FILE, or for an array task job_program.py @TABLE EVERY SAVE STATE_DIR
+(TABLE: lines "task work").
+"""
+
+import os
+import signal
+import sys
+import time
+
+
+def main(argv):
+    work_arg, every, save, state = argv[1], float(argv[2]), float(argv[3]), argv[4]
+    if work_arg.startswith("@"):
+        task = os.environ.get("SLURM_ARRAY_TASK_ID", "")
+        with open(work_arg[1:]) as fh:
+            table = dict(line.split() for line in fh if line.strip())
+        work = float(table[task])
+        state = os.path.join(state, task)
+    else:
+        work = float(work_arg)
+    try:
+        with open(state) as fh:
+            done = float(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        done = 0.0
+    wanted = []
+    signal.signal(signal.SIGUSR1, lambda *_: wanted.append(1))
+    signal.signal(signal.SIGTERM, lambda *_: wanted.append(1))
+
+    def write(value):
+        tmp = state + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write(f"{value:.3f}")
+        os.replace(tmp, state)
+
+    last = time.monotonic()
+    since_save = 0.0
+    while done < work:
+        time.sleep(min(0.2, work - done))
+        now = time.monotonic()
+        step = now - last
+        last = now
+        done += step
+        since_save += step
+        if since_save >= every:
+            write(min(done, work))
+            since_save = 0.0
+        if wanted:
+            wanted.clear()
+            time.sleep(save)           # the synchronous save; a kill during it leaves the last save in place
+            write(min(done, work))
+            since_save = 0.0
+            last = time.monotonic()
+    write(work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

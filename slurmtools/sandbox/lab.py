@@ -1,0 +1,268 @@
+"""The sandbox's I/O: bring up a lab shaped like one site, feed it the trace in accelerated time, wait for the
+queue to drain, read sacct, and stop every daemon on the way out (Ctrl-C and SIGTERM included).
+
+No policy here: what to submit and how times scale come from `submission` and `timescale`; what the outcome
+means is `outcome`'s. The lab itself is `scripts/slurm-lab` (the checkout's real Slurm on loopback), given the
+sandbox's site file, its own folder and ports, and the tightened scheduler clocks.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurmtools.errors import SlurmtoolsError
+from slurmtools.sandbox import sitecopy, submission
+from slurmtools.sandbox.timescale import Scale
+from slurmtools.sandbox.trace import SACCT_OPTIONS, Trace
+
+REPO = Path(__file__).resolve().parents[2]
+#: pending reasons that no amount of waiting clears (the job can never start on this site)
+NEVER = ("QOSMax", "AssocMax", "PartitionConfig", "PartitionTimeLimit", "PartitionNodeLimit", "ReqNodeNotAvail",
+         "InvalidAccount", "InvalidQOS", "AccountNotAllowed", "QOSNotAllowed", "BadConstraints", "Resources")
+
+
+class SandboxError(SlurmtoolsError):
+    """The sandbox could not be brought up or fed; the message names the step and where its log is."""
+
+    exit_code = 3
+
+
+@dataclass
+class ReplayRun:
+    """What one replay through one site produced, for `outcome`."""
+
+    label: str
+    site_source: str
+    scale: Scale
+    first_submit: float                      # the trace's first recorded submission (real epoch)
+    t0: float                                # when the sandbox's clock started (sandbox epoch)
+    submitted: dict[str, float] = field(default_factory=dict)   # trace key -> sandbox submit time
+    job_ids: dict[str, str] = field(default_factory=dict)       # trace key -> Slurm job id ("12", "12_3")
+    refused: dict[str, str] = field(default_factory=dict)       # trace key -> why sbatch refused it
+    never_started: dict[str, str] = field(default_factory=dict)  # trace key -> the pending reason it was cancelled for
+    sacct_text: str = ""
+    nodes: int = 0
+    gpus: int = 0
+    release: str = ""
+    wall_s: float = 0.0
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+class SandboxLab:
+    """One lab shaped like a site. Use as a context manager: the daemons stop on leaving it, whatever happened."""
+
+    def __init__(self, workdir: Path, site_file: Path, overrides: Path, release: str, port_offset: int):
+        self.workdir, self.site_file, self.overrides = workdir, site_file, overrides
+        self.release, self.port_offset = release, port_offset
+        self.lab_dir = workdir / "lab"
+        self.log = workdir / "lab-up.log"
+        self.env = dict(os.environ)
+
+    def _lab_env(self) -> dict:
+        env = dict(os.environ)
+        env.update(SLURMTOOLS_SITE=str(self.site_file), SLURMTOOLS_LAB_DIR=str(self.lab_dir),
+                   SLURMTOOLS_LAB_PORT_OFFSET=str(self.port_offset), SLURMTOOLS_LAB_SLURM=self.release,
+                   SLURMTOOLS_LAB_CONF_OVERRIDES=str(self.overrides))
+        env.pop("SLURMTOOLS_LAB_REUSE", None)
+        return env
+
+    def __enter__(self) -> "SandboxLab":
+        old = signal.signal(signal.SIGTERM, _raise_stop)
+        self._old_term = old
+        if os.geteuid() != 0:
+            raise SandboxError("sandbox: needs root (it starts slurmctld, slurmd and creates the sandbox's users)")
+        script = REPO / "scripts" / "slurm-lab"
+        if not script.exists():
+            raise SandboxError(f"sandbox: {script} not found: the sandbox runs from a slurmtools checkout")
+        try:
+            with open(self.log, "w") as fh:
+                r = subprocess.run([str(script), "up", "--slurm", self.release], env=self._lab_env(), stdout=fh,
+                                   stderr=subprocess.STDOUT, timeout=900)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        if r.returncode != 0:
+            tail = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()][-1:]
+            self.__exit__(None, None, None)
+            raise SandboxError(f"sandbox: the lab did not come up ({tail[0] if tail else 'no output'}); "
+                               f"log: {self.log}")
+        out = subprocess.run([str(script), "env"], env=self._lab_env(), capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            k, _, v = line.removeprefix("export ").partition("=")
+            if k == "PATH":
+                v = v.replace("$PATH", os.environ.get("PATH", ""))
+            self.env[k] = v
+        return self
+
+    def __exit__(self, *exc) -> None:
+        script = REPO / "scripts" / "slurm-lab"
+        subprocess.run([str(script), "down"], env=self._lab_env(), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=120)
+        signal.signal(signal.SIGTERM, getattr(self, "_old_term", signal.SIG_DFL) or signal.SIG_DFL)
+
+    def run(self, argv: list[str], **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, **kw)
+
+
+def prepare(workdir: Path, site, raw_doc: dict, trace: Trace, scale: Scale, release) -> tuple[Path, Path, dict]:
+    """Write the sandbox's site file and scheduler overrides into `workdir`; (site file, overrides, user names)."""
+    from slurmtools.sandbox.timescale import scaled_site_doc
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    names = sitecopy.sandbox_users(j.user for j in trace.jobs)
+    doc = scaled_site_doc(raw_doc, scale.speedup, str(site.fabric_path) if site.fabric_path else None)
+    doc = sitecopy.with_trace_users(doc, ((j.user, j.account) for j in trace.jobs), names)
+    site_file = workdir / "site.toml"
+    site_file.write_text(sitecopy.dumps(doc))
+    max_limit = max((j.limit_s or 0) for j in trace.jobs)
+    conf = scale.slurm_conf(requeue_delay_param=getattr(release, "requeue_delay", None), max_limit_s=max_limit)
+    lines = [f"{k}={v}" for k, v in conf.items() if not k.startswith("_")]
+    if "_cred_expire" in conf:
+        lines.append(f"AuthInfo=socket=$LAB/munge/munge.socket,cred_expire={conf['_cred_expire']}")
+    overrides = workdir / "slurm-overrides.conf"
+    overrides.write_text("\n".join(lines) + "\n")
+    return site_file, overrides, names
+
+
+def _install_program(workdir: Path, leads) -> tuple[dict, Path]:
+    """The job program as batch scripts: one per warning-signal lead (None: no signal line)."""
+    src = Path(__file__).with_name("job_program.py").read_text()
+    progs = {}
+    for lead in sorted(set(leads), key=lambda v: -1 if v is None else v):
+        prog = workdir / (f"job_program-{lead}.py" if lead is not None else "job_program.py")
+        sig = f"#SBATCH --signal=B:USR1@{lead}\n" if lead is not None else ""
+        prog.write_text("#!/usr/bin/python3 -I\n" + sig + src)
+        prog.chmod(0o755)
+        progs[lead] = prog
+    state = workdir / "state"
+    state.mkdir(exist_ok=True)
+    state.chmod(0o1777)
+    workdir.chmod(0o755)
+    return progs, state
+
+
+def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, str], scale: Scale,
+                  ckpt: submission.Checkpointing, run: ReplayRun, progress=None) -> None:
+    """Submit each submission at its scaled time as its sandbox user, wait for the queue to drain, cancel jobs
+    that can never start (naming their reason), and read sacct. `progress(line)` redraws a status line."""
+    progs, state = _install_program(lab.workdir, (s.signal_lead for s in subs))
+    first = trace.first_submit
+    run.t0 = time.time() + 1.0
+    every, save = scale.sandbox_s(ckpt.every_s), scale.sandbox_s(ckpt.save_s)
+    users = {}
+    for s in subs:
+        u = names[s.user]
+        if u not in users:
+            try:
+                pw = pwd.getpwnam(u)
+            except KeyError:
+                raise SandboxError(f"sandbox: user {u} (for {s.user}) was not created by the lab") from None
+            users[u] = (pw.pw_uid, pw.pw_gid)
+    total = sum(len(s.keys) for s in subs)
+    for n, s in enumerate(subs):
+        due = run.t0 + scale.sandbox_s(s.at - first)
+        delay = due - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        uid, gid = users[names[s.user]]
+        if s.tasks:
+            table = state / f"{s.keys[0].split('_')[0]}.tasks"
+            table.write_text("".join(f"{t} {w:.3f}\n" for t, w in zip(s.tasks, s.work_s)))
+            (state / s.keys[0].split("_")[0]).mkdir(exist_ok=True, mode=0o777)
+            os.chmod(state / s.keys[0].split("_")[0], 0o1777)
+            args = [f"@{table}", f"{every:.3f}", f"{save:.3f}", str(state / s.keys[0].split('_')[0])]
+        else:
+            args = [f"{s.work_s[0]:.3f}", f"{every:.3f}", f"{save:.3f}", str(state / s.keys[0])]
+        r = subprocess.run(["sbatch", "--parsable", *s.argv, str(progs[s.signal_lead]), *args], env=lab.env, capture_output=True,
+                           text=True, user=uid, group=gid, extra_groups=[], cwd="/tmp")
+        when = time.time()
+        if r.returncode != 0:
+            why = (r.stderr.strip().splitlines() or ["sbatch failed"])[-1].removeprefix("sbatch: error: ")
+            for k in s.keys:
+                run.refused[k] = why
+        else:
+            jid = r.stdout.strip().split(";")[0]
+            for k, t in zip(s.keys, s.tasks or (None,) * len(s.keys)):
+                run.job_ids[k] = jid if t is None else f"{jid}_{t}"
+                run.submitted[k] = when
+        if progress:
+            progress(f"{run.label}: submitted {n + 1} of {len(subs)} ({total} jobs), {len(run.refused)} refused")
+    _drain(lab, run, scale, trace, progress)
+    r = lab.run(["sacct", "-a", *SACCT_OPTIONS, "-S", time.strftime("%Y-%m-%dT%H:%M:%S",
+                                                                     time.localtime(run.t0 - 3600))])
+    if r.returncode != 0:
+        raise SandboxError(f"sandbox: sacct failed: {r.stderr.strip()[:200]}")
+    run.sacct_text = r.stdout
+
+
+def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress) -> None:
+    """Wait until no replayed job is pending or running. Jobs pending for a reason that never clears, while
+    nothing runs, are cancelled and recorded with that reason."""
+    longest = max(j.run_s for j in trace.jobs)
+    stuck_since = None
+    while True:
+        r = lab.run(["squeue", "-h", "-a", "-r", "-o", "%i|%T|%r"])
+        rows = [ln.split("|") for ln in r.stdout.splitlines() if ln.count("|") == 2]
+        running = sum(1 for _, st, _ in rows if st in ("RUNNING", "COMPLETING", "CONFIGURING"))
+        if progress:
+            progress(f"{run.label}: {len(rows)} jobs in the queue, {running} running")
+        if not rows:
+            return
+        if running == 0:
+            stuck_since = stuck_since or time.time()
+            if time.time() - stuck_since > max(10.0, scale.sandbox_s(60)):
+                for jid, st, why in rows:
+                    key = next((k for k, v in run.job_ids.items() if v == jid), None)
+                    if key is not None:
+                        run.never_started[key] = why
+                lab.run(["scancel", *[jid for jid, _, _ in rows]])
+                time.sleep(2)
+                return
+        else:
+            stuck_since = None
+        time.sleep(1.0)
+
+
+def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Scale, release, port_offset: int,
+           ckpt: submission.Checkpointing, label: str, progress=None) -> ReplayRun:
+    """Replay `trace` through a sandbox shaped like `site` (its raw TOML `raw_doc`); stop it afterwards."""
+    site_file, overrides, names = prepare(workdir, site, raw_doc, trace, scale, release)
+    subs = submission.build(trace.jobs, scale, site)
+    run = ReplayRun(label=label, site_source=str(site.source), scale=scale, first_submit=trace.first_submit,
+                    t0=0.0, release=release.name)
+    from slurmtools.sandbox.shape import capacity
+
+    run.nodes, run.gpus = capacity(site)
+    started = time.time()
+    with SandboxLab(workdir, site_file, overrides, release.name, port_offset) as lab:
+        feed_and_wait(lab, trace, subs, names, scale, ckpt, run, progress)
+    run.wall_s = time.time() - started
+    _keep(workdir, run)
+    return run
+
+
+def _keep(workdir: Path, run: ReplayRun) -> None:
+    """The replay's bookkeeping and the sandbox's sacct, kept beside its logs for a look afterwards."""
+    import json
+    from dataclasses import asdict
+
+    (workdir / "sacct.txt").write_text(run.sacct_text)
+    d = asdict(run)
+    d.pop("sacct_text")
+    (workdir / "replay.json").write_text(json.dumps(d, indent=1, default=str))

@@ -1,0 +1,150 @@
+"""What a replay showed, in real (unscaled) time: per job, then per tier and per account, candidate against
+baseline. Pure: the trace, the replay's bookkeeping and the sandbox's own sacct in, plain dataclasses out.
+
+Definitions (docs/sandbox.md): wait = from the job's submission to its first start; GPU-hours lost to preemption =
+a preempted job's GPUs x (the time all its runs held them - its work), which counts work redone after a lost save
+and the saves themselves; utilisation = GPU time held / (the site's GPUs x the replay's span, from the first
+submission to the last end); refused = sbatch said no (job_submit.lua, an association or QoS limit at submit);
+never started = pending for a reason that cannot clear while nothing else ran, then cancelled.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from slurmtools.sandbox.trace import Trace
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    key: str
+    tier: str
+    account: str
+    gpus: int
+    nodes: int
+    status: str                   # finished | refused | never_started | unfinished
+    why: str = ""                 # the refusal or pending reason
+    wait_s: float | None = None   # real seconds
+    runs: int = 0
+    preemptions: int = 0
+    held_s: float = 0.0           # real seconds all runs held the allocation
+    work_s: float = 0.0           # real seconds of work
+    start: float | None = None    # real seconds after the trace's first submission
+    end: float | None = None
+    leaf_switches: int | None = None
+
+    @property
+    def lost_gpu_h(self) -> float:
+        if not self.preemptions:
+            return 0.0
+        return max(0.0, self.held_s - self.work_s) * self.gpus / 3600
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One group's figures (a tier, an account, or everything). Hours are real hours."""
+
+    group: str
+    jobs: int
+    finished: int
+    refused: int
+    never_started: int
+    wait_median_h: float | None
+    wait_p90_h: float | None
+    wait_max_h: float | None
+    preemptions: int
+    gpu_hours: float
+    gpu_hours_lost: float
+    utilisation: float | None = None
+
+
+@dataclass
+class ReplayResult:
+    label: str
+    site: str
+    release: str
+    speedup: float
+    nodes: int
+    gpus: int
+    span_h: float
+    wall_s: float
+    jobs: list[JobOutcome]
+    overall: Summary
+    by_tier: list[Summary]
+    by_account: list[Summary]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["jobs"] = [dict(asdict(j), lost_gpu_h=round(j.lost_gpu_h, 4)) for j in self.jobs]
+        return d
+
+
+def _q(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1]
+
+
+def summarise(group: str, jobs: list[JobOutcome], capacity_gpu_s: float | None = None) -> Summary:
+    waits = sorted(j.wait_s / 3600 for j in jobs if j.wait_s is not None)
+    held = sum(j.held_s * j.gpus for j in jobs)
+    return Summary(
+        group=group, jobs=len(jobs), finished=sum(j.status == "finished" for j in jobs),
+        refused=sum(j.status == "refused" for j in jobs), never_started=sum(j.status == "never_started" for j in jobs),
+        wait_median_h=statistics.median(waits) if waits else None, wait_p90_h=_q(waits, 0.9),
+        wait_max_h=max(waits) if waits else None, preemptions=sum(j.preemptions for j in jobs),
+        gpu_hours=held / 3600, gpu_hours_lost=sum(j.lost_gpu_h for j in jobs),
+        utilisation=(held / capacity_gpu_s) if capacity_gpu_s else None)
+
+
+def outcome(trace: Trace, run, records) -> ReplayResult:
+    """`records`: the sandbox's sacct allocation records (`-X -D`: one per run)."""
+    s = run.scale.speedup
+    runs_of: dict[str, list] = {}
+    key_of = {v: k for k, v in run.job_ids.items()}
+    for r in records:
+        if r.step is not None:
+            continue
+        k = key_of.get(r.job_id)
+        if k is not None:
+            runs_of.setdefault(k, []).append(r)
+    out = []
+    for j in trace.jobs:
+        base = dict(key=j.key, tier=j.tier, account=j.account, gpus=j.gpus, nodes=j.nodes, work_s=j.run_s)
+        if j.key in run.refused:
+            out.append(JobOutcome(status="refused", why=run.refused[j.key], **base))
+            continue
+        rs = sorted(runs_of.get(j.key, []), key=lambda r: r.start.timestamp() if r.start else float("inf"))
+        started = [r for r in rs if r.start is not None]
+        if j.key in run.never_started and not started:
+            out.append(JobOutcome(status="never_started", why=run.never_started[j.key], **base))
+            continue
+        if not started:
+            out.append(JobOutcome(status="unfinished", why="no run in the sandbox's accounting", **base))
+            continue
+        sub = run.submitted[j.key]
+        first = started[0].start.timestamp()
+        last_end = max(r.end.timestamp() for r in started if r.end is not None)
+        held = sum((r.end.timestamp() - r.start.timestamp()) for r in started if r.end is not None)
+        done = rs[-1].state in ("COMPLETED",)
+        leaves = None
+        out.append(JobOutcome(
+            status="finished" if done else "unfinished", why="" if done else f"last state {rs[-1].state}",
+            wait_s=max(0.0, first - sub) * s, runs=len(started),
+            preemptions=sum(1 for r in started[:-1]) + (1 if rs[-1].state in ("PREEMPTED", "REQUEUED") else 0),
+            held_s=held * s, start=(first - run.t0) * s, end=(last_end - run.t0) * s, leaf_switches=leaves,
+            **{**base, "work_s": j.run_s}))
+    ends = [j.end for j in out if j.end is not None]
+    span_s = max(ends) if ends else 0.0
+    cap = run.gpus * span_s if run.gpus and span_s else None
+    tiers = sorted({j.tier for j in out})
+    accounts = sorted({j.account for j in out})
+    return ReplayResult(
+        label=run.label, site=run.site_source, release=run.release, speedup=s, nodes=run.nodes, gpus=run.gpus,
+        span_h=span_s / 3600, wall_s=run.wall_s, jobs=out, overall=summarise("all", out, cap),
+        by_tier=[summarise(t, [j for j in out if j.tier == t], cap) for t in tiers],
+        by_account=[summarise(a, [j for j in out if j.account == a], cap) for a in accounts])

@@ -1,0 +1,175 @@
+"""The recorded history a sandbox replays: one `TraceJob` per job, rebuilt from what sacct kept.
+
+Pure: accounting records in (`slurmtools.slurm.commands.parse_sacct` or a backend's `accounting`), a `Trace` out.
+A job that never started in history (cancelled while pending) is not replayed: it held no resources and sacct does
+not say how long it would have run; jobs still pending or running when the history was taken are left out too.
+Both are counted in `Trace.notes`. A requeued job (`sacct -D` lists each run) is one job: its first submission,
+its GPUs, and the run time of the run that ended it (what a job that resumes from a checkpoint still had to do is
+not recorded anywhere, so the replayed job does that last run's work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from slurmtools.errors import ParseError
+
+#: the sacct fields a trace is rebuilt from (a tuple: any one of them); `sacct -o` with these and `-D -X`
+TRACE_FIELDS = (("JobID", "JobIDRaw"), "User", "Account", "QOS", "State", "Submit", "Start", "End",
+                ("TimelimitRaw", "Timelimit"), ("ReqTRES", "AllocTRES"))
+SACCT_OPTIONS = ("-X", "-D", "--parsable2",
+                 "-o", "JobID,JobIDRaw,JobName,User,Account,Partition,QOS,State,ExitCode,Submit,Eligible,Start,"
+                       "End,ElapsedRaw,TimelimitRaw,NodeList,AllocTRES,ReqTRES,AllocCPUS")
+#: final states of a job that ran and will not run again
+ENDED = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
+                   "DEADLINE", "BOOT_FAIL"})
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One recorded job, as the sandbox will submit it. Times are seconds since the epoch (UTC)."""
+
+    key: str                    # the job's id in the history: "1234", or "1200_3" for an array task
+    submit: float
+    user: str
+    account: str
+    tier: str                   # the QoS it ran under
+    partition: str | None       # None: the history does not say; Slurm's default partition then
+    nodes: int
+    gpus: int                   # GPUs of the whole job
+    gpu_type: str | None        # None: untyped request
+    cpus: int | None            # CPUs of the whole job, None when sacct did not keep them
+    run_s: float                # how long its last run ran
+    limit_s: float | None       # its time limit; None: the partition's (sacct printed Partition_Limit/UNLIMITED)
+    array_job: str | None = None
+    array_task: int | None = None
+    state: str = ""             # how it ended in history
+    start: float | None = None  # when its last run started in history (the 1x reference for accuracy)
+    synthetic: str | None = None  # the campaign or forecast that added it; None for recorded jobs
+
+    @property
+    def gpus_per_node(self) -> int:
+        return -(-self.gpus // self.nodes) if self.nodes else self.gpus
+
+    @property
+    def history_wait_s(self) -> float | None:
+        return None if self.start is None else self.start - self.submit
+
+
+@dataclass(frozen=True)
+class Trace:
+    jobs: tuple[TraceJob, ...]
+    source: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def first_submit(self) -> float:
+        return min(j.submit for j in self.jobs)
+
+    @property
+    def span_s(self) -> float:
+        """From the first submission to the last end as recorded (what a 1x replay takes at least)."""
+        if not self.jobs:
+            return 0.0
+        last = max((j.start if j.start is not None else j.submit) + j.run_s for j in self.jobs)
+        return last - self.first_submit
+
+    def with_jobs(self, extra: Iterable[TraceJob], note: str | None = None) -> "Trace":
+        jobs = tuple(sorted((*self.jobs, *extra), key=lambda j: (j.submit, j.key)))
+        return Trace(jobs, self.source, self.notes + ((note,) if note else ()))
+
+
+def _epoch(dt) -> float | None:
+    if dt is None:
+        return None
+    if dt.tzinfo is None:
+        from datetime import timezone
+
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def trace_from_records(records: Iterable, source: str, *, partition_limits: dict[str, float] | None = None
+                       ) -> Trace:
+    """Jobs from sacct allocation records (`AcctRecord`, steps ignored). `partition_limits` (seconds by partition)
+    gives the limit of a job whose own was Partition_Limit. Raises ParseError (one line naming `source` and the
+    job) for a job the sandbox cannot submit faithfully: no user, account or QoS, or no GPU/node shape."""
+    from slurmtools.slurm.tres import parse_tres
+
+    by_key: dict[str, list] = {}
+    for r in records:
+        if r.step is not None:
+            continue
+        by_key.setdefault(r.job_id, []).append(r)
+    jobs, skipped_pending, skipped_never, skipped_running = [], 0, 0, 0
+    for key, runs in by_key.items():
+        runs.sort(key=lambda r: (_epoch(r.start) or float("inf")))
+        last = runs[-1]
+        if last.start is None:
+            if last.state in ("PENDING", "REQUEUED"):
+                skipped_pending += 1
+            else:
+                skipped_never += 1
+            continue
+        if last.end is None or last.state in ("RUNNING", "REQUEUED", "SUSPENDED", "PENDING"):
+            skipped_running += 1
+            continue
+        for what, value in (("User", last.user), ("Account", last.account), ("QOS", last.qos)):
+            if not value:
+                raise ParseError(source, None, f"job {key}: {what} is empty; the sandbox submits every job as its "
+                                               f"user, account and QoS")
+        req = parse_tres(last.req_tres) if last.req_tres else parse_tres(last.alloc_tres)
+        nodes = req.nodes or len(last.nodelist) or 0
+        if nodes <= 0:
+            raise ParseError(source, None, f"job {key}: no node count (ReqTRES node=, NodeList)")
+        types = {t: n for t, n in req.gpus_by_type.items() if t != "untyped"}
+        if len(types) > 1:
+            raise ParseError(source, None, f"job {key}: GPUs of several types ({', '.join(sorted(types))}); "
+                                           f"the sandbox replays one type per job")
+        gpu_type = next(iter(types), None)
+        limit = last.timelimit_s
+        if limit is None:
+            part = last.partition.split(",")[0] if last.partition else None
+            limit = (partition_limits or {}).get(part) if part else None
+            if limit is None:
+                raise ParseError(source, None, f"job {key}: time limit is {last.extra.get('Timelimit') or 'unknown'}"
+                                               f" and partition {part or '(none)'} has no max_time in the site")
+        submit = _epoch(runs[0].submit) or _epoch(runs[0].start)
+        start, end = _epoch(last.start), _epoch(last.end)
+        array_job = array_task = None
+        if "_" in key:
+            a, _, t = key.partition("_")
+            if t.isdigit():
+                array_job, array_task = a, int(t)
+        jobs.append(TraceJob(key=key, submit=submit, user=last.user, account=last.account, tier=last.qos,
+                             partition=(last.partition.split(",")[0] or None) if last.partition else None,
+                             nodes=nodes, gpus=req.gpus, gpu_type=gpu_type, cpus=req.cpu or None,
+                             run_s=max(0.0, end - start), limit_s=float(limit), array_job=array_job,
+                             array_task=array_task, state=last.state, start=start))
+    notes = []
+    if skipped_never:
+        notes.append(f"{skipped_never} job(s) never started in history (cancelled while pending): not replayed")
+    if skipped_pending or skipped_running:
+        notes.append(f"{skipped_pending + skipped_running} job(s) still pending or running when the history was "
+                     f"taken: not replayed")
+    if not jobs:
+        raise ParseError(source, None, "no job that ran and ended: nothing to replay")
+    jobs.sort(key=lambda j: (j.submit, j.key))
+    return Trace(tuple(jobs), source, tuple(notes))
+
+
+def load_trace(path: str, *, partition_limits: dict[str, float] | None = None) -> Trace:
+    """A `sacct --parsable2` dump with the TRACE_FIELDS (one line naming the file and what it lacks otherwise)."""
+    from slurmtools.slurm.commands import parse_sacct
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParseError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if not text.strip():
+        raise ParseError(path, 1, "empty; expected `sacct " + " ".join(SACCT_OPTIONS[:3]) + " -o ...` output "
+                                  "with its header line")
+    records = parse_sacct(text, path, TRACE_FIELDS)
+    return trace_from_records(records, path, partition_limits=partition_limits)
