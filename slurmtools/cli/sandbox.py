@@ -6,7 +6,7 @@ Heavy imports happen inside the functions only.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -38,6 +38,14 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
                                                     "progress this often (real time)"),
                save_time: str = typer.Option("30s", "--save-time", help="How long a save on the preemption "
                                              "warning takes (real time)"),
+               add: Optional[List[str]] = typer.Option(None, "--add", help="A campaign file ([[campaign]] tables, "
+                                                       "site_configs/example/campaign-vision.toml) whose jobs are "
+                                                       "added to the history (repeatable)"),
+               forecast_band: Optional[str] = typer.Option(None, "--forecast", help="Add the demand forecast's "
+                                                           "load after the history: low, mid or high (its error "
+                                                           "band)"),
+               forecast_days: Optional[int] = typer.Option(None, "--forecast-days", min=1, help="Days of "
+                                                           "forecast load to add (default 7)"),
                json_out: bool = JsonOpt) -> None:
     """Replay the history through a sandbox shaped like --site (and --baseline); waits, utilisation, GPU-hours
     lost to preemption and refusals per tier and account."""
@@ -82,6 +90,24 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
     for _, site, _ in sites:
         limits.update({p.name: float(p.max_time) for p in site.partitions.values()})
     trace = load_trace(trace_path, partition_limits=limits)
+    if forecast_days is not None and forecast_band is None:
+        fail("--forecast-days: only with --forecast low|mid|high")
+    if add or forecast_band:
+        from slurmtools.sandbox import campaign as cg
+
+        if forecast_band is not None:
+            if forecast_band not in cg.BANDS:
+                fail(f"--forecast: expected one of {', '.join(cg.BANDS)}, got {forecast_band!r}")
+            notes: list[str] = []
+            try:
+                extra = cg.forecast_load(trace, forecast_band, forecast_days or 7, 0, notes)
+            except cg.ForecastError as exc:
+                fail(f"--forecast {forecast_band}: {exc}")
+            trace = cg.add_to(trace, extra, notes)
+        for path in add or ():
+            notes = []
+            extra = cg.load_campaigns(path, sites[0][1], trace, notes)  # ConfigError: file and key
+            trace = cg.add_to(trace, extra, notes)
     job_limits = [j.limit_s for j in trace.jobs if j.limit_s]
     if speedup is None:
         most = min(max_speedup(job_limits, s)[0] for _, s, _ in sites)
@@ -119,13 +145,15 @@ def example_trace_cmd(out: str = typer.Option(..., "--out", help="Write the hist
                       hours: float = typer.Option(3.0, "--hours", min=0.01, help="Over how many hours"),
                       load: float = typer.Option(1.2, "--load", min=0.01, help="GPU-hours asked / the site's"),
                       seed: int = typer.Option(0, "--seed", help="Random seed"),
+                      run_median: float = typer.Option(25.0, "--run-median", min=1.0,
+                                                       help="Median run time of the jobs, minutes"),
                       site_path: Optional[str] = typer.Option(None, "--site", help="Site the jobs are shaped for "
                                                               "(default: the bundled example site)")) -> None:
     """Write a recorded-looking history (sacct -X -D --parsable2) for a site, to try the sandbox with."""
     from slurmtools.cli.common import load_site
     from slurmtools.sandbox.example_trace import generate
 
-    text = generate(load_site(site_path), jobs, hours, seed=seed, load=load)
+    text = generate(load_site(site_path), jobs, hours, seed=seed, load=load, run_median_min=run_median)
     try:
         with open(out, "w") as fh:
             fh.write(text)
