@@ -89,6 +89,9 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
     limits = {}
     for _, site, _ in sites:
         limits.update({p.name: float(p.max_time) for p in site.partitions.values()})
+    from slurmtools.sandbox.report import check_formats
+
+    fmts = check_formats(f.strip() for f in formats.split(",") if f.strip())  # before any replay starts
     trace = load_trace(trace_path, partition_limits=limits)
     if forecast_days is not None and forecast_band is None:
         fail("--forecast-days: only with --forecast low|mid|high")
@@ -129,7 +132,7 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
     if out:
         from slurmtools.sandbox.report import write
 
-        for p in write(results, trace, Path(out), tuple(f.strip() for f in formats.split(",") if f.strip())):
+        for p in write(results, trace, Path(out), fmts):
             typer.echo(f"wrote {p}", err=True)
     if json_out:
         print_json({k: v.to_json() for k, v in results.items()})

@@ -1,0 +1,177 @@
+"""The sandbox's pure layers: a trace from sacct text, the speed-up rules, the sbatch arguments, the scaled site
+file, the outcome figures; and the CLI's one-line refusals of bad input (all before any daemon starts)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from slurmtools.errors import ParseError
+from slurmtools.sandbox import outcome as oc
+from slurmtools.sandbox import sitecopy
+from slurmtools.sandbox.example_trace import generate
+from slurmtools.sandbox.submission import build
+from slurmtools.sandbox.timescale import Scale, SpeedupError, check, max_speedup, scaled_site_doc
+from slurmtools.sandbox.trace import load_trace, trace_from_records
+from slurmtools.site import load_site
+from slurmtools.slurm.commands import parse_sacct
+
+REPO = Path(__file__).resolve().parents[3]
+SITE = REPO / "site_configs" / "example" / "site.toml"
+HEAD = "JobID|JobIDRaw|User|Account|Partition|QOS|State|Submit|Start|End|TimelimitRaw|NodeList|ReqTRES|AllocTRES"
+
+
+def _dump(rows: list[str]) -> str:
+    return "\n".join([HEAD, *rows]) + "\n"
+
+
+ROWS = [
+    # a requeued job: two runs under one id (sacct -D); the last run is the one replayed
+    "10|10|ann|vision|gpu|standard|PREEMPTED|2026-11-02T08:00:00|2026-11-02T08:05:00|2026-11-02T08:35:00|120|gpu01"
+    "|billing=8,cpu=32,gres/gpu:h100=8,gres/gpu=8,node=1|",
+    "10|10|ann|vision|gpu|standard|COMPLETED|2026-11-02T08:40:00|2026-11-02T09:00:00|2026-11-02T10:00:00|120|gpu02"
+    "|billing=8,cpu=32,gres/gpu:h100=8,gres/gpu=8,node=1|",
+    # an array of two tasks, 2 nodes x 8 GPUs
+    "11_0|12|bo|nlp|gpu|scavenger|COMPLETED|2026-11-02T08:10:00|2026-11-02T08:10:00|2026-11-02T08:40:00|240|gpu[03-04]"
+    "|billing=16,cpu=64,gres/gpu:h100=16,gres/gpu=16,node=2|",
+    "11_1|13|bo|nlp|gpu|scavenger|COMPLETED|2026-11-02T08:10:00|2026-11-02T08:20:00|2026-11-02T09:20:00|240|gpu[05-06]"
+    "|billing=16,cpu=64,gres/gpu:h100=16,gres/gpu=16,node=2|",
+    # cancelled while pending: not replayed; still running: not replayed
+    "14|14|cy|students|gpu|standard|CANCELLED by 0|2026-11-02T08:15:00|None|2026-11-02T08:16:00|60|None assigned"
+    "|billing=1,cpu=4,gres/gpu:h100=1,gres/gpu=1,node=1|",
+    "15|15|cy|students|gpu|standard|RUNNING|2026-11-02T08:15:00|2026-11-02T08:15:00|Unknown|60|gpu07"
+    "|billing=1,cpu=4,gres/gpu:h100=1,gres/gpu=1,node=1|",
+]
+
+
+def test_trace_from_sacct_keeps_runs_arrays_and_says_what_it_left_out():
+    t = trace_from_records(parse_sacct(_dump(ROWS), "h.txt", ()), "h.txt")
+    assert [j.key for j in t.jobs] == ["10", "11_0", "11_1"]
+    a = t.jobs[0]
+    assert (a.user, a.account, a.tier, a.nodes, a.gpus, a.gpu_type, a.cpus) == ("ann", "vision", "standard", 1, 8,
+                                                                                "h100", 32)
+    assert a.run_s == 3600 and a.limit_s == 7200
+    assert a.submit == datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc).timestamp()   # the first submission
+    assert a.start == datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc).timestamp()    # the last run's start
+    assert (t.jobs[1].array_job, t.jobs[1].array_task, t.jobs[2].array_task) == ("11", 0, 1)
+    assert any("1 job(s) never started" in n for n in t.notes)
+    assert any("1 job(s) still pending or running" in n for n in t.notes)
+
+
+def test_trace_without_needed_columns_fails_in_one_line(tmp_path):
+    p = tmp_path / "h.txt"
+    p.write_text("JobID|User|Account|State|Submit|Start|End\n1|a|b|COMPLETED|x|y|z\n")
+    with pytest.raises(ParseError) as e:
+        load_trace(str(p))
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:") and "QOS" in msg and "Timelimit" in msg and "\n" not in msg
+
+
+def test_speedup_limits_name_the_bound():
+    site = load_site(SITE)
+    # scavenger's grace (60 s) and a 1 h job limit both bound the speed-up at 60
+    assert max_speedup([3600.0], site)[0] == 60
+    with pytest.raises(SpeedupError) as e:
+        check(61, [3600.0], site)
+    assert "--speedup 61" in str(e.value) and "at most 60 holds" in str(e.value)
+    most, why = max_speedup([1800.0], site)
+    assert most == 30 and "shortest job time limit (30 min)" in why
+    with pytest.raises(SpeedupError):
+        check(0.5, [3600.0], site)
+
+
+def test_scaled_clocks_and_requeue_delay_by_release():
+    conf = Scale(60).slurm_conf(requeue_delay_param=True, max_limit_s=2 * 86400)
+    assert "requeue_delay=1" in conf["SchedulerParameters"] and "_cred_expire" not in conf
+    assert "bf_resolution=1" in conf["SchedulerParameters"] and conf["PriorityDecayHalfLife"] == "0-02:48:00"
+    old = Scale(60).slurm_conf(requeue_delay_param=False, max_limit_s=3600)
+    assert old["_cred_expire"] == "5" and "requeue_delay" not in old["SchedulerParameters"]
+    assert Scale(60).limits_note(requeue_delay_param=False) and not Scale(2).limits_note(requeue_delay_param=True)
+    assert Scale(1).slurm_conf(requeue_delay_param=True, max_limit_s=60)["SchedulerParameters"].startswith(
+        "sched_interval=60,sched_min_interval=2000000,bf_interval=30,bf_resolution=60,bf_window=1440")
+
+
+def test_submissions_scale_limits_and_runs_and_keep_arrays():
+    site = load_site(SITE)
+    t = trace_from_records(parse_sacct(_dump(ROWS), "h.txt", ()), "h.txt")
+    subs = build(t.jobs, Scale(60), site)
+    plain, arr = subs[0], subs[1]
+    assert plain.keys == ("10",) and plain.work_s == (60.0,) and "--time=2" in plain.argv
+    assert "--gres=gpu:h100:8" in plain.argv and "--qos=standard" in plain.argv and plain.signal_lead == 5
+    assert arr.keys == ("11_0", "11_1") and "--array=0,1" in arr.argv and arr.tasks == (0, 1)
+    assert arr.work_s == (30.0, 60.0) and "--nodes=2" in arr.argv and "--cpus-per-task=32" in arr.argv
+    assert arr.signal_lead == 2 and "--time=4" in arr.argv
+
+
+def test_sandbox_site_file_scales_durations_and_names_trace_users():
+    raw = tomllib.loads(SITE.read_text())
+    doc = scaled_site_doc(raw, 60, "/abs/fabric.toml")
+    names = sitecopy.sandbox_users(["zed", "ann"])
+    doc = sitecopy.with_trace_users(doc, [("ann", "vision"), ("zed", "nosuch")], names)
+    back = tomllib.loads(sitecopy.dumps(doc))
+    assert back["partitions"]["gpu"]["max_time"] == "2880s"
+    assert back["tiers"]["scavenger"]["grace_time"] == "1s" and back["tiers"]["standard"]["grace_time"] == "5s"
+    assert back["tiers"]["production"]["grace_time"] == 0 and back["tiers"]["production"]["signal_lead"] == "5s"
+    assert back["site"]["fabric"] == "/abs/fabric.toml"
+    assert names == {"ann": "sbx0001", "zed": "sbx0002"} and "sbx0001" in back["accounts"]["vision"]["users"]
+    assert all("sbx0002" not in a.get("users", []) for a in back["accounts"].values())
+
+
+class _Run:
+    label, site_source, release, nodes, gpus, wall_s = "x", "s.toml", "22.05", 2, 16, 10.0
+    scale = Scale(60)
+    t0 = 1000.0
+
+
+def _rec(jid, state, start, end):
+    ts = lambda v: datetime.fromtimestamp(v).strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
+    return f"{jid}|{jid}|u|a|gpu|standard|{state}|{ts(1000)}|{ts(start)}|{ts(end)}|60|gpu01|node=1|"
+
+
+def test_outcome_waits_preemptions_and_lost_gpu_hours_in_real_time():
+    site_t = trace_from_records(parse_sacct(_dump(ROWS[:2]), "h.txt", ()), "h.txt")
+    run = _Run()
+    run.submitted = {"10": 1000.0}
+    run.job_ids = {"10": "7"}
+    run.refused, run.never_started = {}, {}
+    # sandbox: waited 10 s, ran 40 s, preempted, rerun 70 s (work is 3600 real s = 60 sandbox s)
+    recs = parse_sacct("\n".join([HEAD, _rec(7, "PREEMPTED", 1010, 1050), _rec(7, "COMPLETED", 1060, 1130)]), "s",
+                       ())
+    res = oc.outcome(site_t, run, recs)
+    j = res.jobs[0]
+    assert j.status == "finished" and j.wait_s == 600 and j.runs == 2 and j.preemptions == 1
+    assert j.held_s == 110 * 60 and j.work_s == 3600
+    assert j.lost_gpu_h == pytest.approx((110 * 60 - 3600) * 8 / 3600)
+    assert res.overall.wait_median_h == pytest.approx(600 / 3600)
+    assert res.overall.utilisation == pytest.approx(110 * 8 / (16 * 130))
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "slurmtools", *args], cwd=REPO, capture_output=True, text=True)
+
+
+def test_cli_refuses_bad_input_in_one_line(tmp_path):
+    good = tmp_path / "h.txt"
+    good.write_text(generate(load_site(SITE), 20, 0.5, seed=1))
+    bad_trace = tmp_path / "bad.txt"
+    bad_trace.write_text("JobID|State|Start|End\n1|COMPLETED|x|y\n")
+    bad_site = tmp_path / "site.toml"
+    bad_site.write_text(SITE.read_text().replace("priority = 1000", "priority = -5").replace(
+        '"../../topology/example/fabric.toml"', f'"{REPO}/topology/example/fabric.toml"'))
+    cases = [
+        (["--trace", str(bad_trace), "--site", str(SITE)], [str(bad_trace), "QOS"]),
+        (["--trace", str(good), "--site", str(bad_site)], [str(bad_site), "priority"]),
+        (["--trace", str(good), "--site", str(SITE), "--speedup", "500"], ["--speedup", "at most 60 holds"]),
+        (["--trace", str(good), "--site", str(SITE), "--slurm", "21.08"], ["--slurm 21.08"]),
+    ]
+    for args, words in cases:
+        r = _cli("sandbox", "replay", *args, "--workdir", str(tmp_path / "w"))
+        err = r.stderr.strip()
+        assert r.returncode != 0 and len(err.splitlines()) == 1 and err.startswith("slurmtools: error:"), (args, err)
+        assert all(w in err for w in words), (args, err)
+    assert not (tmp_path / "w").exists()  # nothing was started
