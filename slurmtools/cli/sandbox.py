@@ -46,6 +46,10 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
                                                            "band)"),
                forecast_days: Optional[int] = typer.Option(None, "--forecast-days", min=1, help="Days of "
                                                            "forecast load to add (default 7)"),
+               shapes: str = typer.Option("plain", "--shapes", help="Job shapes: plain (as recorded: what users "
+                                          "submit today), planner (what `slurmtools plan` makes of each job), or "
+                                          "both (--site twice, plain and planner side by side: what the planner "
+                                          "is worth)"),
                json_out: bool = JsonOpt) -> None:
     """Replay the history through a sandbox shaped like --site (and --baseline); waits, utilisation, GPU-hours
     lost to preemption and refusals per tier and account."""
@@ -69,6 +73,10 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
         fail(f"--slurm {slurm}: {exc}")
     if release.lab is None:
         fail(f"--slurm {slurm}: the sandbox runs 22.05 or 25.11 (the releases its lab builds)")
+    if shapes not in ("plain", "planner", "both"):
+        fail(f"--shapes: expected plain, planner or both, got {shapes!r}")
+    if shapes == "both" and baseline_path is not None:
+        fail("--shapes both: compares plain and planner shapes on --site alone; leave out --baseline")
     ckpt = []
     for opt, text in (("--checkpoint-every", checkpoint_every), ("--save-time", save_time)):
         try:
@@ -117,17 +125,28 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
         speedup = min(60.0, most)
     scales = [check(speedup, job_limits, s, where=f"--speedup (with {opt} {s.source})") for opt, s, _ in sites]
     progress = _progress_line() if sys.stderr.isatty() and not json_out else None
+    from slurmtools.sandbox import planned
+
+    plan = []   # (label, site, raw, scale, planner shapes?)
+    if shapes == "both":
+        (_, site, raw), scale = sites[0], scales[0]
+        plan = [("plain", site, raw, scale, False), ("planner", site, raw, scale, True)]
+    else:
+        for (opt, site, raw), scale in zip(sites[::-1], scales[::-1]):  # baseline first when there is one
+            plan.append(("candidate" if opt == "--site" else "baseline", site, raw, scale, shapes == "planner"))
     results = {}
-    order = sites[::-1]  # baseline first when there is one
-    for (opt, site, raw), scale in zip(order, scales[::-1]):
-        label = "candidate" if opt == "--site" else "baseline"
+    for label, site, raw, scale, use_planner in plan:
+        view = planned.site_view(site)
+        shaped, shape_notes = (planned.planner_shapes(trace.jobs, site, view, scale, release) if use_planner
+                               else (None, []))
         run = replay(trace, site, raw, Path(workdir) / label, scale, release, port_offset, Checkpointing(*ckpt),
-                     label, progress)
+                     label, progress, shaped)
         if progress:
             progress(None)
         records = parse_sacct(run.sacct_text, f"{label} sandbox sacct")
-        results[label] = oc.outcome(trace, run, records)
+        results[label] = oc.outcome(trace, run, records, planned.placement_fn(view))
         results[label].notes.extend(trace.notes)
+        results[label].notes.extend(shape_notes)
         results[label].notes.extend(scale.limits_note(requeue_delay_param=release.requeue_delay))
     if out:
         from slurmtools.sandbox.report import write

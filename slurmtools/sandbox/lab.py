@@ -240,10 +240,11 @@ def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress
 
 
 def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Scale, release, port_offset: int,
-           ckpt: submission.Checkpointing, label: str, progress=None) -> ReplayRun:
-    """Replay `trace` through a sandbox shaped like `site` (its raw TOML `raw_doc`); stop it afterwards."""
+           ckpt: submission.Checkpointing, label: str, progress=None, shapes: dict | None = None) -> ReplayRun:
+    """Replay `trace` through a sandbox shaped like `site` (its raw TOML `raw_doc`); stop it afterwards. `shapes`:
+    jobs' shape options other than the recorded ones (`sandbox.planned`)."""
     site_file, overrides, names = prepare(workdir, site, raw_doc, trace, scale, release)
-    subs = submission.build(trace.jobs, scale, site)
+    subs = submission.build(trace.jobs, scale, site, shapes)
     run = ReplayRun(label=label, site_source=str(site.source), scale=scale, first_submit=trace.first_submit,
                     t0=0.0, release=release.name)
     from slurmtools.sandbox.shape import capacity

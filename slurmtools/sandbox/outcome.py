@@ -32,7 +32,8 @@ class JobOutcome:
     work_s: float = 0.0           # real seconds of work
     start: float | None = None    # real seconds after the trace's first submission
     end: float | None = None
-    leaf_switches: int | None = None
+    leaf_switches: int | None = None   # leaf switches under the last run's hosts
+    allreduce_gbs: float | None = None  # the planner's allreduce bandwidth estimate for those hosts, GB/s per GPU
 
     @property
     def lost_gpu_h(self) -> float:
@@ -57,6 +58,9 @@ class Summary:
     gpu_hours: float
     gpu_hours_lost: float
     utilisation: float | None = None
+    multinode_jobs: int = 0
+    leaves_per_multinode_job: float | None = None   # mean over the multi-node jobs that ran
+    allreduce_gbs: float | None = None              # mean estimated allreduce bandwidth of those jobs
 
 
 @dataclass
@@ -92,17 +96,22 @@ def _q(values: list[float], q: float) -> float | None:
 def summarise(group: str, jobs: list[JobOutcome], capacity_gpu_s: float | None = None) -> Summary:
     waits = sorted(j.wait_s / 3600 for j in jobs if j.wait_s is not None)
     held = sum(j.held_s * j.gpus for j in jobs)
+    multi = [j for j in jobs if j.nodes > 1 and j.leaf_switches is not None]
     return Summary(
         group=group, jobs=len(jobs), finished=sum(j.status == "finished" for j in jobs),
         refused=sum(j.status == "refused" for j in jobs), never_started=sum(j.status == "never_started" for j in jobs),
         wait_median_h=statistics.median(waits) if waits else None, wait_p90_h=_q(waits, 0.9),
         wait_max_h=max(waits) if waits else None, preemptions=sum(j.preemptions for j in jobs),
         gpu_hours=held / 3600, gpu_hours_lost=sum(j.lost_gpu_h for j in jobs),
-        utilisation=(held / capacity_gpu_s) if capacity_gpu_s else None)
+        utilisation=(held / capacity_gpu_s) if capacity_gpu_s else None, multinode_jobs=len(multi),
+        leaves_per_multinode_job=statistics.mean(j.leaf_switches for j in multi) if multi else None,
+        allreduce_gbs=statistics.mean(j.allreduce_gbs for j in multi if j.allreduce_gbs is not None)
+        if any(j.allreduce_gbs is not None for j in multi) else None)
 
 
-def outcome(trace: Trace, run, records) -> ReplayResult:
-    """`records`: the sandbox's sacct allocation records (`-X -D`: one per run)."""
+def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
+    """`records`: the sandbox's sacct allocation records (`-X -D`: one per run). `placement(hosts, gpus_per_host)`
+    -> (leaf switches, estimated allreduce GB/s) describes where each job's last run was placed."""
     s = run.scale.speedup
     runs_of: dict[str, list] = {}
     key_of = {v: k for k, v in run.job_ids.items()}
@@ -131,13 +140,16 @@ def outcome(trace: Trace, run, records) -> ReplayResult:
         last_end = max(r.end.timestamp() for r in started if r.end is not None)
         held = sum((r.end.timestamp() - r.start.timestamp()) for r in started if r.end is not None)
         done = rs[-1].state in ("COMPLETED",)
-        leaves = None
+        leaves = gbs = None
+        hosts = tuple(started[-1].nodelist)
+        if placement is not None and hosts:
+            leaves, gbs = placement(hosts, j.gpus_per_node)
         out.append(JobOutcome(
             status="finished" if done else "unfinished", why="" if done else f"last state {rs[-1].state}",
             wait_s=max(0.0, first - sub) * s, runs=len(started),
             preemptions=sum(1 for r in started[:-1]) + (1 if rs[-1].state in ("PREEMPTED", "REQUEUED") else 0),
             held_s=held * s, start=(first - run.t0) * s, end=(last_end - run.t0) * s, leaf_switches=leaves,
-            **{**base, "work_s": j.run_s}))
+            allreduce_gbs=gbs, **{**base, "work_s": j.run_s}))
     ends = [j.end for j in out if j.end is not None]
     span_s = max(ends) if ends else 0.0
     cap = run.gpus * span_s if run.gpus and span_s else None

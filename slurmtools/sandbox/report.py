@@ -23,7 +23,11 @@ FORMATS = ("html", "csv", "json", "md")
 FIGURES = (("wait_median_h", "Wait p50 (h)", "h"), ("wait_p90_h", "Wait p90 (h)", "h"),
            ("wait_max_h", "Wait max (h)", "h"), ("preemptions", "Preemptions", "n"),
            ("gpu_hours_lost", "GPU-hours lost", "h"), ("refused", "Refused", "n"),
-           ("never_started", "Never started", "n"), ("utilisation", "Utilisation", "frac"))
+           ("never_started", "Never started", "n"), ("utilisation", "Utilisation", "frac"),
+           ("leaves_per_multinode_job", "Leaf switches per multi-node job", "x"),
+           ("allreduce_gbs", "Allreduce GB/s per GPU (est.)", "x"))
+#: figures where a rise is better (the planner-worth comparison's bandwidth)
+HIGHER_BETTER = frozenset({"allreduce_gbs"})
 #: figures whose change is neither better nor worse: more GPUs for the same work lower utilisation, which is the
 #: point of a purchase (for every other figure a rise is worse)
 UNTONED = frozenset({"utilisation"})
@@ -135,6 +139,8 @@ def _tone(f: str, d) -> str:
     """"better", "worse" or "" for a change of figure `f`."""
     if d is None or abs(d) < 1e-9 or f in UNTONED:
         return ""
+    if f in HIGHER_BETTER:
+        return "better" if d > 0 else "worse"
     return "worse" if d > 0 else "better"
 
 

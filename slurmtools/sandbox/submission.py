@@ -42,19 +42,23 @@ def job_name(key: str) -> str:
     return f"sbx-{key}"
 
 
-def build(jobs: tuple[TraceJob, ...], scale: Scale, site) -> list[Submission]:
+def build(jobs: tuple[TraceJob, ...], scale: Scale, site, shapes: dict[str, tuple[str, ...]] | None = None
+          ) -> list[Submission]:
     """Submissions in submit order. Tiers that can be preempted get the warning signal with the site's signal lead
-    scaled (the checkpoint-on-signal wiring slurmtools gives such jobs)."""
+    scaled (the checkpoint-on-signal wiring slurmtools gives such jobs). `shapes`: each job's shape options from
+    elsewhere (the planner's, `sandbox.planned`) instead of the plain shape the history recorded."""
+    shapes = shapes or {}
     arrays: dict[str, list[TraceJob]] = {}
     plain: list[TraceJob] = []
     for j in jobs:
         (arrays.setdefault(j.array_job, []) if j.array_job is not None else plain).append(j)
-    out = [Submission((j.key,), j.submit, j.user, tuple(_options(j, scale, site)), (scale.sandbox_s(j.run_s),),
+    out = [Submission((j.key,), j.submit, j.user, tuple(_options(j, scale, site, shape=shapes.get(j.key))),
+                      (scale.sandbox_s(j.run_s),),
                       signal_lead=_lead(j, scale, site)) for j in plain]
     for aid, tasks in arrays.items():
         tasks.sort(key=lambda t: t.array_task)
         first = min(tasks, key=lambda t: t.submit)
-        opts = _options(first, scale, site, name=f"sbx-{aid}")
+        opts = _options(first, scale, site, name=f"sbx-{aid}", shape=shapes.get(first.key))
         opts.append("--array=" + ",".join(str(t.array_task) for t in tasks))
         out.append(Submission(tuple(t.key for t in tasks), first.submit, first.user, tuple(opts),
                               tuple(scale.sandbox_s(t.run_s) for t in tasks), tuple(t.array_task for t in tasks),
@@ -63,13 +67,16 @@ def build(jobs: tuple[TraceJob, ...], scale: Scale, site) -> list[Submission]:
     return out
 
 
-def _options(j: TraceJob, scale: Scale, site, name: str | None = None) -> list[str]:
+def _options(j: TraceJob, scale: Scale, site, name: str | None = None, shape: tuple[str, ...] | None = None
+             ) -> list[str]:
     limit = j.limit_s if j.limit_s is not None else 0
     o = [f"--job-name={name or job_name(j.key)}", f"--account={j.account}", f"--qos={j.tier}",
-         f"--nodes={j.nodes}", f"--time={scale.limit_minutes(limit)}", "--requeue", "--output=/dev/null",
-         "--chdir=/tmp"]
+         f"--time={scale.limit_minutes(limit)}", "--requeue", "--output=/dev/null", "--chdir=/tmp"]
     if j.partition:
         o.append(f"--partition={j.partition}")
+    if shape is not None:
+        return o + list(shape)
+    o.append(f"--nodes={j.nodes}")
     if j.gpus:
         typed = f"{j.gpu_type}:" if j.gpu_type else ""
         if j.gpus % j.nodes == 0:

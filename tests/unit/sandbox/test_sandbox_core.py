@@ -175,3 +175,21 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
         assert r.returncode != 0 and len(err.splitlines()) == 1 and err.startswith("slurmtools: error:"), (args, err)
         assert all(w in err for w in words), (args, err)
     assert not (tmp_path / "w").exists()  # nothing was started
+
+
+def test_planner_shapes_scale_the_switch_wait_and_placement_counts_leaves():
+    from slurmtools.sandbox.planned import placement_fn, planner_shapes, site_view
+
+    site = load_site(SITE)
+    t = trace_from_records(parse_sacct(_dump(ROWS), "h.txt", ()), "h.txt")
+    view = site_view(site)
+    shapes, notes = planner_shapes(t.jobs, site, view, Scale(60))
+    assert notes == []
+    two = shapes["11_0"]   # 16 GPUs: two whole hosts under one leaf, the planner's 2-minute wait scaled to 2 s
+    assert "--nodes=2" in two and "--gpus-per-node=h100:8" in two and "--switches=1@0:02" in two
+    assert not any(o.startswith(("--time", "--signal", "--qos", "--account", "--job-name")) for o in two)
+    subs = build(t.jobs, Scale(60), site, shapes)
+    assert "--switches=1@0:02" in subs[1].argv and "--qos=scavenger" in subs[1].argv
+    place = placement_fn(view)
+    one_leaf, two_leaves = place(("gpu01", "gpu02"), 8), place(("gpu04", "gpu05"), 8)
+    assert one_leaf[0] == 1 and two_leaves[0] == 2 and two_leaves[1] < one_leaf[1]

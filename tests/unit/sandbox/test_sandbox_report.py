@@ -122,7 +122,7 @@ def test_a_single_replay_renders_without_a_change_column(tmp_path):
     assert "Change" not in md and "# Capacity sandbox: candidate" in md
     table = _md_section(md, "Per group")
     assert table["__head__"] == ["Group"] + [name for _, name, _ in FIGURES]
-    assert table["all"] == ["0.50", "1.30", "1.50", "0", "0.00", "1", "0", "40.0%"]
+    assert table["all"] == ["0.50", "1.30", "1.50", "0", "0.00", "1", "0", "40.0%", "n/a", "n/a"]
     html = (tmp_path / "sandbox.html").read_text()
     assert "change" not in html.split('class="groups"', 1)[1]
     doc = json.loads((tmp_path / "sandbox.json").read_text())
@@ -136,7 +136,8 @@ def test_csv_holds_every_summary_field_per_group_and_label_and_neutralises_names
     summary = _csv(tmp_path / "sandbox_summary.csv")
     assert list(summary[0]) == ["label", "scope", "group", "jobs", "finished", "refused", "never_started",
                                 "wait_median_h", "wait_p90_h", "wait_max_h", "preemptions", "gpu_hours",
-                                "gpu_hours_lost", "utilisation"]
+                                "gpu_hours_lost", "utilisation", "multinode_jobs",
+                                "leaves_per_multinode_job", "allreduce_gbs"]
     by = {(r["label"], r["scope"], r["group"]): r for r in summary}
     assert len(summary) == 2 * (1 + 2 + 3)
     b = by[("baseline", "all", "all")]
@@ -185,7 +186,8 @@ def test_html_escapes_names_and_draws_the_charts(tmp_path):
     cells = re.findall(r"<td(?: class=\"([^\"]*)\")?>([^<]*)</td>", row)
     assert cells[:3] == [("", "1.50"), ("", "0.50"), ("change better", "-1.00")]
     assert cells[9:12] == [("", "1"), ("", "0"), ("change better", "-1")]
-    assert cells[-3:] == [("", "50.0%"), ("", "40.0%"), ("change", "-10.0 pts")]
+    assert cells[21:24] == [("", "50.0%"), ("", "40.0%"), ("change", "-10.0 pts")]
+    assert cells[-3:] == [("", "n/a"), ("", "n/a"), ("change", "n/a")]  # no multi-node job: no bandwidth
     assert "job_submit.lua: too many GPUs" in html  # the refused job and why
 
 
