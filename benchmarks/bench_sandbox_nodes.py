@@ -140,12 +140,14 @@ def probe(env: dict, lab: Path, n_jobs: int, sleep_s: int, gpus: int, timeout: f
     script = lab / "probe.sh"
     script.write_text(f"#!/bin/bash\n#SBATCH --signal=B:USR1@60\nsleep {sleep_s}\n")
     script.chmod(0o755)
+    # the time limit leaves the warning signal (60 s before it) well after the job's end: bash dies of USR1
+    limit_min = sleep_s // 60 + 3
     base = job_processes()   # other labs on the machine run slurmstepd and labuser's jobs too
     ids, t0 = [], time.time()
     for i in range(n_jobs):
         p = sh(["runuser", "-u", "labuser", "--", "env", f"SLURM_CONF={env['SLURM_CONF']}", f"PATH={env['PATH']}",
                 "sbatch", "--parsable", f"--job-name=probe{i}", "-p", "gpu", "--qos=scavenger", "-A", "nlp",
-                "--gres=gpu:h100:1", "-t", "2", "-o", "/dev/null", "--chdir=/tmp", str(script)], env)
+                "--gres=gpu:h100:1", "-t", str(limit_min), "-o", "/dev/null", "--chdir=/tmp", str(script)], env)
         if p.returncode != 0:
             raise RuntimeError(f"sbatch refused probe job {i}: {p.stderr.strip()}")
         ids.append(p.stdout.strip().split(";")[0])
@@ -175,7 +177,8 @@ def probe(env: dict, lab: Path, n_jobs: int, sleep_s: int, gpus: int, timeout: f
     ideal = ideal_starts([(s, e - st) for s, st, e, _ in jobs], gpus)
     late = sorted(st - i for (_, st, _, _), i in zip(jobs, ideal))
     return {"submit_s": submit_s, "peak_stepds": peak[0] - base[0],
-            "peak_jobs_pss_mb": peak[1] - base[1], "jobs": len(jobs), "completed": sum(1 for j in jobs if j[3] == "COMPLETED"),
+            "peak_jobs_pss_mb": peak[1] - base[1], "jobs": len(jobs),
+            "completed": sum(1 for j in jobs if j[3] == "COMPLETED"),
             "all_started_s": max(j[1] for j in jobs) - first, "all_ended_s": max(j[2] for j in jobs) - first,
             "ideal_ended_s": max(i + (e - st) for (_, st, e, _), i in zip(jobs, ideal)) - first,
             "late_med_s": statistics.median(late), "late_p90_s": late[int(0.9 * (len(late) - 1))],

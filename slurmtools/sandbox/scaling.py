@@ -1,10 +1,10 @@
 """A scaled model of a site too large for one machine's sandbox: 1 emulated node per F real nodes (pure).
 
-The sandbox runs one slurmd per node on loopback; one machine holds a few hundred of them (docs/sandbox-scale.md,
-`LAB_NODE_LIMIT`). A larger candidate is replayed as a model in which each emulated node stands for up to F real
-nodes of one node type under one leaf (same partitions, rack and NVLink domain), with F times their GPUs, sockets
-and memory. Jobs keep their GPUs and CPUs, which is what a site's GPU limits, budgets, fair-share and priorities
-count; their node count is divided by F, rounded up.
+The sandbox runs one slurmd per node on loopback; one 2-core machine runs about 500 of them faithfully
+(docs/sandbox-scale.md, `LAB_NODE_LIMIT`). A larger candidate is replayed as a model in which each emulated node
+stands for up to F real nodes of one node type under one leaf (same partitions, rack and NVLink domain), with F
+times their GPUs, sockets and memory. Jobs keep their GPUs and CPUs, which is what a site's GPU limits, budgets,
+fair-share and priorities count; their node count is divided by F, rounded up.
 
 Why not fewer nodes of the same type with the jobs' node counts divided by F: a one-node job cannot be divided, so
 either the load grows F-fold against the capacity or F-1 of every F jobs must be dropped, and then per-user limits,
@@ -34,8 +34,9 @@ from slurmtools.errors import ConfigError, SlurmtoolsError
 from slurmtools.hostlist import compress, expand
 from slurmtools.topology.sitefile import BOARD_PARTS_MAX, CPUS_MAX, GPUS_MAX
 
-#: slurmd processes one sandbox machine runs faithfully (2 cores, 22.05 and 25.11; docs/sandbox-scale.md)
-LAB_NODE_LIMIT = 256
+#: slurmd processes one 2-core sandbox machine runs with starts within 1 s of a perfect scheduler
+#: (measured with benchmarks/bench_sandbox_nodes.py, docs/sandbox-scale.md)
+LAB_NODE_LIMIT = 512
 
 
 class ScaleRefused(SlurmtoolsError):
@@ -83,7 +84,7 @@ def largest_factor(site, fabric) -> int:
 
 
 def _plan_groups(site, fabric, factor: int) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(leaf, node type, real hosts) per emulated node: consecutive hosts of one leaf that share node type,
+    """(leaf, node type, real hosts) per emulated node: hosts of one leaf, in order, that share node type,
     partitions, rack and NVLink domain, at most `factor` to a group."""
     parts = {p.name: set(expand(p.nodes)) for p in site.partitions.values()}
     domain = fabric.nvlink_domain_of_host()
@@ -151,9 +152,10 @@ def scale_site(site, site_doc: dict, fabric, factor: int, *, fabric_file: str = 
     if factor > top:
         worst = min(_node_types_used(site, fabric).values(),
                     key=lambda nt: min(CPUS_MAX // nt.cpus, GPUS_MAX // nt.gpus if nt.gpus else CPUS_MAX))
-        raise ConfigError(where, "", f"scale factor {factor}: node type {worst.name} x {factor} is {worst.gpus * factor}"
-                                     f" GPUs and {worst.cpus * factor} CPUs, more than Slurm takes on one node "
-                                     f"({GPUS_MAX} GPUs, {CPUS_MAX} CPUs); the largest factor for this site is {top}")
+        raise ConfigError(where, "", f"scale factor {factor}: node type {worst.name} x {factor} is "
+                                     f"{worst.gpus * factor} GPUs and {worst.cpus * factor} CPUs, more than Slurm "
+                                     f"takes on one node ({GPUS_MAX} GPUs, {CPUS_MAX} CPUs); the largest factor "
+                                     f"for this site is {top}")
     plan = _plan_groups(site, fabric, factor)
     groups = {hosts[0]: hosts for _, _, hosts in plan}
     of_real = {h: e for e, hosts in groups.items() for h in hosts}
