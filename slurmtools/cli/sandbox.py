@@ -21,8 +21,10 @@ def register(app: typer.Typer) -> None:
 
 
 @sandbox_app.command("replay")
-def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history: `sacct -X -D --parsable2 -o ...` "
-                                              "output (fields in docs/sandbox.md)"),
+def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="The history: `sacct -X -D "
+                                                        "--parsable2 -o ...` output (fields in docs/sandbox.md)"),
+               since: Optional[str] = typer.Option(None, "--since", help="Instead of --trace: ask this cluster's "
+                                                   "Slurm for the jobs of the last DURATION (e.g. 7d)"),
                site_path: str = typer.Option(..., "--site", help="The candidate site file to replay through"),
                baseline_path: Optional[str] = typer.Option(None, "--baseline", help="The current site file: "
                                                            "replayed too, and shown side by side"),
@@ -100,7 +102,12 @@ def replay_cmd(trace_path: str = typer.Option(..., "--trace", help="The history:
     from slurmtools.sandbox.report import check_formats
 
     fmts = check_formats(f.strip() for f in formats.split(",") if f.strip())  # before any replay starts
-    trace = load_trace(trace_path, partition_limits=limits)
+    if (trace_path is None) == (since is None):
+        fail("--trace FILE or --since DURATION: give exactly one (the history to replay)")
+    if trace_path is not None:
+        trace = load_trace(trace_path, partition_limits=limits)
+    else:
+        trace = _from_slurm(since, limits)
     if forecast_days is not None and forecast_band is None:
         fail("--forecast-days: only with --forecast low|mid|high")
     if add or forecast_band:
@@ -182,6 +189,24 @@ def example_trace_cmd(out: str = typer.Option(..., "--out", help="Write the hist
     except OSError as exc:
         fail(f"--out {out}: {exc.strerror or exc}")
     typer.echo(f"wrote {jobs} jobs over {hours:g} h to {out}", err=True)
+
+
+def _from_slurm(since: str, limits: dict):
+    """The history from this cluster's accounting: every run of every job that ended in the last `since`."""
+    from datetime import datetime, timedelta, timezone
+
+    from slurmtools.cli.common import backend
+    from slurmtools.durations import parse_duration
+    from slurmtools.sandbox.trace import trace_from_records
+
+    try:
+        secs = parse_duration(since)
+    except ValueError as exc:
+        fail(f"--since: {exc}")
+    end = datetime.now(timezone.utc)
+    records = backend().accounting(end - timedelta(seconds=secs), end, all_users=True, steps=False,
+                                   duplicates=True)
+    return trace_from_records(records, f"sacct (last {since})", partition_limits=limits)
 
 
 def _progress_line():

@@ -3,7 +3,8 @@ user). It stands for a training job that checkpoints:
 
 - it has `work` seconds of work to do and resumes from its saved progress (a file per job) on every run;
 - it saves its progress every `every` seconds of work, at no cost (an asynchronous checkpoint);
-- on the preemption or time-limit warning (SIGUSR1, or SIGTERM) it saves synchronously, which takes `save`
+- on the preemption or time-limit warning (SIGURG, whose default action is to be ignored, so a warning that comes
+  before the handler is installed cannot kill the job; or SIGTERM) it saves synchronously, which takes `save`
   seconds during which it does no work, and then goes on working: Slurm ends it when the grace time is over, so a
   save that needs longer than the grace time is lost and the work since the last periodic save is redone.
 
@@ -12,10 +13,15 @@ Usage: job_program.py WORK EVERY SAVE STATE_FILE, or for an array task job_progr
 (TABLE: lines "task work").
 """
 
-import os
 import signal
-import sys
-import time
+
+_WANTED = []
+signal.signal(signal.SIGURG, lambda *_: _WANTED.append(1))   # first, before anything that takes time
+signal.signal(signal.SIGTERM, lambda *_: _WANTED.append(1))
+
+import os  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
 
 
 def main(argv):
@@ -33,9 +39,7 @@ def main(argv):
             done = float(fh.read().strip() or 0)
     except (OSError, ValueError):
         done = 0.0
-    wanted = []
-    signal.signal(signal.SIGUSR1, lambda *_: wanted.append(1))
-    signal.signal(signal.SIGTERM, lambda *_: wanted.append(1))
+    wanted = _WANTED
 
     def write(value):
         tmp = state + ".tmp"

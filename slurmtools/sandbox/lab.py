@@ -146,12 +146,14 @@ def _install_program(workdir: Path, leads) -> tuple[dict, Path]:
     progs = {}
     for lead in sorted(set(leads), key=lambda v: -1 if v is None else v):
         prog = workdir / (f"job_program-{lead}.py" if lead is not None else "job_program.py")
-        sig = f"#SBATCH --signal=B:USR1@{lead}\n" if lead is not None else ""
+        sig = f"#SBATCH --signal=B:URG@{lead}\n" if lead is not None else ""
         prog.write_text("#!/usr/bin/python3 -I\n" + sig + src)
         prog.chmod(0o755)
         progs[lead] = prog
     state = workdir / "state"
-    state.mkdir(exist_ok=True)
+    if state.exists():
+        shutil.rmtree(state)   # a previous replay's saved progress must not count as this one's work
+    state.mkdir()
     state.chmod(0o1777)
     workdir.chmod(0o755)
     return progs, state
@@ -204,11 +206,23 @@ def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, st
         if progress:
             progress(f"{run.label}: submitted {n + 1} of {len(subs)} ({total} jobs), {len(run.refused)} refused")
     _drain(lab, run, scale, trace, progress)
-    r = lab.run(["sacct", "-a", *SACCT_OPTIONS, "-S", time.strftime("%Y-%m-%dT%H:%M:%S",
-                                                                     time.localtime(run.t0 - 3600))])
-    if r.returncode != 0:
-        raise SandboxError(f"sandbox: sacct failed: {r.stderr.strip()[:200]}")
-    run.sacct_text = r.stdout
+    run.sacct_text = _accounting(lab, run)
+
+
+def _accounting(lab: SandboxLab, run: ReplayRun, wait_s: float = 90.0) -> str:
+    """sacct of the replay, once it holds every submitted job: slurmctld hands job records to slurmdbd after the
+    job ends, so the last jobs can be missing for a moment after the queue has drained."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(run.t0 - 3600))
+    wanted = set(run.job_ids.values())
+    deadline = time.time() + wait_s
+    while True:
+        r = lab.run(["sacct", "-a", *SACCT_OPTIONS, "-S", since])
+        if r.returncode != 0:
+            raise SandboxError(f"sandbox: sacct failed: {r.stderr.strip()[:200]}")
+        have = {ln.split("|", 1)[0] for ln in r.stdout.splitlines()[1:]}
+        if wanted <= have or time.time() > deadline:
+            return r.stdout
+        time.sleep(2)
 
 
 def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress) -> None:

@@ -33,7 +33,7 @@ class Submission:
     argv: tuple[str, ...]          # sbatch options, without the script and its arguments
     work_s: tuple[float, ...]      # sandbox seconds of work, per key
     tasks: tuple[int, ...] = ()    # array task ids, per key (empty for a plain job)
-    #: `#SBATCH --signal=B:USR1@LEAD` in the batch script (sandbox seconds), for tiers that can be preempted: in the
+    #: `#SBATCH --signal=B:URG@LEAD` in the batch script (sandbox seconds), for tiers that can be preempted: in the
     #: script, where the site's checkpoint_signal policy looks for it, as slurmtools' own templates put it
     signal_lead: int | None = None
 

@@ -44,7 +44,7 @@ def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
 def test_more_nodes_lower_the_waits_of_a_recorded_history(tmp_path):
     work = REPO / f".sandbox-test-{lab_slurm()}"
     trace = tmp_path / "history.txt"
-    r = _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "200", "--hours", "0.6", "--load", "1.6",
+    r = _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "200", "--hours", "0.6", "--load", "2.5",
              "--seed", "14", "--run-median", "4")
     assert r.returncode == 0, r.stderr
     t0 = time.time()

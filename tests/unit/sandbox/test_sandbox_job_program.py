@@ -1,0 +1,55 @@
+"""The program replayed jobs run (slurmtools/sandbox/job_program.py), run for real here as a process: it does its
+work, resumes from its saved progress, saves on the warning signal at the cost of the save time, and a kill during
+that save leaves the last save in place (the work after it is redone: what the sandbox counts as lost)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROG = Path(__file__).resolve().parents[3] / "slurmtools" / "sandbox" / "job_program.py"
+
+
+def _start(*args):
+    return subprocess.Popen([sys.executable, "-I", str(PROG), *map(str, args)])
+
+
+def test_runs_its_work_and_resumes_from_saved_progress(tmp_path):
+    state = tmp_path / "s"
+    t0 = time.monotonic()
+    assert _start(0.6, 100, 0, state).wait(10) == 0
+    assert 0.55 < time.monotonic() - t0 < 3 and float(state.read_text()) == 0.6
+    state.write_text("0.5")   # a previous run saved 0.5 s of its 1.0 s of work
+    t0 = time.monotonic()
+    assert _start(1.0, 100, 0, state).wait(10) == 0
+    assert time.monotonic() - t0 < 0.95 and float(state.read_text()) == 1.0
+
+
+def test_the_warning_costs_the_save_time_and_a_kill_during_the_save_keeps_the_last_save(tmp_path):
+    state = tmp_path / "s"
+    p = _start(1.0, 100, 0.5, state)
+    time.sleep(0.4)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGURG)
+    assert p.wait(10) == 0
+    assert time.monotonic() - t0 > 1.0   # the rest of the work plus the 0.5 s save
+    # killed while saving (the save takes 2 s): the progress saved before (0.1 s) is all that survives
+    state.write_text("0.1")
+    p = _start(5.0, 100, 2.0, state)
+    time.sleep(0.7)
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    p.kill()
+    p.wait(10)
+    assert float(state.read_text()) == 0.1
+    # the same with a save that fits: the progress at the signal is kept
+    p = _start(5.0, 100, 0.2, state)
+    time.sleep(0.7)
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.6)
+    p.kill()
+    p.wait(10)
+    assert 0.5 < float(state.read_text()) < 1.5
