@@ -52,6 +52,9 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                                           "submit today), planner (what `slurmtools plan` makes of each job), or "
                                           "both (--site twice, plain and planner side by side: what the planner "
                                           "is worth)"),
+               node_scale: str = typer.Option("auto", "--node-scale", help="Emulate 1 node per N real ones: auto "
+                                              "(1 when the site fits one sandbox machine, 512 nodes; else the "
+                                              "smallest N that fits) or a number"),
                json_out: bool = JsonOpt) -> None:
     """Replay the history through a sandbox shaped like --site (and --baseline); waits, utilisation, GPU-hours
     lost to preemption and refusals per tier and account."""
@@ -143,17 +146,29 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
             plan.append(("candidate" if opt == "--site" else "baseline", site, raw, scale, shapes == "planner"))
     results = {}
     for label, site, raw, scale, use_planner in plan:
+        model = _model(site, raw, node_scale)
+        if model is not None and use_planner:
+            fail(f"--shapes {shapes}: the planner's shapes need the real nodes; {site.source} is replayed as a "
+                 f"scaled model (--node-scale {model.factor})")
         view = planned.site_view(site)
         shaped, shape_notes = (planned.planner_shapes(trace.jobs, site, view, scale, release) if use_planner
                                else (None, []))
-        run = replay(trace, site, raw, Path(workdir) / label, scale, release, port_offset, Checkpointing(*ckpt),
-                     label, progress, shaped)
+        try:
+            run = replay(trace, site, raw, Path(workdir) / label, scale, release, port_offset,
+                         Checkpointing(*ckpt), label, progress, shaped, model)
+        except KeyboardInterrupt:
+            if progress:
+                progress(None)
+            fail(f"sandbox: interrupted during the {label} replay; its daemons are stopped (logs in "
+                 f"{Path(workdir) / label})", 130)
         if progress:
             progress(None)
         records = parse_sacct(run.sacct_text, f"{label} sandbox sacct")
         results[label] = oc.outcome(trace, run, records, planned.placement_fn(view))
         results[label].notes.extend(trace.notes)
         results[label].notes.extend(shape_notes)
+        if model is not None:
+            results[label].notes.append(model.statement)
         results[label].notes.extend(scale.limits_note(requeue_delay_param=release.requeue_delay))
     if out:
         from slurmtools.sandbox.report import write
@@ -189,6 +204,26 @@ def example_trace_cmd(out: str = typer.Option(..., "--out", help="Write the hist
     except OSError as exc:
         fail(f"--out {out}: {exc.strerror or exc}")
     typer.echo(f"wrote {jobs} jobs over {hours:g} h to {out}", err=True)
+
+
+def _model(site, raw: dict, node_scale: str):
+    """The scaled model of `site` (`sandbox.scaling`) when it needs one or --node-scale asks for one, else None."""
+    from slurmtools.sandbox import scaling
+    from slurmtools.topology.sitefile import load_fabric
+
+    fabric = load_fabric(site.fabric_path)
+    if node_scale == "auto":
+        factor = scaling.choose_factor(site, fabric)
+    else:
+        try:
+            factor = int(node_scale)
+        except ValueError:
+            fail(f"--node-scale: expected auto or a whole number, got {node_scale!r}")
+        top = scaling.largest_factor(site, fabric)
+        if not 1 <= factor <= top:
+            fail(f"--node-scale {node_scale}: between 1 and {top} for {site.source} (Slurm's limits on GPUs and "
+                 f"CPUs per node)")
+    return scaling.scale_site(site, raw, fabric, factor) if factor > 1 else None
 
 
 def _from_slurm(since: str, limits: dict):

@@ -49,6 +49,7 @@ class ReplayRun:
     job_ids: dict[str, str] = field(default_factory=dict)       # trace key -> Slurm job id ("12", "12_3")
     refused: dict[str, str] = field(default_factory=dict)       # trace key -> why sbatch refused it
     never_started: dict[str, str] = field(default_factory=dict)  # trace key -> the pending reason it was cancelled for
+    work_done: dict[str, bool] = field(default_factory=dict)   # trace key -> its program saved all of its work
     sacct_text: str = ""
     nodes: int = 0
     gpus: int = 0
@@ -120,13 +121,19 @@ class SandboxLab:
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, **kw)
 
 
-def prepare(workdir: Path, site, raw_doc: dict, trace: Trace, scale: Scale, release) -> tuple[Path, Path, dict]:
-    """Write the sandbox's site file and scheduler overrides into `workdir`; (site file, overrides, user names)."""
+def prepare(workdir: Path, site, raw_doc: dict, trace: Trace, scale: Scale, release, model=None
+            ) -> tuple[Path, Path, dict]:
+    """Write the sandbox's site file and scheduler overrides into `workdir`; (site file, overrides, user names).
+    `model` (`scaling.SiteScale`): the site as 1 emulated node per F real ones, its fabric written beside."""
     from slurmtools.sandbox.timescale import scaled_site_doc
 
     workdir.mkdir(parents=True, exist_ok=True)
     names = sitecopy.sandbox_users(j.user for j in trace.jobs)
-    doc = scaled_site_doc(raw_doc, scale.speedup, str(site.fabric_path) if site.fabric_path else None)
+    if model is not None:
+        (workdir / "fabric.toml").write_text(sitecopy.dumps(model.fabric_doc))
+        doc = scaled_site_doc(model.site_doc, scale.speedup, None)
+    else:
+        doc = scaled_site_doc(raw_doc, scale.speedup, str(site.fabric_path) if site.fabric_path else None)
     doc = sitecopy.with_trace_users(doc, ((j.user, j.account) for j in trace.jobs), names)
     site_file = workdir / "site.toml"
     site_file.write_text(sitecopy.dumps(doc))
@@ -207,6 +214,21 @@ def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, st
             progress(f"{run.label}: submitted {n + 1} of {len(subs)} ({total} jobs), {len(run.refused)} refused")
     _drain(lab, run, scale, trace, progress)
     run.sacct_text = _accounting(lab, run)
+    run.work_done = _work_done(state, subs)
+
+
+def _work_done(state: Path, subs: list) -> dict[str, bool]:
+    """Which jobs' programs saved all of their work: the job's own word on whether it finished, which Slurm's state
+    does not always give (22.05 ends a preempted job that completes after its grace deadline TIMEOUT)."""
+    done = {}
+    for s in subs:
+        for i, (k, w) in enumerate(zip(s.keys, s.work_s)):
+            f = state / (f"{s.keys[0].split('_')[0]}/{s.tasks[i]}" if s.tasks else k)
+            try:
+                done[k] = float(f.read_text().strip()) >= w - 1e-3
+            except (OSError, ValueError):
+                done[k] = False
+    return done
 
 
 def _accounting(lab: SandboxLab, run: ReplayRun, wait_s: float = 90.0) -> str:
@@ -254,13 +276,26 @@ def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress
 
 
 def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Scale, release, port_offset: int,
-           ckpt: submission.Checkpointing, label: str, progress=None, shapes: dict | None = None) -> ReplayRun:
+           ckpt: submission.Checkpointing, label: str, progress=None, shapes: dict | None = None, model=None
+           ) -> ReplayRun:
     """Replay `trace` through a sandbox shaped like `site` (its raw TOML `raw_doc`); stop it afterwards. `shapes`:
-    jobs' shape options other than the recorded ones (`sandbox.planned`)."""
-    site_file, overrides, names = prepare(workdir, site, raw_doc, trace, scale, release)
+    jobs' shape options other than the recorded ones (`sandbox.planned`); `model`: the scaled model to run
+    instead of the site itself (`scaling`), whose jobs it cannot express count as refused."""
+    refused = {}
+    if model is not None:
+        from slurmtools.sandbox.scaling import ScaleRefused, scale_job
+
+        jobs = []
+        for j in trace.jobs:
+            try:
+                jobs.append(scale_job(j, model))
+            except ScaleRefused as exc:
+                refused[j.key] = f"scaled model: {exc}"
+        trace = Trace(tuple(jobs), trace.source, trace.notes)
+    site_file, overrides, names = prepare(workdir, site, raw_doc, trace, scale, release, model)
     subs = submission.build(trace.jobs, scale, site, shapes)
     run = ReplayRun(label=label, site_source=str(site.source), scale=scale, first_submit=trace.first_submit,
-                    t0=0.0, release=release.name)
+                    t0=0.0, release=release.name, refused=refused)
     from slurmtools.sandbox.shape import capacity
 
     run.nodes, run.gpus = capacity(site)

@@ -5,7 +5,8 @@ Definitions (docs/sandbox.md): wait = from the job's submission to its first sta
 a preempted job's GPUs x (the time all its runs held them - its work), which counts work redone after a lost save
 and the saves themselves; utilisation = GPU time held / (the site's GPUs x the replay's span, from the first
 submission to the last end); refused = sbatch said no (job_submit.lua, an association or QoS limit at submit);
-never started = pending for a reason that cannot clear while nothing else ran, then cancelled.
+never started = pending for a reason that cannot clear while nothing else ran, then cancelled; finished = the
+job's program did all its work (Slurm 22.05 calls a preempted job that completes after its grace deadline TIMEOUT).
 """
 
 from __future__ import annotations
@@ -139,7 +140,9 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
         first = started[0].start.timestamp()
         last_end = max(r.end.timestamp() for r in started if r.end is not None)
         held = sum((r.end.timestamp() - r.start.timestamp()) for r in started if r.end is not None)
-        done = rs[-1].state in ("COMPLETED",)
+        # the job's own word (its program saved all its work) where the replay has it, else Slurm's state
+        done = run.work_done.get(j.key, rs[-1].state == "COMPLETED") if getattr(run, "work_done", None) \
+            else rs[-1].state == "COMPLETED"
         leaves = gbs = None
         hosts = tuple(started[-1].nodelist)
         if placement is not None and hosts:

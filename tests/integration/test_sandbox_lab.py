@@ -22,7 +22,7 @@ import pytest
 
 from labtools import lab_slurm
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.sandbox]
 
 REPO = Path(__file__).resolve().parents[2]
 OFFSET = int(os.environ.get("SLURMTOOLS_LAB_PORT_OFFSET", "0")) + 500
