@@ -168,6 +168,12 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
         (["--trace", str(good), "--site", str(bad_site)], [str(bad_site), "priority"]),
         (["--trace", str(good), "--site", str(SITE), "--speedup", "500"], ["--speedup", "at most 60 holds"]),
         (["--trace", str(good), "--site", str(SITE), "--slurm", "21.08"], ["--slurm 21.08"]),
+        (["--site", str(SITE)], ["--trace FILE or --since DURATION"]),
+        (["--trace", str(good), "--since", "7d", "--site", str(SITE)], ["give exactly one"]),
+        (["--trace", str(good), "--site", str(SITE), "--formats", "pdf"], ["--formats", "pdf"]),
+        (["--trace", str(good), "--site", str(SITE), "--shapes", "both", "--baseline", str(SITE)], ["--shapes both"]),
+        (["--trace", str(good), "--site", str(SITE), "--node-scale", "0"], ["--node-scale 0", "between 1 and"]),
+        (["--trace", str(good), "--site", str(SITE), "--node-scale", "x"], ["--node-scale", "'x'"]),
     ]
     for args, words in cases:
         r = _cli("sandbox", "replay", *args, "--workdir", str(tmp_path / "w"))
