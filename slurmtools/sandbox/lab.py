@@ -211,7 +211,8 @@ def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, st
                 run.job_ids[k] = jid if t is None else f"{jid}_{t}"
                 run.submitted[k] = when
         if progress:
-            progress(f"{run.label}: submitted {n + 1} of {len(subs)} ({total} jobs), {len(run.refused)} refused")
+            progress(f"{run.label}: {_bar(n + 1, len(subs))} submitted {n + 1} of {len(subs)}, "
+                     f"{len(run.refused)} refused")
     _drain(lab, run, scale, trace, progress)
     run.sacct_text = _accounting(lab, run)
     run.work_done = _work_done(state, subs)
@@ -247,6 +248,11 @@ def _accounting(lab: SandboxLab, run: ReplayRun, wait_s: float = 90.0) -> str:
         time.sleep(2)
 
 
+def _bar(done: int, total: int, width: int = 24) -> str:
+    k = int(width * done / total) if total else width
+    return "[" + "#" * k + "." * (width - k) + "]"
+
+
 def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress) -> None:
     """Wait until no replayed job is pending or running. Jobs pending for a reason that never clears, while
     nothing runs, are cancelled and recorded with that reason."""
@@ -257,7 +263,8 @@ def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress
         rows = [ln.split("|") for ln in r.stdout.splitlines() if ln.count("|") == 2]
         running = sum(1 for _, st, _ in rows if st in ("RUNNING", "COMPLETING", "CONFIGURING"))
         if progress:
-            progress(f"{run.label}: {len(rows)} jobs in the queue, {running} running")
+            total = len(run.job_ids)
+            progress(f"{run.label}: {_bar(total - len(rows), total)} {len(rows)} jobs left ({running} running)")
         if not rows:
             return
         if running == 0:
