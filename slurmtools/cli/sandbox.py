@@ -29,7 +29,8 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                baseline_path: Optional[str] = typer.Option(None, "--baseline", help="The current site file: "
                                                            "replayed too, and shown side by side"),
                speedup: Optional[float] = typer.Option(None, "--speedup", help="Time acceleration (default: the "
-                                                       "largest the trace and sites hold, at most 60)"),
+                                                       "largest the trace and sites hold that keeps the median "
+                                                       "job's run >= 40 s, docs/sandbox.md)"),
                slurm: str = typer.Option("22.05", "--slurm", help="The sandbox's Slurm: 22.05 or 25.11"),
                out: Optional[str] = typer.Option(None, "--out", help="Write the report files into this folder"),
                formats: str = typer.Option("html,csv,json,md", "--formats", help="Report formats for --out"),
@@ -131,8 +132,10 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
             trace = cg.add_to(trace, extra, notes)
     job_limits = [j.limit_s for j in trace.jobs if j.limit_s]
     if speedup is None:
+        from slurmtools.sandbox.timescale import default_speedup
+
         most = min(max_speedup(job_limits, s)[0] for _, s, _ in sites)
-        speedup = min(60.0, most)
+        speedup = default_speedup([j.run_s for j in trace.jobs], most)
     scales = [check(speedup, job_limits, s, where=f"--speedup (with {opt} {s.source})") for opt, s, _ in sites]
     progress = _progress_line() if sys.stderr.isatty() and not json_out else None
     from slurmtools.sandbox import planned

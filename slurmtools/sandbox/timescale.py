@@ -112,6 +112,20 @@ def max_speedup(limits_s: list[float], site) -> tuple[float, str]:
     return max(1.0, math.floor(value * 1000) / 1000), why
 
 
+#: the scaled median run time at which benchmarks/bench_sandbox.py measured the smallest start error (0.59% of the
+#: span, Slurm 22.05, 2026-11-24): the default speed-up keeps a history's median run at least this long
+MIN_SCALED_MEDIAN_RUN_S = 40.0
+
+
+def default_speedup(runs_s: list[float], most: float) -> float:
+    """The speed-up used without --speedup: the largest that holds (`most`) and keeps the median run >= 40 s."""
+    import statistics
+
+    if not runs_s:
+        return 1.0
+    return max(1.0, min(most, math.floor(statistics.median(runs_s) / MIN_SCALED_MEDIAN_RUN_S)))
+
+
 def check(speedup: float, limits_s: list[float], site, *, where: str = "--speedup") -> Scale:
     """A Scale for `speedup`, or SpeedupError naming `where`, the bound it breaks and the largest that holds."""
     if not math.isfinite(speedup) or speedup < 1:

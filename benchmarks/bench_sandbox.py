@@ -1,0 +1,136 @@
+"""Sandbox time acceleration, measured (issue 14): one recorded history replayed through the example site at 1x
+and at several speed-ups on the real Slurm lab; per-job start times compared with the 1x replay's.
+
+    sudo .venv/bin/python benchmarks/bench_sandbox.py [--slurm 22.05|25.11] [--speedups 5,10,30,60] [--jobs 60]
+                                                      [--minutes 12] [--median-run 5]
+
+The history is `slurmtools sandbox example-trace`'s mix (seeded), with runs of minutes (median --median-run) so
+that the 1x replay takes about --minutes x 1.5. What limits accuracy is how long a scaled job runs compared with
+Slurm's fixed latencies (launch, the scheduler's one-second clocks), so the result is stated both as the speed-up
+and as the scaled median run time it leaves: a history whose jobs run 12x longer holds the same accuracy at a 12x
+larger speed-up. Goal: median start error under 2% of the replayed span, and the preemptions in the same order.
+Prints a table and the largest speed-up (and smallest scaled median run) that met the goal. Lab folders under
+<repo>/.sandbox-bench, port offset 7200; about 30 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from slurmtools.sandbox import outcome as oc  # noqa: E402
+from slurmtools.sandbox.example_trace import generate  # noqa: E402
+from slurmtools.sandbox.lab import replay  # noqa: E402
+from slurmtools.sandbox.submission import Checkpointing  # noqa: E402
+from slurmtools.sandbox.timescale import check  # noqa: E402
+from slurmtools.sandbox.trace import load_trace  # noqa: E402
+from slurmtools.site import load_site  # noqa: E402
+from slurmtools.slurm.commands import parse_sacct  # noqa: E402
+from slurmtools.slurm.releases import release_for  # noqa: E402
+
+GOAL_PCT = 2.0
+
+
+def preemption_order(res: oc.ReplayResult) -> list[str]:
+    """Preempted jobs in the order of their first start (the runs' own order is what sacct keeps)."""
+    return [j.key for j in sorted((j for j in res.jobs if j.preemptions), key=lambda j: (j.start or 0, j.key))]
+
+
+def compare(ref: oc.ReplayResult, res: oc.ReplayResult) -> dict:
+    rs = {j.key: j.start for j in ref.jobs if j.start is not None}
+    errs = [abs(j.start - rs[j.key]) for j in res.jobs if j.start is not None and j.key in rs]
+    span = ref.span_h * 3600
+    a, b = preemption_order(ref), preemption_order(res)
+    common = [k for k in a if k in b]
+    pos = {k: i for i, k in enumerate(b)}
+    swapped = sum(1 for i in range(len(common)) for k in range(i + 1, len(common))
+                  if pos[common[i]] > pos[common[k]])
+    return {"jobs": len(errs), "median_err_s": statistics.median(errs) if errs else None,
+            "p90_err_s": statistics.quantiles(errs, n=10)[-1] if len(errs) > 1 else None,
+            "median_err_pct": 100 * statistics.median(errs) / span if errs and span else None,
+            "preempted_ref": len(a), "preempted": len(b), "same_preempted": set(a) == set(b),
+            "swapped_pairs": swapped}
+
+
+def _saved(d: Path, scale):
+    """A replay's bookkeeping as `lab.replay` kept it (replay.json, sacct.txt)."""
+    import json
+
+    from slurmtools.sandbox.lab import ReplayRun
+
+    k = json.loads((d / "replay.json").read_text())
+    k.pop("scale", None)
+    return ReplayRun(scale=scale, sacct_text=(d / "sacct.txt").read_text(), **k)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--slurm", default="22.05")
+    ap.add_argument("--speedups", default="5,10,30,60")
+    ap.add_argument("--jobs", type=int, default=60)
+    ap.add_argument("--minutes", type=float, default=12.0)
+    ap.add_argument("--median-run", type=float, default=5.0)
+    ap.add_argument("--seed", type=int, default=14)
+    ap.add_argument("--saved", action="store_true", help="Compare the replays kept in .sandbox-bench by the last "
+                                                          "run (its replay.json and sacct.txt) instead of replaying")
+    a = ap.parse_args()
+    site_path = REPO / "site_configs/example/site.toml"
+    site = load_site(site_path)
+    raw = tomllib.loads(site_path.read_text())
+    work = REPO / ".sandbox-bench"
+    work.mkdir(exist_ok=True)
+    tfile = work / "history.txt"
+    if not a.saved:
+        tfile.write_text(generate(site, a.jobs, a.minutes / 60, seed=a.seed, load=1.6, run_median_min=a.median_run))
+    trace = load_trace(str(tfile))
+    release = release_for(a.slurm)
+    limits = [j.limit_s for j in trace.jobs]
+    runs = {}
+    for s in [1.0] + [float(x) for x in a.speedups.split(",") if x.strip()]:
+        scale = check(s, limits, site)
+        t0 = time.time()
+        if a.saved:
+            run = _saved(work / f"x{s:g}", scale)
+        else:
+            run = replay(trace, site, raw, work / f"x{s:g}", scale, release, 7200, Checkpointing(), f"x{s:g}")
+        res = oc.outcome(trace, run, parse_sacct(run.sacct_text, f"x{s:g}"))
+        runs[s] = res
+        print(f"replayed at {s:g}x in {time.time() - t0:.0f} s: {res.overall.finished}/{res.overall.jobs} finished, "
+              f"{res.overall.preemptions} preemptions, span {res.span_h * 60:.1f} min", flush=True)
+    ref = runs[1.0]
+    med_run = statistics.median(j.run_s for j in trace.jobs)
+    print(f"\nSlurm {a.slurm}, {len(trace.jobs)} jobs, history median run {med_run / 60:.1f} min, 1x span "
+          f"{ref.span_h * 60:.1f} min, {ref.overall.preemptions} preemptions at 1x")
+    print(f"{'speed-up':>9} {'scaled median run s':>20} {'median err s':>13} {'p90 err s':>10} {'median err %':>13} "
+          f"{'preempted (1x)':>15} {'swapped pairs':>14} {'goal':>5}")
+    best = None
+    for s, res in runs.items():
+        if s == 1.0:
+            continue
+        c = compare(ref, res)
+        # the goal: starts within 2% of the span at the median, and the same preemptions in the same order (a
+        # preemption that does not happen at all is a change of the scheduler's decisions too)
+        ok = (c["median_err_pct"] is not None and c["median_err_pct"] < GOAL_PCT and c["swapped_pairs"] == 0
+              and c["same_preempted"])
+        if ok:
+            best = s
+        print(f"{s:>9g} {med_run / s:>20.1f} {c['median_err_s'] or 0:>13.1f} {c['p90_err_s'] or 0:>10.1f} "
+              f"{c['median_err_pct'] or 0:>13.2f} {c['preempted']:>6} ({c['preempted_ref']:>3})"
+              f" {c['swapped_pairs']:>14} {'met' if ok else 'no':>5}")
+    if best:
+        print(f"\nlargest speed-up meeting the goal: {best:g}x (scaled median run {med_run / best:.0f} s); "
+              f"ratio to goal: median error {compare(ref, runs[best])['median_err_pct']:.2f}% / {GOAL_PCT}%")
+    else:
+        print("\nno speed-up met the goal")
+    return 0 if best else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
