@@ -68,6 +68,11 @@ def text_table(results: dict, trace) -> str:
                      f"{o.gpu_hours_lost:.2f} GPU-h lost to preemption, {o.refused} refused, "
                      f"{o.never_started} never started, {o.finished} of {o.jobs} finished")
     for label, r in results.items():
+        o = r.overall
+        if o.multinode_jobs:
+            lines.append(f"{label}: {o.multinode_jobs} multi-node jobs, {_h(o.leaves_per_multinode_job)} leaf "
+                         f"switches each, estimated allreduce {_h(o.allreduce_gbs)} GB/s per GPU (mean)")
+    for label, r in results.items():
         for n in r.notes:
             lines.append(f"note ({label}): {n}")
     return "\n".join(lines)
