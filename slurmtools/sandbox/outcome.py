@@ -141,8 +141,7 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
         last_end = max(r.end.timestamp() for r in started if r.end is not None)
         held = sum((r.end.timestamp() - r.start.timestamp()) for r in started if r.end is not None)
         # the job's own word (its program saved all its work) where the replay has it, else Slurm's state
-        done = run.work_done.get(j.key, rs[-1].state == "COMPLETED") if getattr(run, "work_done", None) \
-            else rs[-1].state == "COMPLETED"
+        done = run.work_done.get(j.key, rs[-1].state == "COMPLETED")
         leaves = gbs = None
         hosts = tuple(started[-1].nodelist)
         if placement is not None and hosts:
@@ -150,7 +149,7 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
         out.append(JobOutcome(
             status="finished" if done else "unfinished", why="" if done else f"last state {rs[-1].state}",
             wait_s=max(0.0, first - sub) * s, runs=len(started),
-            preemptions=sum(1 for r in started[:-1]) + (1 if rs[-1].state in ("PREEMPTED", "REQUEUED") else 0),
+            preemptions=len(started) - 1 + (rs[-1].state in ("PREEMPTED", "REQUEUED")),
             held_s=held * s, start=(first - run.t0) * s, end=(last_end - run.t0) * s, leaf_switches=leaves,
             allreduce_gbs=gbs, **{**base, "work_s": j.run_s}))
     ends = [j.end for j in out if j.end is not None]

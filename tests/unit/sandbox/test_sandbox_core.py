@@ -138,7 +138,7 @@ def test_outcome_waits_preemptions_and_lost_gpu_hours_in_real_time():
     run = _Run()
     run.submitted = {"10": 1000.0}
     run.job_ids = {"10": "7"}
-    run.refused, run.never_started = {}, {}
+    run.refused, run.never_started, run.work_done = {}, {}, {}
     # sandbox: waited 10 s, ran 40 s, preempted, rerun 70 s (work is 3600 real s = 60 sandbox s)
     recs = parse_sacct("\n".join([HEAD, _rec(7, "PREEMPTED", 1010, 1050), _rec(7, "COMPLETED", 1060, 1130)]), "s",
                        ())
