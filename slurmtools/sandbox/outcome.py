@@ -149,7 +149,11 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
         out.append(JobOutcome(
             status="finished" if done else "unfinished", why="" if done else f"last state {rs[-1].state}",
             wait_s=max(0.0, first - sub) * s, runs=len(started),
-            preemptions=len(started) - 1 + (rs[-1].state in ("PREEMPTED", "REQUEUED")),
+            # every run before the last was preempted (nothing else requeues a replayed job); the last was too when
+            # Slurm says so, or when it ended TIMEOUT with the work done (22.05's word for a preempted job that
+            # finished after its grace deadline: a job that did its work never reaches its own limit)
+            preemptions=len(started) - 1 + (rs[-1].state in ("PREEMPTED", "REQUEUED")
+                                            or (rs[-1].state == "TIMEOUT" and done)),
             held_s=held * s, start=(first - run.t0) * s, end=(last_end - run.t0) * s, leaf_switches=leaves,
             allreduce_gbs=gbs, **{**base, "work_s": j.run_s}))
     ends = [j.end for j in out if j.end is not None]

@@ -199,3 +199,17 @@ def test_planner_shapes_scale_the_switch_wait_and_placement_counts_leaves():
     place = placement_fn(view)
     one_leaf, two_leaves = place(("gpu01", "gpu02"), 8), place(("gpu04", "gpu05"), 8)
     assert one_leaf[0] == 1 and two_leaves[0] == 2 and two_leaves[1] < one_leaf[1]
+
+
+def test_a_preempted_job_that_finished_after_its_grace_deadline_counts_as_preempted_and_finished():
+    """22.05 ends such a run TIMEOUT; the job's program saved all its work, so it finished, and it was preempted."""
+    t = trace_from_records(parse_sacct(_dump(ROWS[:2]), "h.txt", ()), "h.txt")
+    run = _Run()
+    run.submitted, run.job_ids, run.refused, run.never_started = {"10": 1000.0}, {"10": "7"}, {}, {}
+    recs = parse_sacct("\n".join([HEAD, _rec(7, "TIMEOUT", 1010, 1071)]), "s", ())
+    run.work_done = {"10": True}
+    j = oc.outcome(t, run, recs).jobs[0]
+    assert (j.status, j.preemptions, j.runs) == ("finished", 1, 1)
+    run.work_done = {"10": False}   # a TIMEOUT without the work done is a job that hit its limit
+    j = oc.outcome(t, run, recs).jobs[0]
+    assert (j.status, j.preemptions) == ("unfinished", 0)
