@@ -253,23 +253,32 @@ def _bar(done: int, total: int, width: int = 24) -> str:
     return "[" + "#" * k + "." * (width - k) + "]"
 
 
+#: pending reasons that clear without any job ending: a requeued job's BeginTime, a job not yet evaluated
+_CLEARS_BY_ITSELF = frozenset({"BeginTime", "None"})
+#: how long (real s) nothing may move before the jobs left count as never startable: long enough for a loaded
+#: machine's nodes to finish their epilogs and slurmctld's next pass
+STUCK_S = 30.0
+
+
 def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress) -> None:
     """Wait until no replayed job is pending or running. Jobs pending for a reason that never clears, while
-    nothing runs, are cancelled and recorded with that reason."""
-    longest = max(j.run_s for j in trace.jobs)
+    nothing runs and nothing waits for its begin time, are cancelled and recorded with that reason."""
     stuck_since = None
     while True:
         r = lab.run(["squeue", "-h", "-a", "-r", "-o", "%i|%T|%r"])
         rows = [ln.split("|") for ln in r.stdout.splitlines() if ln.count("|") == 2]
         running = sum(1 for _, st, _ in rows if st in ("RUNNING", "COMPLETING", "CONFIGURING"))
+        # stuck: everything left is pending for a reason time alone does not clear (a requeued job waits for its
+        # BeginTime; a job slurmctld has not looked at yet says None)
+        moving = any(st != "PENDING" or why in _CLEARS_BY_ITSELF for _, st, why in rows)
         if progress:
             total = len(run.job_ids)
             progress(f"{run.label}: {_bar(total - len(rows), total)} {len(rows)} jobs left ({running} running)")
         if not rows:
             return
-        if running == 0:
+        if not moving:
             stuck_since = stuck_since or time.time()
-            if time.time() - stuck_since > max(10.0, scale.sandbox_s(60)):
+            if time.time() - stuck_since > max(STUCK_S, scale.sandbox_s(60)):
                 for jid, st, why in rows:
                     key = next((k for k, v in run.job_ids.items() if v == jid), None)
                     if key is not None:

@@ -147,7 +147,9 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
         if placement is not None and hosts:
             leaves, gbs = placement(hosts, j.gpus_per_node)
         out.append(JobOutcome(
-            status="finished" if done else "unfinished", why="" if done else f"last state {rs[-1].state}",
+            status="finished" if done else "unfinished", why="" if done else f"last state {rs[-1].state}" + (
+                f"; cancelled by the sandbox while pending ({run.never_started[j.key]}) after {len(started)} runs"
+                if j.key in run.never_started else ""),
             wait_s=max(0.0, first - sub) * s, runs=len(started),
             # every run before the last was preempted (nothing else requeues a replayed job); the last was too when
             # Slurm says so, or when it ended TIMEOUT with the work done (22.05's word for a preempted job that
