@@ -31,7 +31,8 @@ HIGHER_BETTER = frozenset({"allreduce_gbs"})
 #: figures whose change is neither better nor worse: more GPUs for the same work lower utilisation, which is the
 #: point of a purchase (for every other figure a rise is worse)
 UNTONED = frozenset({"utilisation"})
-#: at most this many refused or never-started jobs listed per label on the HTML page (the CSV has them all)
+#: at most this many jobs that did not finish (refused, never started, unfinished) listed per label on the HTML page
+#: and in the text (the CSV has them all)
 MAX_JOBS_LISTED = 50
 
 
@@ -67,6 +68,12 @@ def text_table(results: dict, trace) -> str:
         lines.append(f"{label}: utilisation {_h(o.utilisation)}, {o.preemptions} preemptions, "
                      f"{o.gpu_hours_lost:.2f} GPU-h lost to preemption, {o.refused} refused, "
                      f"{o.never_started} never started, {o.finished} of {o.jobs} finished")
+    for label, r in results.items():
+        unfinished = [j for j in r.jobs if j.status == "unfinished"]
+        for j in unfinished[:MAX_JOBS_LISTED]:
+            lines.append(f"{label}: job {j.key} ({j.tier}, {j.gpus} GPUs) did not finish: {j.why}")
+        if len(unfinished) > MAX_JOBS_LISTED:
+            lines.append(f"{label}: {len(unfinished) - MAX_JOBS_LISTED} more did not finish (see the CSV)")
     for label, r in results.items():
         o = r.overall
         if o.multinode_jobs:
@@ -306,7 +313,7 @@ def render_html(results: dict, trace) -> str:
     unstarted = [{"label": lab, "key": j.key, "tier": j.tier, "account": j.account, "gpus": j.gpus,
                   "status": j.status.replace("_", " "), "why": j.why}
                  for lab in labels
-                 for j in [j for j in results[lab].jobs if j.status in ("refused", "never_started")][:MAX_JOBS_LISTED]]
+                 for j in [j for j in results[lab].jobs if j.status != "finished"][:MAX_JOBS_LISTED]]
     return env.get_template("sandbox.html.j2").render(
         labels=labels, two=len(labels) == 2, trace_line=_trace_line(trace, results), facts=_facts(results),
         kpis=_kpis(results), figures=FIGURES, tables=_html_tables(results), charts=_charts(results),

@@ -237,3 +237,18 @@ def test_text_table_still_shows_both_replays():
     assert "baseline: site_configs/baseline/site.toml (2 nodes, 16 GPUs)" in text
     row = next(line for line in text.splitlines() if line.startswith("all "))
     assert row.split()[1:] == ["1.50", "0.50", "1.90", "1.30", "2.00", "1.50"]
+
+
+def test_a_job_that_did_not_finish_is_named_with_its_last_state_in_the_text_and_the_page(tmp_path):
+    res = _both()
+    res["candidate"].jobs[0] = _job("1", "standard", "vision", 8, "unfinished", wait_h=0.5, held_s=60,
+                                    why="last state NODE_FAIL")
+    text = text_table(res, TRACE)
+    assert "candidate: job 1 (standard, 8 GPUs) did not finish: last state NODE_FAIL" in text
+    assert "baseline: job" not in text
+    write(res, TRACE, tmp_path / "r", ("html",))
+    page = (tmp_path / "r" / "sandbox.html").read_text()
+    rows = re.findall(r"<tr><td class=\"t\">(\w+)</td><td class=\"t\">(\w+)</td>.*?<td class=\"t\">([^<]*)</td></tr>",
+                      page.split('id="unstarted"')[1])
+    assert ("candidate", "1", "last state NODE_FAIL") in rows
+    assert ("baseline", "3", "job_submit.lua: too many GPUs") in rows
