@@ -30,6 +30,7 @@ PRIORITY_CALC_MIN = 5
 REQUEUE_DELAY_S = 121      # cred_expire (120 s) + 1: a requeued job's earliest next start
 KILL_WAIT_S = 30
 MIN_CRED_EXPIRE_S = 5      # interfaces/cred.c refuses smaller
+PERIODIC_TIMEOUT_S = 30    # slurmctld.h: how often slurmctld checks time limits and preemption grace ends (compiled in)
 
 
 class SpeedupError(SlurmtoolsError):
@@ -81,6 +82,12 @@ class Scale:
             out.append(f"a requeued job waits at least {MIN_CRED_EXPIRE_S + 1} sandbox s = "
                        f"{(MIN_CRED_EXPIRE_S + 1) * s:g} real s before its next start (real: {REQUEUE_DELAY_S} s; "
                        f"this release has no requeue_delay, and cred_expire is at least {MIN_CRED_EXPIRE_S} s)")
+        if s > 1:
+            out.append(f"slurmctld checks time limits and the end of a preempted job's grace every "
+                       f"{PERIODIC_TIMEOUT_S} s (compiled in) unless the preemptor's next scheduling pass comes first: "
+                       f"up to {PERIODIC_TIMEOUT_S} sandbox s = {PERIODIC_TIMEOUT_S * s:g} real s late (real: "
+                       f"{PERIODIC_TIMEOUT_S} s), so preempted jobs may work on past their grace; 22.05 records one "
+                       f"that then completes as TIMEOUT")
         return out
 
 

@@ -91,7 +91,10 @@ def test_scaled_clocks_and_requeue_delay_by_release():
     assert "bf_resolution=1" in conf["SchedulerParameters"] and conf["PriorityDecayHalfLife"] == "0-02:48:00"
     old = Scale(60).slurm_conf(requeue_delay_param=False, max_limit_s=3600)
     assert old["_cred_expire"] == "5" and "requeue_delay" not in old["SchedulerParameters"]
-    assert Scale(60).limits_note(requeue_delay_param=False) and not Scale(2).limits_note(requeue_delay_param=True)
+    assert len(Scale(60).limits_note(requeue_delay_param=False)) == 3
+    only = Scale(2).limits_note(requeue_delay_param=True)   # only the compiled-in 30 s timer is left
+    assert len(only) == 1 and "up to 30 sandbox s = 60 real s late" in only[0]
+    assert Scale(1).limits_note(requeue_delay_param=False) == []
     assert Scale(1).slurm_conf(requeue_delay_param=True, max_limit_s=60)["SchedulerParameters"].startswith(
         "sched_interval=60,sched_min_interval=2000000,bf_interval=30,bf_resolution=60,bf_window=1440")
 
