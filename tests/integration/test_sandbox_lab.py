@@ -4,8 +4,10 @@ each in its own lab brought up and stopped by `slurmtools sandbox replay`, exact
 
 Asserted: every job is accounted in both (finished, none refused, none lost); the candidate's waits are lower
 (median and p90 overall, and p90 for the standard tier); the baseline's queue makes preemptions; the report files
-are written; no daemon of either sandbox is left running. A second test interrupts a replay with SIGINT once its
-slurmctld is up and checks the daemons are gone.
+are written; no daemon of either sandbox is left running; a job that did not finish is shown with what slurmctld
+logged about it. A second test adds a campaign file (`--add`) to a short history and checks its jobs are submitted
+at their scaled time as their own user and run. A third interrupts a replay with SIGINT once its slurmctld is up and
+checks the daemons are gone.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
                           **kw)
 
 
+def _story(run_dir: Path, key: str) -> list[str]:
+    """What the sandbox's slurmctld logged about a replayed job (for a failure's message)."""
+    try:
+        jid = json.loads((run_dir / "replay.json").read_text())["job_ids"][key].split("_")[0]
+        log = (run_dir / "lab" / "log" / "slurmctld.log").read_text(errors="replace").splitlines()
+    except (OSError, KeyError, ValueError) as exc:
+        return [f"(no log: {exc})"]
+    return [ln for ln in log if f"JobId={jid} " in ln or ln.endswith(f"JobId={jid}")][-40:]
+
+
 @pytest.mark.timeout(1500)
 def test_more_nodes_lower_the_waits_of_a_recorded_history(tmp_path):
     work = REPO / f".sandbox-test-{lab_slurm()}"
@@ -60,6 +72,9 @@ def test_more_nodes_lower_the_waits_of_a_recorded_history(tmp_path):
         o = x["overall"]
         print(label, {k: o[k] for k in ("finished", "refused", "never_started", "wait_median_h", "wait_p90_h",
                                          "wait_max_h", "preemptions", "gpu_hours_lost", "utilisation")})
+        for j in x["jobs"]:
+            if j["status"] != "finished":
+                print(label, "not finished:", j, *_story(work / label, j["key"]), sep="\n  ")
         assert o["jobs"] == 200 and o["finished"] == 200, (label, o)
         assert o["refused"] == 0 and o["never_started"] == 0
         assert {t["group"] for t in x["by_tier"]} == {"production", "standard", "scavenger"}
@@ -71,6 +86,55 @@ def test_more_nodes_lower_the_waits_of_a_recorded_history(tmp_path):
     assert ct["standard"]["wait_p90_h"] < bt["standard"]["wait_p90_h"]
     assert b["preemptions"] > 0 and b["gpu_hours_lost"] >= 0
     assert (tmp_path / "report" / "sandbox.json").exists()
+    assert _sandbox_daemons(work) == []
+
+
+CAMPAIGN = """
+[[campaign]]
+name = "sweep"
+account = "vision"
+tier = "production"
+job_gpus = 8
+jobs = 4
+start = "+20m"
+run_time = "10m"
+time_limit = "1h"
+arrival = "burst"
+"""
+
+
+@pytest.mark.timeout(600)
+def test_a_campaign_file_adds_its_jobs_to_a_real_replay_at_their_scaled_time(tmp_path):
+    """`--add campaign.toml` end to end: the campaign's jobs are submitted as their own user, 20 real minutes after
+    the history's first submission (20 sandbox s at 60x), and the scheduler runs them; the history's jobs too."""
+    work = REPO / f".sandbox-test-{lab_slurm()}-add"
+    trace, camp = tmp_path / "history.txt", tmp_path / "campaign.toml"
+    assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "20", "--hours", "0.5",
+                "--run-median", "4", "--seed", "3").returncode == 0
+    camp.write_text(CAMPAIGN)
+    r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--add",
+             str(camp), "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
+             str(OFFSET + 200), "--json", timeout=540)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)["candidate"]
+    jobs = {j["key"]: j for j in res["jobs"]}
+    added = {k: j for k, j in jobs.items() if k.startswith("c-sweep-")}
+    assert sorted(added) == [f"c-sweep-{i}" for i in range(4)], sorted(jobs)
+    assert len(jobs) == 24 and res["overall"]["jobs"] == 24
+    for k, j in added.items():
+        print(k, j)
+        assert (j["status"], j["tier"], j["account"], j["gpus"]) == ("finished", "production", "vision", 8), j
+        # submitted at +20 min (in real time, as the sandbox reports starts): none can start before
+        assert j["start"] >= 20 * 60 - 60, j
+    assert all(j["status"] == "finished" for j in jobs.values()), [j for j in jobs.values()
+                                                                     if j["status"] != "finished"]
+    assert any("sweep" in n for n in res["notes"]), res["notes"]
+    sacct = (work / "candidate" / "sacct.txt").read_text()
+    ids = json.loads((work / "candidate" / "replay.json").read_text())["job_ids"]
+    users = {ln.split("|")[0]: ln.split("|")[3] for ln in sacct.splitlines()[1:]}
+    campaign_users = {users[ids[k]] for k in added}
+    history_users = {users[ids[k]] for k in jobs if k not in added}
+    assert len(campaign_users) == 1 and not campaign_users & history_users, (campaign_users, history_users)
     assert _sandbox_daemons(work) == []
 
 
