@@ -9,8 +9,11 @@ that the 1x replay takes about --minutes x 1.5. What limits accuracy is how long
 Slurm's fixed latencies (launch, the scheduler's one-second clocks), so the result is stated both as the speed-up
 and as the scaled median run time it leaves: a history whose jobs run 12x longer holds the same accuracy at a 12x
 larger speed-up. Goal: median start error under 2% of the replayed span, and the preemptions in the same order.
-Prints a table and the largest speed-up (and smallest scaled median run) that met the goal. Lab folders under
-<repo>/.sandbox-bench, port offset 7200; about 30 minutes on 2 cores.
+Since two 1x replays of one history do not make the same preemptions either, `--floor N` replays 1x N more times
+and each speed-up is also judged against that spread: starts within 2%, no reordering of the preemptions it shares
+with the first 1x replay, a preemption count some 1x replay made, and no more differing preempted jobs than a 1x
+replay shows. Prints a table and the largest speed-up (and smallest scaled median run) that met each. Lab folders
+under <repo>/.sandbox-bench, port offset 7200; about 30 minutes on 2 cores, plus the 1x span per --floor.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def compare(ref: oc.ReplayResult, res: oc.ReplayResult) -> dict:
             "p90_err_s": statistics.quantiles(errs, n=10)[-1] if len(errs) > 1 else None,
             "median_err_pct": 100 * statistics.median(errs) / span if errs and span else None,
             "preempted_ref": len(a), "preempted": len(b), "same_preempted": set(a) == set(b),
-            "swapped_pairs": swapped}
+            "preempted_diff": len(set(a) ^ set(b)), "swapped_pairs": swapped, "preempted_jobs": b}
 
 
 def _saved(d: Path, scale):
@@ -78,8 +81,10 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=12.0)
     ap.add_argument("--median-run", type=float, default=5.0)
     ap.add_argument("--seed", type=int, default=14)
-    ap.add_argument("--floor", action="store_true", help="Replay at 1x a second time (folder x1-again) and compare "
-                                                          "it with the first: the scheduler's own run-to-run spread")
+    ap.add_argument("--floor", type=int, nargs="?", const=1, default=0,
+                    help="Replay at 1x this many more times (folders x1-again, x1-again2, ...) and compare each with "
+                         "the first: the scheduler's own run-to-run spread, against which the preemption goal is "
+                         "judged")
     ap.add_argument("--only", default=None, help="With --saved: replay only these labels now (e.g. x1-again), "
                                                  "read the others from the kept replays")
     ap.add_argument("--saved", action="store_true", help="Compare the replays kept in .sandbox-bench by the last "
@@ -97,7 +102,7 @@ def main() -> int:
     release = release_for(a.slurm)
     limits = [j.limit_s for j in trace.jobs]
     runs = {}
-    plan = [("x1", 1.0)] + ([("x1-again", 1.0)] if a.floor else []) + \
+    plan = [("x1", 1.0)] + [(f"x1-again{i + 1 if i else ''}", 1.0) for i in range(a.floor)] + \
         [(f"x{float(x):g}", float(x)) for x in a.speedups.split(",") if x.strip()]
     only = set(a.only.split(",")) if a.only else None
     for label, s in plan:
@@ -115,28 +120,54 @@ def main() -> int:
     med_run = statistics.median(j.run_s for j in trace.jobs)
     print(f"\nSlurm {a.slurm}, {len(trace.jobs)} jobs, history median run {med_run / 60:.1f} min, 1x span "
           f"{ref.span_h * 60:.1f} min, {ref.overall.preemptions} preemptions at 1x")
-    print(f"{'speed-up':>9} {'scaled median run s':>20} {'median err s':>13} {'p90 err s':>10} {'median err %':>13} "
-          f"{'preempted (1x)':>15} {'swapped pairs':>14} {'goal':>5}")
-    best = None
+    again = [label for label in runs if label.startswith("x1-again")]
+    spread = [compare(ref, runs[label][1]) for label in again]
+    floor_pct = max((c["median_err_pct"] or 0 for c in spread), default=None)
+    floor_diff = max((c["preempted_diff"] for c in spread), default=None)
+    counts = [len(preemption_order(ref))] + [c["preempted"] for c in spread]   # preemptions per 1x replay
+    print(f"{'replay':>9} {'scaled median run s':>20} {'median err s':>13} {'p90 err s':>10} {'median err %':>13} "
+          f"{'preempted (1x)':>15} {'differ':>7} {'swapped':>8} {'goal':>5} {'in 1x spread':>13}  preempted jobs")
+    print(f"{'x1':>9} {med_run:>20.1f} {'':>13} {'':>10} {'':>13} {len(preemption_order(ref)):>6} {'':>8} {'':>7} "
+          f"{'':>8} {'':>5} {'':>13}  {' '.join(preemption_order(ref)) or '-'}")
+    best = best_spread = None
     for label, (s, res) in runs.items():
         if label == "x1":
             continue
         c = compare(ref, res)
-        # the goal: starts within 2% of the span at the median, and the same preemptions in the same order (a
-        # preemption that does not happen at all is a change of the scheduler's decisions too)
+        # the goal as the issue writes it: starts within 2% of the span at the median, and the same preemptions in
+        # the same order (a preemption that does not happen at all is a change of the scheduler's decisions too)
         ok = (c["median_err_pct"] is not None and c["median_err_pct"] < GOAL_PCT and c["swapped_pairs"] == 0
               and c["same_preempted"])
+        # judged against the scheduler's own run-to-run spread (the 1x replays among themselves): starts within 2%,
+        # no reordering of the preemptions both made, as many preemptions as some 1x replay made, and no more
+        # differing preempted jobs than a 1x replay shows
+        in_spread = (floor_diff is not None and c["median_err_pct"] is not None and c["median_err_pct"] < GOAL_PCT
+                     and c["swapped_pairs"] == 0 and min(counts) <= c["preempted"] <= max(counts)
+                     and c["preempted_diff"] <= floor_diff)
         if ok and s > 1:
             best = s
+        if in_spread and s > 1:
+            best_spread = s
         print(f"{label:>9} {med_run / s:>20.1f} {c['median_err_s'] or 0:>13.1f} {c['p90_err_s'] or 0:>10.1f} "
-              f"{c['median_err_pct'] or 0:>13.2f} {c['preempted']:>6} ({c['preempted_ref']:>3})"
-              f" {c['swapped_pairs']:>14} {'met' if ok else 'no':>5}")
+              f"{c['median_err_pct'] or 0:>13.2f} {c['preempted']:>6} ({c['preempted_ref']:>3}) "
+              f"{c['preempted_diff']:>7} {c['swapped_pairs']:>8} {'met' if ok else 'no':>5} "
+              f"{'-' if floor_diff is None or s == 1 else ('yes' if in_spread else 'no'):>13}  "
+              f"{' '.join(c['preempted_jobs']) or '-'}")
+    if floor_pct is not None:
+        print(f"\n1x against 1x ({len(again)} more replay(s)): median start error up to {floor_pct:.2f}% of the span, "
+              f"{min(counts)}-{max(counts)} preemptions, up to {floor_diff} preempted job(s) differing")
     if best:
-        print(f"\nlargest speed-up meeting the goal: {best:g}x (scaled median run {med_run / best:.0f} s); "
+        print(f"largest speed-up meeting the goal as written: {best:g}x (scaled median run {med_run / best:.0f} s); "
               f"ratio to goal: median error {compare(ref, runs[f'x{best:g}'][1])['median_err_pct']:.2f}% / {GOAL_PCT}%")
     else:
-        print("\nno speed-up met the goal")
-    return 0 if best else 1
+        print("no speed-up met the goal as written (same preempted jobs in the same order)")
+    if best_spread:
+        print(f"largest speed-up within the 1x spread: {best_spread:g}x (scaled median run "
+              f"{med_run / best_spread:.0f} s); median error "
+              f"{compare(ref, runs[f'x{best_spread:g}'][1])['median_err_pct']:.2f}% / {GOAL_PCT}%")
+    elif floor_diff is not None:
+        print("no speed-up stayed within the 1x spread")
+    return 0 if (best or best_spread) else 1
 
 
 if __name__ == "__main__":
