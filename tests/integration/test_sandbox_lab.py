@@ -6,8 +6,9 @@ Asserted: every job is accounted in both (finished, none refused, none lost); th
 (median and p90 overall, and p90 for the standard tier); the baseline's queue makes preemptions; the report files
 are written; no daemon of either sandbox is left running; a job that did not finish is shown with what slurmctld
 logged about it. A second test adds a campaign file (`--add`) to a short history and checks its jobs are submitted
-at their scaled time as their own user and run. A third interrupts a replay with SIGINT once its slurmctld is up and
-checks the daemons are gone.
+at their scaled time as their own user and run. A third brings up a lab standing for the live cluster, runs jobs on
+it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT once its slurmctld
+is up and checks the daemons are gone.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from labtools import lab_slurm
+from labtools import LAB_SCRIPT, Lab, _lab_env, lab_slurm
 
 pytestmark = [pytest.mark.lab, pytest.mark.sandbox]
 
@@ -136,6 +137,62 @@ def test_a_campaign_file_adds_its_jobs_to_a_real_replay_at_their_scaled_time(tmp
     history_users = {users[ids[k]] for k in jobs if k not in added}
     assert len(campaign_users) == 1 and not campaign_users & history_users, (campaign_users, history_users)
     assert _sandbox_daemons(work) == []
+
+
+#: what the "live" cluster runs before `--since` reads it back: (account, tier, GPUs, seconds)
+LIVE_JOBS = (("vision", "production", 1, 4), ("nlp", "standard", 2, 6), ("nlp", "scavenger", 8, 3),
+             ("vision", "standard", 4, 5))
+
+
+@pytest.mark.timeout(900)
+def test_since_replays_the_history_the_live_clusters_accounting_holds(tmp_path):
+    """`--since` end to end: a lab standing for the live cluster runs four jobs; `sandbox replay --since 1h`, pointed
+    at it by SLURM_CONF as an admin's shell would be, reads them back from its slurmdbd and replays them in a
+    sandbox of its own: the same jobs (account, tier, GPUs, run time), all finished, the live lab untouched."""
+    live_dir = REPO / f".sandbox-test-{lab_slurm()}-live"
+    work = REPO / f".sandbox-test-{lab_slurm()}-since"
+    offset = str(OFFSET + 300)
+    env = dict(os.environ, SLURMTOOLS_SITE=str(REPO / "site_configs/example/site.toml"),
+               SLURMTOOLS_LAB_DIR=str(live_dir), SLURMTOOLS_LAB_PORT_OFFSET=offset)
+    env.pop("SLURMTOOLS_LAB_REUSE", None)
+    up = subprocess.run([str(LAB_SCRIPT), "up", "--slurm", lab_slurm()], capture_output=True, text=True, env=env,
+                        timeout=600)
+    try:
+        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+        lenv, version = _lab_env(live_dir)
+        live = Lab(dir=live_dir, env=lenv, slurm_version=version)
+        live.wait_nodes_idle()
+        from slurmtools.site import load_site
+
+        tiers = load_site(REPO / "site_configs/example/site.toml").tiers
+        ids = []
+        for account, tier, gpus, secs in LIVE_JOBS:
+            t = tiers[tier]   # the site's job_submit.lua wants a preemptible tier's warning signal in the script
+            sig = f"#SBATCH --signal=B:{t.checkpoint_signal}@{t.signal_lead}\n" if t.preempted_by else ""
+            p = live.sh(f"sbatch --parsable -A {account} -q {tier} --gres=gpu:h100:{gpus} -t 60 -o /dev/null",
+                        user="labuser", input=f"#!/bin/bash\n{sig}sleep {secs}\n")
+            ids.append(int(p.stdout.strip().split(";")[0]))
+        for j in ids:
+            live.wait_state(j, "COMPLETED", timeout=120)
+            live.wait_accounting(j)
+        r = subprocess.run([sys.executable, "-m", "slurmtools", "sandbox", "replay", "--since", "1h", "--site",
+                            "site_configs/example/site.toml", "--speedup", "1", "--slurm", lab_slurm(), "--workdir",
+                            str(work), "--port-offset", str(OFFSET + 400), "--json"], cwd=REPO, env=lenv,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        res = json.loads(r.stdout)["candidate"]
+        got = sorted((j["account"], j["tier"], j["gpus"], j["status"], j["key"]) for j in res["jobs"])
+        assert [g[:4] for g in got] == sorted((a, t, g, "finished") for a, t, g, _ in LIVE_JOBS), got
+        assert sorted(int(g[4]) for g in got) == sorted(ids)
+        work_s = {int(j["key"]): j["work_s"] for j in res["jobs"]}
+        for j, (*_, secs) in zip(ids, LIVE_JOBS):
+            assert secs <= work_s[j] <= secs + 2, (j, work_s[j])
+        # the live lab is still there and still holds just its own four jobs
+        rows = live.sh("sacct -a -X -n -P -o JobIDRaw -S now-1hours").stdout.split()
+        assert sorted(map(int, rows)) == sorted(ids)
+    finally:
+        subprocess.run([str(LAB_SCRIPT), "down"], capture_output=True, env=env, timeout=300)
+    assert _sandbox_daemons(work) == [] and _sandbox_daemons(live_dir) == []
 
 
 @pytest.mark.timeout(600)
