@@ -6,7 +6,8 @@ Asserted: every job is accounted in both (finished, none refused, none lost); th
 (median and p90 overall, and p90 for the standard tier); the baseline's queue makes preemptions; the report files
 are written; no daemon of either sandbox is left running; a job that did not finish is shown with what slurmctld
 logged about it. A second test adds a campaign file (`--add`) to a short history and checks its jobs are submitted
-at their scaled time as their own user and run. A third brings up a lab standing for the live cluster, runs jobs on
+at their scaled time as their own user and run. Another replays a scaled model of the site (`--node-scale 2`).
+A third brings up a lab standing for the live cluster, runs jobs on
 it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT once its slurmctld
 is up and checks the daemons are gone.
 """
@@ -136,6 +137,33 @@ def test_a_campaign_file_adds_its_jobs_to_a_real_replay_at_their_scaled_time(tmp
     campaign_users = {users[ids[k]] for k in added}
     history_users = {users[ids[k]] for k in jobs if k not in added}
     assert len(campaign_users) == 1 and not campaign_users & history_users, (campaign_users, history_users)
+    assert _sandbox_daemons(work) == []
+
+
+@pytest.mark.timeout(600)
+def test_node_scale_replays_a_scaled_model_through_the_cli(tmp_path):
+    """`--node-scale 2` on the example site (16 nodes of 8 GPUs): the sandbox emulates 8 nodes of 16 GPUs, says so
+    in the output, and the history's jobs run on the model; a job wider than the model's node is still placed."""
+    work = REPO / f".sandbox-test-{lab_slurm()}-scaled"
+    trace = tmp_path / "history.txt"
+    assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "20", "--hours", "0.5",
+                "--run-median", "4", "--seed", "5").returncode == 0
+    r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--node-scale",
+             "2", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
+             str(OFFSET + 250), "--json", timeout=540)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)["candidate"]
+    assert any(n.startswith("scaled model 1:2: 8 emulated nodes for 16 real ones") for n in res["notes"]), res["notes"]
+    assert res["overall"]["jobs"] == 20
+    assert all(j["status"] == "finished" for j in res["jobs"]), [j for j in res["jobs"] if j["status"] != "finished"]
+    from slurmtools.hostlist import expand
+
+    conf = (work / "candidate" / "lab" / "etc" / "site.conf").read_text().splitlines()
+    model = {h: ln for ln in conf if ln.startswith("NodeName=") for h in expand(ln.split()[0].split("=", 1)[1])}
+    assert len(model) == 8 and all("Gres=gpu:h100:16 " in ln for ln in model.values()), conf
+    ran = {h for ln in (work / "candidate" / "sacct.txt").read_text().splitlines()[1:]
+           for h in expand(ln.split("|")[15]) if ln.split("|")[15] not in ("", "None assigned")}
+    assert ran and ran <= set(model), (ran, sorted(model))
     assert _sandbox_daemons(work) == []
 
 
