@@ -97,7 +97,136 @@ def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
 
 @gc_paused()
 def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
-    """Read an ibnetdiscover dump. Every malformed line raises ParseError with its line number."""
+    """Read an ibnetdiscover dump. Every malformed line raises ParseError with its line number.
+
+    Dumps as ibnetdiscover writes them are read a node entry at a time by `_read_entries`; anything it does not
+    recognise (or finds inconsistent) is read again line by line by `_read_lines`, which accepts the same
+    dumps and more, gives the same answer, and names the line at fault."""
+    fabric = _read_entries(text, source)
+    return fabric if fabric is not None else _read_lines(text, source)
+
+
+# A node entry as ibnetdiscover writes it: its id lines, then `Switch 65 "S-<guid>"  # "<description>" ...`
+# (Ca, Rt alike), and its first port line when that ends the entry (a host adapter's one port). GUIDs in
+# lower-case hex and port numbers without leading zeros, as ibnetdiscover prints them, so that an end of a
+# cable is one piece of text: `<guid>"[<port>`.
+_PORT = (r'\[(0|[1-9][0-9]*)\](?:\(([0-9a-f]+)\))?[ \t]+"[SHR]-([0-9a-f]+"\[(?:0|[1-9][0-9]*))\]'
+         r'[^\n#]*#[^\n]* ([0-9]+x[A-Z0-9]+)')
+_ENTRY = re.compile(r'(?:(?:vendid|devid|sysimgguid|switchguid|caguid|rtguid)=[^\n]*\n)*'
+                    r'(Switch|Ca|Rt)[ \t]+([0-9]+)[ \t]+"[SHR]-([0-9a-f]+)"[ \t]*#[^"\n]*"([^"\n]*)"[^\n]*'
+                    rf'(?:\n{_PORT}\Z)?')
+# Each further port line, from the line break before it to its end. Groups: port, port GUID, far end, rate.
+_PORT_LINE = re.compile(rf'\n{_PORT}(?=\n|\Z)')
+# Line breaks other than \n that str.splitlines (and so `_read_lines`) also splits at.
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _read_entries(text: str, source: str) -> IbFabric | None:
+    """The fast reader: one regex match per node entry (entries apart by blank lines, as ibnetdiscover writes
+    them), one `findall` over the rest of its port lines, then all cable ends paired at once (`_pair_ends`).
+    Returns None, to have `_read_lines` read the dump, at the first thing out of that shape: a line of another
+    form, a comment or blank line inside an entry, a node listed twice, ends that do not pair up."""
+    for ch in _OTHER_BREAKS:
+        if ch in text:
+            return None
+    nodes: dict[str, IbNode] = {}
+    port_guids: dict[str, tuple[str, ...]] = {}
+    new = tuple.__new__
+    entry_match = _ENTRY.match
+    port_lines = _PORT_LINE.findall
+    rows: list[tuple[str, str, str, str]] = []   # per port line, in dump order: port, port GUID, far end, rate
+    owner: list[str] = []                        # ... the node it belongs to
+    base: list[int] = []                         # ... its line number minus its place in `rows`
+    n = 1                                        # line number of the entry's first line
+    for entry in text.rstrip("\n").split("\n\n"):
+        if not entry:                            # a third blank line in a row
+            n += 2
+            continue
+        if entry[0] == "\n":
+            n += 1
+            entry = entry[1:]
+        if entry[0] == "#":
+            if any(ln[:1] != "#" for ln in entry.split("\n")):
+                return None
+            n += entry.count("\n") + 2
+            continue
+        m = entry_match(entry)
+        if m is None:
+            return None
+        kind, ports, guid, desc, port, pguid, far, rate = m.groups()
+        if guid in nodes:
+            return None
+        at = n + entry.count("\n", 0, m.start(1))
+        nodes[guid] = new(IbNode, (_KIND[kind], guid, int(ports), desc, at))
+        n += entry.count("\n") + 2
+        if m.end() == len(entry):
+            if port is None:
+                found = []
+            else:
+                found = [(port, pguid, far, rate)]
+        else:
+            rest = entry[m.end():]
+            found = port_lines(rest)
+            if len(found) != rest.count("\n"):
+                return None
+            if port is not None:
+                found.insert(0, (port, pguid, far, rate))
+        if kind == "Ca":
+            port_guids[guid] = tuple([r[1] for r in found if r[1]])
+        k = len(found)
+        if k:
+            base += [at + 1 - len(rows)] * k
+            owner += [guid] * k
+            rows += found
+    return _pair_ends(source, nodes, port_guids, rows, owner, base) if nodes else None
+
+
+def _pair_ends(source: str, nodes: dict[str, IbNode], port_guids: dict[str, tuple[str, ...]],
+               rows: list[tuple[str, str, str, str]], owner: list[str], base: list[int]) -> IbFabric | None:
+    """Cables from port lines, checked as `_read_lines` checks them line by line, but in bulk (None where it
+    would fail): each end listed once; a line whose far end is listed too must be listed back by it at the same
+    rate, and the cable is kept once, at the first of the two lines; a far end not listed must be a node of the
+    dump."""
+    from itertools import compress, repeat
+    from operator import ge, ne
+
+    total = len(rows)
+    near = [g + '"[' + r[0] for g, r in zip(owner, rows)]
+    far = [r[2] for r in rows]
+    rate = [r[3] for r in rows]
+    index = dict(zip(near, range(total)))
+    if len(index) != total:
+        return None
+    other = list(map(index.get, far, repeat(total)))     # the line listing the far end (total: none)
+    far.append(None)
+    rate.append(None)
+    for i in compress(range(total), map(ne, map(far.__getitem__, other), near)):
+        if other[i] != total or far[i].partition('"')[0] not in nodes:
+            return None
+    if any(map(ne, map(rate.__getitem__, other), rate)):
+        for i in compress(range(total), map(ne, map(rate.__getitem__, other), rate)):
+            if other[i] != total:
+                return None
+    rates: dict[str, tuple[int, str]] = {}
+    for spec in set(rate[:total]):
+        width, _, speed = spec.partition("x")
+        if speed not in IB_LANE_GBYTES:
+            return None
+        rates[spec] = (int(width), speed)
+    new = tuple.__new__
+    cables: list[IbCable] = []
+    add = cables.append
+    for i in compress(range(total), map(ge, other, range(total))):
+        port, _, end, spec = rows[i]
+        b, _, b_port = end.partition('"[')
+        width, speed = rates[spec]
+        add(new(IbCable, (owner[i], int(port), b, int(b_port), width, speed, base[i] + i)))
+    return IbFabric(source, nodes, tuple(cables), port_guids)
+
+
+def _read_lines(text: str, source: str) -> IbFabric:
+    """The line-by-line reader: any dump `_read_entries` reads, and the ones it leaves, with an error naming the
+    line for anything that is not ibnetdiscover output."""
     nodes: dict[str, IbNode] = {}
     port_guids: dict[str, list[str]] = {}
     seen: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # (guid, port) -> (peer, port, width, speed, line)
@@ -270,20 +399,30 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     hcas: list[Hca] = []
     unmapped: list[IbNode] = []
     excluded: list[IbNode] = []
-    cables_of: dict[str, list[IbCable]] = {}
-    of = cables_of.get
+    # One pass over the cables: for every other node, its cables to a switch (with that switch); for every switch,
+    # the switches it is cabled to; the cables between two switches. Each in cable order.
+    to_switch: dict[str, list[tuple[IbCable, str]]] = {}
+    up: dict[str, list[str]] = {g: [] for g in switches}
+    between: list[IbCable] = []
+    of = to_switch.get
     for c in fabric.cables:
         a, b = c[0], c[2]
-        la = of(a)
-        if la is None:
-            cables_of[a] = [c]
+        if a in switches:
+            if b in switches:
+                between.append(c)
+                up[a].append(b)
+                up[b].append(a)
+                continue
+            end, sw = b, a
+        elif b in switches:
+            end, sw = a, b
         else:
-            la.append(c)
-        lb = of(b)
-        if lb is None:
-            cables_of[b] = [c]
+            continue
+        got = of(end)
+        if got is None:
+            to_switch[end] = [(c, sw)]
         else:
-            lb.append(c)
+            got.append((c, sw))
     has_hca = "hca" in rx.groupindex
     match = rx.match
     port_guids = fabric.port_guids
@@ -301,20 +440,17 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
             excluded.append(node)
             continue
         host = m.group("host")
-        for c in of(g, ()):
-            a, _, b, _, width, speed, _ = c
-            sw = b if a == g else a
-            if sw in switches:
-                rate = rates.get((width, speed))
-                if rate is None:
-                    rate = rates[width, speed] = (f"{width}x{speed}", width * IB_LANE_GBYTES[speed])
-                hcas.append(new(Hca, (host, name, g, port_guids.get(g, ()), sw, rate[0], rate[1])))
+        for c, sw in of(g, ()):
+            width, speed = c[4], c[5]
+            rate = rates.get((width, speed))
+            if rate is None:
+                rate = rates[width, speed] = (f"{width}x{speed}", width * IB_LANE_GBYTES[speed])
+            hcas.append(new(Hca, (host, name, g, port_guids.get(g, ()), sw, rate[0], rate[1])))
     # Leaves: switches cabled to a host adapter, mapped or not (a CA whose description was never set is still
     # a host); SHARP aggregation nodes sit inside every switch and say nothing about its level.
     # Switches whose only adapters are excluded ones (storage leaves) leave the compute fabric with them.
     def cabled_to(nodes: list[IbNode]) -> set[str]:
-        return {sw for nd in nodes if AGGREGATION_NODE not in nd.description
-                for c in cables_of.get(nd.guid, ()) for sw in (c.a, c.b) if sw in switches}
+        return {sw for nd in nodes if AGGREGATION_NODE not in nd.description for _, sw in of(nd.guid, ())}
 
     leaves = {h.leaf for h in hcas} | cabled_to(unmapped)
     for sw in cabled_to(excluded) - leaves:
@@ -325,16 +461,14 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     while frontier:
         nxt = []
         for sw in frontier:
-            for c in cables_of.get(sw, ()):
-                other = c.b if c.a == sw else c.a
-                if other not in switches:
-                    continue
-                if other not in levels:
-                    levels[other] = levels[sw] + 1
+            below = levels[sw] + 1
+            for other in up[sw]:
+                if other not in levels and other in switches:
+                    levels[other] = below
                     nxt.append(other)
         frontier = nxt
     level_of = levels.get
-    for a, _, b, _, width, speed, _ in fabric.cables:
+    for a, _, b, _, width, speed, _ in between:
         la = level_of(a)
         if la is None:
             continue

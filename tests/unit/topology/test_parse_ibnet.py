@@ -104,14 +104,17 @@ def test_small_fabric_cables_once():
     assert cf.levels == {"aa": 0, "bb": 1}
 
 
-@pytest.mark.parametrize("bad, line, words", [
+BAD = [
     (SMALL.replace("lid 4 4xHDR\n[3]", "lid 4 4xQQR\n[3]"), 5, "link rate"),
     (SMALL.replace('[2]\t"S-aa"[4]', '[2]\t"S-aa"[3]'), 11, "already cabled elsewhere (line 6)"),
     (SMALL.replace("lid 1 4xHDR\nCa\t1", "lid 1 4xEDR\nCa\t1"), 14, "disagrees with line 4"),
     (SMALL.replace('Ca\t1 "H-c2"', 'Cx\t1 "H-c2"'), 15, "unexpected line"),
     (SMALL + '[2](c2) \t"S-zz"[9]\t\t# lid 4 lmc 0 "x" lid 1 4xHDR\n', 17, "never lists"),
     ('[1]\t"S-aa"[3]\t\t# 4xHDR\n', 1, "before any Switch/Ca header"),
-])
+]
+
+
+@pytest.mark.parametrize("bad, line, words", BAD)
 def test_errors_name_the_line(bad, line, words):
     with pytest.raises(ParseError) as err:
         parse_ibnetdiscover(bad, "bad.out")
@@ -123,3 +126,49 @@ def test_shared_sweep(path):
     f = parse_ibnetdiscover(path.read_text(), path.name)
     cf = compute_fabric(f)
     assert cf.leaves() and len(cf.hcas) <= len(f.of_kind("ca"))
+
+
+def _variants():
+    """Dumps in the shape ibnetdiscover writes (read entry by entry) and variants that only the line-by-line
+    reader reads (entries without blank lines between them, upper-case GUIDs, a comment or spaces inside an
+    entry, a port number with a leading zero, a cable listed from one side only)."""
+    real = read_data(EXAMPLE)
+    spaced = SMALL.replace("\nCa\t1", "\n\nCa\t1")
+    yield "real", real, True
+    yield "small, blank lines between entries", spaced, True
+    yield "small, entries run together", SMALL, False
+    yield "upper-case GUIDs", spaced.replace('"S-aa"', '"S-AA"'), False
+    yield "comment inside an entry", spaced.replace("lid 1 lmc 0\n", "lid 1 lmc 0\n# note\n", 1), False
+    yield "trailing tab", spaced.replace("4xHDR\n", "4xHDR\t\n", 1), False
+    yield "leading zero", spaced.replace('"S-aa"[1]', '"S-aa"[01]'), False
+    yield "one-sided cable", spaced.replace('[2]\t"S-aa"[4]\t\t# "leaf-1" lid 1 4xHDR\n', ""), True
+    leaf_side = '[17]\t"H-e09d7303007a5a68"[1](e09d7303007a5a68) \t\t# "a08-p1-dgx-04-c17 mlx5_5" lid 657 4xNDR\n'
+    assert leaf_side in real
+    yield "real, a cable listed by the adapter only", real.replace(leaf_side, ""), True
+
+
+@pytest.mark.parametrize("name, text, by_entry", list(_variants()), ids=lambda x: x if isinstance(x, str) and
+                         len(x) < 60 else "")
+def test_both_readers_agree(name, text, by_entry):
+    """The entry reader and the line reader give the same fabric, line numbers included; the entry reader
+    leaves what it does not recognise to the line reader."""
+    from slurmtools.topology.ibnet import _read_entries, _read_lines
+
+    fast = _read_entries(text, "x.out")
+    assert (fast is not None) == by_entry
+    assert parse_ibnetdiscover(text, "x.out") == _read_lines(text, "x.out")
+    if fast is not None:
+        assert fast == _read_lines(text, "x.out")
+
+
+@pytest.mark.parametrize("bad", [case[0] for case in BAD])
+def test_errors_in_entry_shaped_dumps(bad):
+    """A dump in the entry reader's shape whose cables disagree fails as the line reader says, at its line."""
+    from slurmtools.topology.ibnet import _read_lines
+
+    spaced = bad.replace("\nCa\t1", "\n\nCa\t1")
+    with pytest.raises(ParseError) as want:
+        _read_lines(spaced, "bad.out")
+    with pytest.raises(ParseError) as got:
+        parse_ibnetdiscover(spaced, "bad.out")
+    assert str(got.value) == str(want.value) and got.value.line == want.value.line
