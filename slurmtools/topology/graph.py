@@ -444,11 +444,22 @@ class Topology:
 
     def _add_many(self, vertices: Iterable[Vertex], links: Iterable[tuple[str, str, Edge]]) -> None:
         g = self.g
-        g.add_nodes_from([(v.vid, {"v": v}) for v in vertices])
-        self._cache.clear()
-        # What `link` does through g.add_edge, written straight into networkx's adjacency dicts (the same dicts
-        # add_edge writes: one shared data dict per edge, kept in place when the edge is there already).
+        # What `add` does through g.add_node, and `link` through g.add_edge, written straight into networkx's
+        # node and adjacency dicts (the same dicts those write: a vertex's data dict updated in place when it is
+        # there already; one shared data dict per edge, kept in place when the edge is there already).
+        node = g._node
         adj = g._adj
+        try:
+            for v in vertices:
+                vid = v.vid
+                d = node.get(vid)
+                if d is None:
+                    node[vid] = {"v": v}
+                    adj[vid] = {}
+                else:
+                    d["v"] = v
+        finally:
+            self._cache.clear()
         try:
             for a, b, edge in links:
                 nbrs = adj.get(a)
