@@ -121,7 +121,7 @@ def _summary(t) -> dict:
     from slurmtools.topology import queries as q
 
     levels = q.switch_levels(t)
-    return {"name": t.name, "hosts": len(t.hosts()),
+    return {"name": t.name, "hosts": t.count("host"),
             "switches_by_level": {str(k): v for k, v in sorted(Counter(levels.values()).items())},
             "gpus": t.count("gpu"), "nics": t.count("nic"), "nvswitches": t.count("nvswitch"),
             "nvlink_domains": t.count("nvlink_domain")}
@@ -155,14 +155,18 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
     if kind not in KINDS:
         fail(f"--from: expected one of {', '.join(KINDS)}, got {kind!r}")
     from slurmtools.topology.describe import describe_host, host_lines
+    from slurmtools.topology.graph import _natural
 
     warnings: list[str] = []
     t = build(kind, file, host, hostname_pattern, tuple(exclude_hca), tuple(exclude_switch), nvlink,
               warn=warnings.append, gpu_type=gpu_type, threads_per_core=threads_per_core)
     for w in warnings:
         typer.echo(f"slurmtools: warning: {w}", err=True)
-    with_gpus = {n for g in t.of_kind("gpu") for n in t.g.adj[g.vid] if n.startswith("host:")}   # one pass, not
-    inside = [describe_host(t, h.name) for h in t.hosts() if h.vid in with_gpus or h.unknown]   # one per host
+    # The hosts with an inside to describe (GPUs, or facts the source left unknown), in name order: picked in
+    # one pass over the hosts and only those sorted (a 16k-host fabric has none).
+    with_gpus = {n for g in t.of_kind("gpu") for n in t.g.adj[g.vid] if n.startswith("host:")}
+    picked = sorted((h for h in t.of_kind("host") if h.vid in with_gpus or h.unknown), key=lambda h: _natural(h.name))
+    inside = [describe_host(t, h.name) for h in picked]
     unknown = sorted({f for d in inside for f in d["unknown"]})
     if strict and unknown:
         fail(f"{file}: --strict: the input leaves unknown: {', '.join(unknown)} (see `topo import` without "
