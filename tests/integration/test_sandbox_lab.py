@@ -8,8 +8,8 @@ are written; no daemon of either sandbox is left running; a job that did not fin
 logged about it. A second test adds a campaign file (`--add`) to a short history and checks its jobs are submitted
 at their scaled time as their own user and run. Another replays a scaled model of the site (`--node-scale 2`).
 A third brings up a lab standing for the live cluster, runs jobs on
-it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT once its slurmctld
-is up and checks the daemons are gone.
+it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT while its jobs run
+and checks the daemons and the jobs' programs are gone.
 """
 
 from __future__ import annotations
@@ -34,9 +34,15 @@ OFFSET = int(os.environ.get("SLURMTOOLS_LAB_PORT_OFFSET", "0")) + 500
 
 def _sandbox_daemons(workdir: Path) -> list[str]:
     """Processes started for a sandbox under `workdir` (their command line names its lab's files)."""
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [ln for ln in out.splitlines() if str(workdir) in ln and any(
         d in ln for d in ("slurmctld", "slurmd", "slurmdbd", "mariadbd", "munged"))]
+
+
+def _job_programs(workdir: Path) -> list[str]:
+    """Replayed jobs' programs still running for a sandbox under `workdir` (batch scripts in its lab's spool)."""
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if f"{workdir}/" in ln and "/spool/" in ln and "slurmstepd" not in ln]
 
 
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -238,7 +244,12 @@ def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path):
             assert p.poll() is None, p.communicate()
             time.sleep(1)
         assert any("slurmctld" in ln for ln in _sandbox_daemons(work)), "the sandbox's slurmctld never started"
-        time.sleep(3)
+        # interrupt while replayed jobs run: their programs must not outlive the sandbox either
+        deadline = time.time() + 300   # the sandbox's users are created (sacctmgr) before the first job
+        while time.time() < deadline and not _job_programs(work):
+            assert p.poll() is None, p.communicate()
+            time.sleep(0.5)
+        assert _job_programs(work), "no replayed job started within 5 minutes"
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=180)
     finally:
@@ -247,3 +258,4 @@ def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path):
     assert p.returncode == 130, err[-2000:]
     assert "interrupted" in err
     assert _sandbox_daemons(work) == []
+    assert _job_programs(work) == []
