@@ -455,7 +455,9 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     leaves = {h.leaf for h in hcas} | cabled_to(unmapped)
     for sw in cabled_to(excluded) - leaves:
         del switches[sw]
-    levels = {sw: 0 for sw in leaves}
+    # in name order, not the set's: every table below, and so the graph and its exports, follows this order,
+    # which must not change with the process's string hash seed
+    levels = {sw: 0 for sw in sorted(leaves)}
     switch_links: dict[tuple[str, str], list] = {}
     frontier = list(levels)
     while frontier:

@@ -56,3 +56,21 @@ def test_topology_conf_puts_every_host_under_exactly_one_leaf(fabric):
     assert spines == 9
     assert "SwitchName=A09-P1-IBLEAF-01-03 Nodes=a07-p1-dgx-03-c[01-18]" in text.splitlines()
     assert node_features(fabric)["a07-p1-dgx-03-c05"] == ("A09-P1-IBLEAF-01-03",)
+
+
+def test_the_graph_export_is_the_same_whatever_the_string_hash_seed(tmp_path):
+    """`topo import --out` of a real dump, byte for byte, in processes with different hash seeds: the order of the
+    switches (and so of every vertex) came from a set's iteration before."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2", "3"):
+        out = tmp_path / f"g{seed}.json"
+        p = subprocess.run([sys.executable, "-m", "slurmtools", "topo", "import", "--from", "ibnetdiscover",
+                            str(DUMP), "--out", str(out)], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONHASHSEED=seed))
+        assert p.returncode == 0, p.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == outs[2]
