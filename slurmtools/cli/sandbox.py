@@ -31,6 +31,10 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                speedup: Optional[float] = typer.Option(None, "--speedup", help="Time acceleration (default: the "
                                                        "largest the trace and sites hold that keeps the median "
                                                        "job's run >= 40 s, docs/sandbox.md)"),
+               clock: str = typer.Option("scaled", "--clock", help="How time is accelerated: scaled (Slurm in "
+                                         "real time, every time in the site and trace divided by the speed-up) or "
+                                         "faketime (slurmctld and slurmd on a clock that runs faster, under "
+                                         "libfaketime; docs/sandbox.md)"),
                slurm: str = typer.Option("22.05", "--slurm", help="The sandbox's Slurm: 22.05 or 25.11"),
                out: Optional[str] = typer.Option(None, "--out", help="Write the report files into this folder"),
                formats: str = typer.Option("html,csv,json,md", "--formats", help="Report formats for --out"),
@@ -67,7 +71,7 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
     from slurmtools.sandbox import outcome as oc
     from slurmtools.sandbox.lab import replay
     from slurmtools.sandbox.submission import Checkpointing
-    from slurmtools.sandbox.timescale import check, max_speedup
+    from slurmtools.sandbox import clocks
     from slurmtools.sandbox.trace import load_trace
     from slurmtools.site import load_site
     from slurmtools.slurm.commands import parse_sacct
@@ -79,6 +83,8 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         fail(f"--slurm {slurm}: {exc}")
     if release.lab is None:
         fail(f"--slurm {slurm}: the sandbox runs 22.05 or 25.11 (the releases its lab builds)")
+    if clock not in clocks.CLOCKS:
+        fail(f"--clock: expected one of {clocks.names()}, got {clock!r}")
     if shapes not in ("plain", "planner", "both"):
         fail(f"--shapes: expected plain, planner or both, got {shapes!r}")
     if shapes == "both" and baseline_path is not None:
@@ -134,9 +140,10 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
     if speedup is None:
         from slurmtools.sandbox.timescale import default_speedup
 
-        most = min(max_speedup(job_limits, s)[0] for _, s, _ in sites)
+        most = min(clocks.max_speedup(clock, job_limits, s)[0] for _, s, _ in sites)
         speedup = default_speedup([j.run_s for j in trace.jobs], most)
-    scales = [check(speedup, job_limits, s, where=f"--speedup (with {opt} {s.source})") for opt, s, _ in sites]
+    scales = [clocks.check(clock, speedup, job_limits, s, where=f"--speedup (with {opt} {s.source})")
+              for opt, s, _ in sites]
     progress = _progress_line() if sys.stderr.isatty() and not json_out else None
     from slurmtools.sandbox import planned
 

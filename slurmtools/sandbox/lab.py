@@ -21,7 +21,7 @@ from pathlib import Path
 
 from slurmtools.errors import SlurmtoolsError
 from slurmtools.sandbox import sitecopy, submission
-from slurmtools.sandbox.timescale import Scale
+from slurmtools.sandbox.clocks import Clock
 from slurmtools.sandbox.trace import SACCT_OPTIONS, Trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ class ReplayRun:
 
     label: str
     site_source: str
-    scale: Scale
+    scale: Clock
     first_submit: float                      # the trace's first recorded submission (real epoch)
     t0: float                                # when the sandbox's clock started (sandbox epoch)
     submitted: dict[str, float] = field(default_factory=dict)   # trace key -> sandbox submit time
@@ -55,6 +55,7 @@ class ReplayRun:
     gpus: int = 0
     release: str = ""
     wall_s: float = 0.0
+    clock_origin: float | None = None   # where Slurm's fast clock equalled the wall clock (faketime), else None
 
 
 class _Stop(Exception):
@@ -68,9 +69,11 @@ def _raise_stop(signum, frame):
 class SandboxLab:
     """One lab shaped like a site. Use as a context manager: the daemons stop on leaving it, whatever happened."""
 
-    def __init__(self, workdir: Path, site_file: Path, overrides: Path, release: str, port_offset: int):
+    def __init__(self, workdir: Path, site_file: Path, overrides: Path, release: str, port_offset: int,
+                 clock_env: dict[str, str] | None = None):
         self.workdir, self.site_file, self.overrides = workdir, site_file, overrides
-        self.release, self.port_offset = release, port_offset
+        self.release, self.port_offset, self.clock_env = release, port_offset, dict(clock_env or {})
+        self.clock_origin: float | None = None
         self.lab_dir = workdir / "lab"
         self.log = workdir / "lab-up.log"
         self.env = dict(os.environ)
@@ -81,6 +84,8 @@ class SandboxLab:
                    SLURMTOOLS_LAB_PORT_OFFSET=str(self.port_offset), SLURMTOOLS_LAB_SLURM=self.release,
                    SLURMTOOLS_LAB_CONF_OVERRIDES=str(self.overrides))
         env.pop("SLURMTOOLS_LAB_REUSE", None)
+        env.pop("SLURMTOOLS_LAB_FAKETIME", None)
+        env.update(self.clock_env)
         return env
 
     def __enter__(self) -> "SandboxLab":
@@ -109,6 +114,7 @@ class SandboxLab:
             if k == "PATH":
                 v = v.replace("$PATH", os.environ.get("PATH", ""))
             self.env[k] = v
+        self.clock_origin = _clock_origin(self.lab_dir / "faketime.env") if self.clock_env else None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -121,19 +127,27 @@ class SandboxLab:
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, **kw)
 
 
-def prepare(workdir: Path, site, raw_doc: dict, trace: Trace, scale: Scale, release, model=None
+def _clock_origin(path: Path) -> float:
+    """FAKETIME_ORIGIN from the file `slurm-lab up` writes for a lab on a fast clock."""
+    try:
+        values = dict(ln.split("=", 1) for ln in path.read_text().splitlines() if "=" in ln)
+        return float(values["FAKETIME_ORIGIN"])
+    except (OSError, KeyError, ValueError) as exc:
+        raise SandboxError(f"sandbox: {path}: no FAKETIME_ORIGIN ({exc}); the lab's fast clock cannot be read "
+                           f"back") from None
+
+
+def prepare(workdir: Path, site, raw_doc: dict, trace: Trace, scale: Clock, release, model=None
             ) -> tuple[Path, Path, dict]:
     """Write the sandbox's site file and scheduler overrides into `workdir`; (site file, overrides, user names).
     `model` (`scaling.SiteScale`): the site as 1 emulated node per F real ones, its fabric written beside."""
-    from slurmtools.sandbox.timescale import scaled_site_doc
-
     workdir.mkdir(parents=True, exist_ok=True)
     names = sitecopy.sandbox_users(j.user for j in trace.jobs)
     if model is not None:
         (workdir / "fabric.toml").write_text(sitecopy.dumps(model.fabric_doc))
-        doc = scaled_site_doc(model.site_doc, scale.speedup, None)
+        doc = scale.site_doc(model.site_doc, None)
     else:
-        doc = scaled_site_doc(raw_doc, scale.speedup, str(site.fabric_path) if site.fabric_path else None)
+        doc = scale.site_doc(raw_doc, str(site.fabric_path) if site.fabric_path else None)
     doc = sitecopy.with_trace_users(doc, ((j.user, j.account) for j in trace.jobs), names)
     site_file = workdir / "site.toml"
     site_file.write_text(sitecopy.dumps(doc))
@@ -166,13 +180,15 @@ def _install_program(workdir: Path, leads) -> tuple[dict, Path]:
     return progs, state
 
 
-def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, str], scale: Scale,
-                  ckpt: submission.Checkpointing, run: ReplayRun, progress=None) -> None:
+def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, str], scale: Clock,
+                  ckpt: submission.Checkpointing, run: ReplayRun, progress=None, lead_in_s: float = 1.0) -> None:
     """Submit each submission at its scaled time as its sandbox user, wait for the queue to drain, cancel jobs
-    that can never start (naming their reason), and read sacct. `progress(line)` redraws a status line."""
+    that can never start (naming their reason), and read sacct. `progress(line)` redraws a status line.
+    `lead_in_s`: wall seconds from now to the first submission (where it falls in slurmctld's own periodic passes,
+    which the accuracy benchmark varies)."""
     progs, state = _install_program(lab.workdir, (s.signal_lead for s in subs))
     first = trace.first_submit
-    run.t0 = time.time() + 1.0
+    run.t0 = time.time() + lead_in_s
     every, save = scale.sandbox_s(ckpt.every_s), scale.sandbox_s(ckpt.save_s)
     users = {}
     for s in subs:
@@ -235,11 +251,13 @@ def _work_done(state: Path, subs: list) -> dict[str, bool]:
 def _accounting(lab: SandboxLab, run: ReplayRun, wait_s: float = 90.0) -> str:
     """sacct of the replay, once it holds every submitted job: slurmctld hands job records to slurmdbd after the
     job ends, so the last jobs can be missing for a moment after the queue has drained."""
-    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(run.t0 - 3600))
+    def stamp(wall: float) -> str:    # on Slurm's clock, which the fast clock keeps ahead of the wall clock
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(run.scale.slurm_time(wall, run.clock_origin)))
+
     wanted = set(run.job_ids.values())
     deadline = time.time() + wait_s
     while True:
-        r = lab.run(["sacct", "-a", *SACCT_OPTIONS, "-S", since])
+        r = lab.run(["sacct", "-a", *SACCT_OPTIONS, "-S", stamp(run.t0 - 3600), "-E", stamp(time.time() + 3600)])
         if r.returncode != 0:
             raise SandboxError(f"sandbox: sacct failed: {r.stderr.strip()[:200]}")
         have = {ln.split("|", 1)[0] for ln in r.stdout.splitlines()[1:]}
@@ -260,7 +278,7 @@ _CLEARS_BY_ITSELF = frozenset({"BeginTime", "None"})
 STUCK_S = 30.0
 
 
-def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress) -> None:
+def _drain(lab: SandboxLab, run: ReplayRun, scale: Clock, trace: Trace, progress) -> None:
     """Wait until no replayed job is pending or running. Jobs pending for a reason that never clears, while
     nothing runs and nothing waits for its begin time, are cancelled and recorded with that reason."""
     stuck_since = None
@@ -291,9 +309,9 @@ def _drain(lab: SandboxLab, run: ReplayRun, scale: Scale, trace: Trace, progress
         time.sleep(1.0)
 
 
-def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Scale, release, port_offset: int,
-           ckpt: submission.Checkpointing, label: str, progress=None, shapes: dict | None = None, model=None
-           ) -> ReplayRun:
+def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Clock, release, port_offset: int,
+           ckpt: submission.Checkpointing, label: str, progress=None, shapes: dict | None = None, model=None,
+           lead_in_s: float = 1.0) -> ReplayRun:
     """Replay `trace` through a sandbox shaped like `site` (its raw TOML `raw_doc`); stop it afterwards. `shapes`:
     jobs' shape options other than the recorded ones (`sandbox.planned`); `model`: the scaled model to run
     instead of the site itself (`scaling`), whose jobs it cannot express count as refused."""
@@ -316,8 +334,9 @@ def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Scale, relea
 
     run.nodes, run.gpus = capacity(site)
     started = time.time()
-    with SandboxLab(workdir, site_file, overrides, release.name, port_offset) as lab:
-        feed_and_wait(lab, trace, subs, names, scale, ckpt, run, progress)
+    with SandboxLab(workdir, site_file, overrides, release.name, port_offset, scale.lab_env()) as lab:
+        run.clock_origin = lab.clock_origin
+        feed_and_wait(lab, trace, subs, names, scale, ckpt, run, progress, lead_in_s)
     run.wall_s = time.time() - started
     _keep(workdir, run)
     return run

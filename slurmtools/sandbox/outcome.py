@@ -114,6 +114,11 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
     """`records`: the sandbox's sacct allocation records (`-X -D`: one per run). `placement(hosts, gpus_per_host)`
     -> (leaf switches, estimated allreduce GB/s) describes where each job's last run was placed."""
     s = run.scale.speedup
+    clock = run.scale
+
+    def wall(ts: float) -> float:   # Slurm's recorded time on the wall clock the replay was fed by
+        return clock.wall_time(ts, run.clock_origin)
+
     runs_of: dict[str, list] = {}
     key_of = {v: k for k, v in run.job_ids.items()}
     for r in records:
@@ -137,9 +142,9 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
             out.append(JobOutcome(status="unfinished", why="no run in the sandbox's accounting", **base))
             continue
         sub = run.submitted[j.key]
-        first = started[0].start.timestamp()
-        last_end = max(r.end.timestamp() for r in started if r.end is not None)
-        held = sum((r.end.timestamp() - r.start.timestamp()) for r in started if r.end is not None)
+        first = wall(started[0].start.timestamp())
+        last_end = max(wall(r.end.timestamp()) for r in started if r.end is not None)
+        held = sum(wall(r.end.timestamp()) - wall(r.start.timestamp()) for r in started if r.end is not None)
         # the job's own word (its program saved all its work) where the replay has it, else Slurm's state
         done = run.work_done.get(j.key, rs[-1].state == "COMPLETED")
         leaves = gbs = None

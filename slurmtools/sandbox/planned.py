@@ -10,26 +10,24 @@ refuses keeps its plain shape and is named in the notes.
 
 from __future__ import annotations
 
-import math
-
-from slurmtools.sandbox.timescale import Scale
+from slurmtools.sandbox.clocks import Clock
 
 #: directives that shape the allocation (the rest: identity, time, output, signal, are the sandbox's)
 SHAPE = ("nodes", "ntasks-per-node", "ntasks", "gpus-per-node", "gpus", "gres", "cpus-per-gpu", "cpus-per-task",
          "mem-per-gpu", "mem", "gres-flags", "switches", "segment", "exclusive", "constraint", "partition")
 
 
-def _scaled_switches(value: str, scale: Scale) -> str:
+def _scaled_switches(value: str, scale: Clock) -> str:
     count, _, wait = value.partition("@")
     if not wait:
         return value
     from slurmtools.durations import parse_duration
 
-    secs = max(1, math.ceil(parse_duration(wait) / scale.speedup))
+    secs = scale.site_seconds(parse_duration(wait))
     return f"{count}@{secs // 60}:{secs % 60:02d}"   # minutes:seconds, as sbatch reads it
 
 
-def planner_shapes(jobs, site, view, scale: Scale, release=None) -> tuple[dict[str, tuple[str, ...]], list[str]]:
+def planner_shapes(jobs, site, view, scale: Clock, release=None) -> tuple[dict[str, tuple[str, ...]], list[str]]:
     """(trace key -> shape options, notes). Arrays: one plan per array (its first task), as for submission."""
     from slurmtools.errors import SlurmtoolsError
     from slurmtools.planner.plan import TemplateShape, plan_job

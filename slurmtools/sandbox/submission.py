@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from slurmtools.sandbox.timescale import Scale
+from slurmtools.sandbox.clocks import Clock
 from slurmtools.sandbox.trace import TraceJob
 
 
@@ -42,7 +42,7 @@ def job_name(key: str) -> str:
     return f"sbx-{key}"
 
 
-def build(jobs: tuple[TraceJob, ...], scale: Scale, site, shapes: dict[str, tuple[str, ...]] | None = None
+def build(jobs: tuple[TraceJob, ...], scale: Clock, site, shapes: dict[str, tuple[str, ...]] | None = None
           ) -> list[Submission]:
     """Submissions in submit order. Tiers that can be preempted get the warning signal with the site's signal lead
     scaled (the checkpoint-on-signal wiring slurmtools gives such jobs). `shapes`: each job's shape options from
@@ -67,7 +67,7 @@ def build(jobs: tuple[TraceJob, ...], scale: Scale, site, shapes: dict[str, tupl
     return out
 
 
-def _options(j: TraceJob, scale: Scale, site, name: str | None = None, shape: tuple[str, ...] | None = None
+def _options(j: TraceJob, scale: Clock, site, name: str | None = None, shape: tuple[str, ...] | None = None
              ) -> list[str]:
     limit = j.limit_s if j.limit_s is not None else 0
     o = [f"--job-name={name or job_name(j.key)}", f"--account={j.account}", f"--qos={j.tier}",
@@ -88,8 +88,8 @@ def _options(j: TraceJob, scale: Scale, site, name: str | None = None, shape: tu
     return o
 
 
-def _lead(j: TraceJob, scale: Scale, site) -> int | None:
+def _lead(j: TraceJob, scale: Clock, site) -> int | None:
     tier = site.tiers.get(j.tier)
     if tier is None or not tier.preempted_by:
         return None
-    return max(1, round(tier.signal_lead / scale.speedup))
+    return scale.site_seconds(tier.signal_lead)

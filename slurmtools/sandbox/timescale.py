@@ -41,9 +41,14 @@ class SpeedupError(SlurmtoolsError):
 
 @dataclass(frozen=True)
 class Scale:
+    """The scaled clock: Slurm keeps real time, the site's and the jobs' times shrink. One of the sandbox's clocks
+    (`clocks`); `faketime.FakeClock` is the other, with the same methods."""
+
     speedup: float
+    method = "scaled"
 
     def sandbox_s(self, real_s: float) -> float:
+        """Real (recorded) seconds as the wall-clock seconds the sandbox spends on them: submit gaps, job work."""
         return real_s / self.speedup
 
     def real_s(self, sandbox_s: float) -> float:
@@ -52,6 +57,25 @@ class Scale:
     def limit_minutes(self, real_s: float) -> int:
         """A real time limit as whole sandbox minutes (Slurm's unit), at least 1."""
         return max(1, math.ceil(real_s / self.speedup / 60 - 1e-9))
+
+    def site_seconds(self, real_s: float) -> int:
+        """A duration Slurm enforces (a signal lead, a --switches wait) as Slurm must be given it, >= 1 s."""
+        return max(1, math.ceil(real_s / self.speedup - 1e-9))
+
+    def site_doc(self, doc: dict, fabric_path: str | None) -> dict:
+        """The sandbox's site document: every duration the scheduler enforces scaled."""
+        return scaled_site_doc(doc, self.speedup, fabric_path)
+
+    def lab_env(self) -> dict[str, str]:
+        """What `scripts/slurm-lab up` needs for this clock: nothing, Slurm runs in real time."""
+        return {}
+
+    def wall_time(self, slurm_ts: float, origin: float | None) -> float:
+        """A time Slurm recorded (its own clock) as the wall-clock epoch: the same here."""
+        return slurm_ts
+
+    def slurm_time(self, wall_ts: float, origin: float | None) -> float:
+        return wall_ts
 
     def slurm_conf(self, *, requeue_delay_param: bool | None, max_limit_s: float) -> dict[str, str]:
         """slurm.conf keys for the sandbox's scheduler clocks (they replace the lab's own). `max_limit_s`: the
@@ -133,10 +157,14 @@ def default_speedup(runs_s: list[float], most: float) -> float:
     return max(1.0, min(most, math.floor(statistics.median(runs_s) / MIN_SCALED_MEDIAN_RUN_S)))
 
 
-def check(speedup: float, limits_s: list[float], site, *, where: str = "--speedup") -> Scale:
-    """A Scale for `speedup`, or SpeedupError naming `where`, the bound it breaks and the largest that holds."""
+def check_number(speedup: float, where: str) -> None:
     if not math.isfinite(speedup) or speedup < 1:
         raise SpeedupError(f"{where} {speedup:g}: must be a number >= 1")
+
+
+def check(speedup: float, limits_s: list[float], site, *, where: str = "--speedup") -> Scale:
+    """A Scale for `speedup`, or SpeedupError naming `where`, the bound it breaks and the largest that holds."""
+    check_number(speedup, where)
     most, why = max_speedup(limits_s, site)
     if speedup > most + 1e-9:
         raise SpeedupError(f"{where} {speedup:g}: the sandbox cannot hold it: {why}; at most {most:g} holds for "

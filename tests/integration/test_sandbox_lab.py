@@ -9,7 +9,9 @@ logged about it. A second test adds a campaign file (`--add`) to a short history
 at their scaled time as their own user and run. Another replays a scaled model of the site (`--node-scale 2`).
 A third brings up a lab standing for the live cluster, runs jobs on
 it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT while its jobs run
-and checks the daemons and the jobs' programs are gone.
+and checks the daemons and the jobs' programs are gone. A fifth replays a preemption on the fast clock
+(`--clock faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are, and the clock's
+launcher and shared memory gone afterwards.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def _job_programs(workdir: Path) -> list[str]:
     """Replayed jobs' programs still running for a sandbox under `workdir` (batch scripts in its lab's spool)."""
     out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
     return [ln for ln in out.splitlines() if f"{workdir}/" in ln and "/spool/" in ln and "slurmstepd" not in ln]
+
+
+def _running(pid: int) -> bool:
+    """A process that still runs (a zombie waiting for a parent that does not reap it has stopped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -259,3 +269,56 @@ def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path):
     assert "interrupted" in err
     assert _sandbox_daemons(work) == []
     assert _job_programs(work) == []
+
+
+#: a scavenger job holding the whole example site (16 nodes x 8 GPUs, 20 min) and a one-GPU production job that
+#: arrives 2 minutes later: production preempts it after the scavenger tier's 1-minute grace
+PREEMPTION_TRACE = """\
+JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|ElapsedRaw|TimelimitRaw|\
+NodeList|AllocTRES|ReqTRES|AllocCPUS
+1|1|wide|ann|vision|gpu|scavenger|COMPLETED|0:0|2026-11-02T08:00:00|2026-11-02T08:00:00|2026-11-02T08:00:00|\
+2026-11-02T08:20:00|1200|60|gpu[01-16]|billing=128,cpu=512,gres/gpu:h100=128,gres/gpu=128,node=16|\
+billing=128,cpu=512,gres/gpu:h100=128,gres/gpu=128,node=16|512
+2|2|urgent|bo|nlp|gpu|production|COMPLETED|0:0|2026-11-02T08:02:00|2026-11-02T08:02:00|2026-11-02T08:02:00|\
+2026-11-02T08:06:00|240|30|gpu01|billing=1,cpu=4,gres/gpu:h100=1,gres/gpu=1,node=1|\
+billing=1,cpu=4,gres/gpu:h100=1,gres/gpu=1,node=1|4
+"""
+
+
+@pytest.mark.timeout(600)
+def test_fast_clock_replays_a_preemption_with_slurms_own_grace(tmp_path):
+    """`--clock faketime --speedup 60`: slurmctld and slurmd run 60x faster than real time, so the 1-minute grace,
+    the 30 s timer that enforces it and the requeue delay are all one sixtieth long in real time, and the job
+    limits reach Slurm as recorded. The outcome, read back from Slurm's fast clock, shows the production job
+    waiting about the grace and the scavenger job preempted once and then finishing its work."""
+    work = REPO / f".sandbox-test-{lab_slurm()}-faketime"
+    trace = tmp_path / "history.txt"
+    trace.write_text(PREEMPTION_TRACE)
+    r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--clock",
+             "faketime", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
+             str(OFFSET + 350), "--json", timeout=540)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)["candidate"]
+    jobs = {j["key"]: j for j in res["jobs"]}
+    print(json.dumps(jobs, indent=1), res["wall_s"], res["notes"])
+    wide, urgent = jobs["1"], jobs["2"]
+    assert wide["status"] == urgent["status"] == "finished", (wide, urgent)
+    # preempted at least once: Slurm 25.11 was seen requeueing it again as its next run ended (a job that ends with
+    # the preemption's grace flag set is requeued, proc_req.c), and that third run found its work done
+    assert wide["preemptions"] >= 1 and wide["runs"] >= 2 and urgent["preemptions"] == 0, (wide, urgent)
+    # the grace (60 s) and the 30 s check that ends it, on the fast clock; launching costs up to ~1 real s = 60 s
+    assert 55 <= urgent["wait_s"] <= 240, urgent
+    # the scavenger job's runs hold its 20 minutes of work, plus the grace's work after the last save
+    assert 1200 <= wide["held_s"] <= 1200 + 600, wide
+    assert urgent["held_s"] >= 240 and urgent["start"] >= 120, urgent
+    assert res["span_h"] * 3600 / res["wall_s"] > 10, (res["span_h"], res["wall_s"])   # it was accelerated
+    assert any("libfaketime 60x" in n for n in res["notes"]), res["notes"]
+    lab = work / "candidate" / "lab"
+    clock = dict(ln.split("=", 1) for ln in (lab / "faketime.env").read_text().splitlines())
+    limits = {ln.split("|")[0]: ln.split("|")[14] for ln in (work / "candidate" / "sacct.txt").read_text()
+              .splitlines()[1:]}
+    ids = json.loads((work / "candidate" / "replay.json").read_text())["job_ids"]
+    assert (limits[ids["1"]], limits[ids["2"]]) == ("60", "30"), limits   # the recorded limits, not scaled
+    assert _sandbox_daemons(work) == []
+    assert not _running(int(clock["FAKETIME_PID"])), "the fast clock's launcher outlived the sandbox"
+    assert not Path(f"/dev/shm/faketime_shm_{clock['FAKETIME_PID']}").exists()

@@ -13,8 +13,9 @@ import pytest
 
 from slurmtools.errors import ParseError
 from slurmtools.sandbox import outcome as oc
-from slurmtools.sandbox import sitecopy
+from slurmtools.sandbox import clocks, sitecopy
 from slurmtools.sandbox.example_trace import generate
+from slurmtools.sandbox.faketime import FakeClock
 from slurmtools.sandbox.submission import build
 from slurmtools.sandbox.timescale import Scale, SpeedupError, check, max_speedup, scaled_site_doc
 from slurmtools.sandbox.trace import load_trace, trace_from_records
@@ -129,6 +130,7 @@ class _Run:
     label, site_source, release, nodes, gpus, wall_s = "x", "s.toml", "22.05", 2, 16, 10.0
     scale = Scale(60)
     t0 = 1000.0
+    clock_origin = None
 
 
 def _rec(jid, state, start, end):
@@ -154,6 +156,48 @@ def test_outcome_waits_preemptions_and_lost_gpu_hours_in_real_time():
     assert res.overall.utilisation == pytest.approx(110 * 8 / (16 * 130))
 
 
+def test_outcome_on_the_fast_clock_reads_slurm_times_back_to_the_wall_clock():
+    """The same replay as above, recorded by a Slurm whose clock ran 60x faster from wall second 900: sacct holds
+    fast-clock times, and the figures must come out the same."""
+    site_t = trace_from_records(parse_sacct(_dump(ROWS[:2]), "h.txt", ()), "h.txt")
+    run = _Run()
+    run.scale, run.clock_origin = FakeClock(60), 900.0
+    run.submitted, run.job_ids = {"10": 1000.0}, {"10": "7"}
+    run.refused, run.never_started, run.work_done = {}, {}, {}
+    fast = lambda wall: 900 + 60 * (wall - 900)  # noqa: E731
+    recs = parse_sacct("\n".join([HEAD, _rec(7, "PREEMPTED", fast(1010), fast(1050)),
+                                  _rec(7, "COMPLETED", fast(1060), fast(1130))]), "s", ())
+    j = oc.outcome(site_t, run, recs).jobs[0]
+    assert j.wait_s == 600 and j.held_s == 110 * 60 and j.preemptions == 1 and j.start == 600 and j.end == 130 * 60
+    run.clock_origin = None
+    with pytest.raises(ValueError, match="origin"):
+        oc.outcome(site_t, run, recs)
+
+
+def test_fast_clock_gives_slurm_the_recorded_durations():
+    site = load_site(SITE)
+    raw = tomllib.loads(SITE.read_text())
+    fast = clocks.check("faketime", 500, [60.0], site)   # far beyond what the scaled clock can express here
+    assert isinstance(fast, FakeClock) and fast.lab_env() == {"SLURMTOOLS_LAB_FAKETIME": "500"}
+    t = trace_from_records(parse_sacct(_dump(ROWS), "h.txt", ()), "h.txt")
+    subs = build(t.jobs, FakeClock(60), site)
+    # recorded limits (120 and 240 min) and the tier's 5-minute signal lead as they are; the work still 1/60
+    assert "--time=120" in subs[0].argv and subs[0].work_s == (60.0,) and subs[0].signal_lead == 300
+    assert "--time=240" in subs[1].argv and subs[1].work_s == (30.0, 60.0)
+    doc = FakeClock(60).site_doc(raw, "/abs/fabric.toml")
+    assert doc["partitions"]["gpu"]["max_time"] == "172800s" and doc["tiers"]["scavenger"]["grace_time"] == "60s"
+    assert doc["site"]["fabric"] == "/abs/fabric.toml"
+    assert FakeClock(60).slurm_conf(requeue_delay_param=False, max_limit_s=60) == Scale(1).slurm_conf(
+        requeue_delay_param=False, max_limit_s=60)
+    assert FakeClock(10).slurm_time(1100.0, 1000.0) == 2000.0 and FakeClock(10).wall_time(2000.0, 1000.0) == 1100.0
+    with pytest.raises(SpeedupError, match="--speedup 0.5"):
+        clocks.check("faketime", 0.5, [], site)
+    with pytest.raises(SpeedupError, match="--clock sundial"):
+        clocks.check("sundial", 10, [], site)
+    assert clocks.max_speedup("scaled", [1800.0], site)[0] == 30
+    assert clocks.max_speedup("faketime", [1800.0], site)[0] == float("inf")
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "slurmtools", *args], cwd=REPO, capture_output=True, text=True)
 
@@ -177,6 +221,7 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
         (["--trace", str(good), "--site", str(SITE), "--shapes", "both", "--baseline", str(SITE)], ["--shapes both"]),
         (["--trace", str(good), "--site", str(SITE), "--node-scale", "0"], ["--node-scale 0", "between 1 and"]),
         (["--trace", str(good), "--site", str(SITE), "--node-scale", "x"], ["--node-scale", "'x'"]),
+        (["--trace", str(good), "--site", str(SITE), "--clock", "sundial"], ["--clock", "scaled, faketime"]),
     ]
     for args, words in cases:
         r = _cli("sandbox", "replay", *args, "--workdir", str(tmp_path / "w"))

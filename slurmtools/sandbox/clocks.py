@@ -1,0 +1,36 @@
+"""The sandbox's clocks, by name: how a replay speeds time up. `scaled` (`timescale.Scale`: Slurm in real time,
+the site's and jobs' times divided by N, the scheduler's intervals tightened) or `faketime` (`faketime.FakeClock`:
+Slurm's daemons on a clock N times faster, everything as recorded). Both offer the same methods; the CLI and the
+benchmark pick one here and nothing else asks which it is.
+"""
+
+from __future__ import annotations
+
+import math
+
+from slurmtools.sandbox import faketime, timescale
+
+CLOCKS = {"scaled": timescale.Scale, "faketime": faketime.FakeClock}
+#: either clock, for annotations
+Clock = timescale.Scale | faketime.FakeClock
+
+
+def names() -> str:
+    return ", ".join(CLOCKS)
+
+
+def max_speedup(clock: str, limits_s: list[float], site) -> tuple[float, str]:
+    """The largest speed-up `clock` can express for this trace and site, and what bounds it."""
+    if clock == "scaled":
+        return timescale.max_speedup(limits_s, site)
+    return math.inf, "nothing bounds it (every Slurm clock runs at the sandbox's speed)"
+
+
+def check(clock: str, speedup: float, limits_s: list[float], site, *, where: str = "--speedup"):
+    """The clock named `clock` at `speedup`, or SpeedupError naming `where` (and what bounds it)."""
+    if clock not in CLOCKS:
+        raise timescale.SpeedupError(f"--clock {clock}: expected one of {names()}")
+    if clock == "scaled":
+        return timescale.check(speedup, limits_s, site, where=where)
+    timescale.check_number(speedup, where)
+    return CLOCKS[clock](float(speedup))

@@ -1,0 +1,67 @@
+"""The fast clock: slurmctld, slurmd and their job steps run under libfaketime N times faster than real time, and
+the site's durations and the jobs' time limits stay as recorded. Pure; `scripts/slurm-lab` starts the daemons on
+that clock (SLURMTOOLS_LAB_FAKETIME) and writes where it started.
+
+Unlike the scaled clock (`timescale.Scale`), every clock inside Slurm speeds up with it, the compiled-in ones too:
+the 30 s check of time limits and grace ends, the requeue delay, minute-granular limits, PriorityCalcPeriod. What
+does not speed up is real work outside Slurm's clock: launching a job, a prolog, a scheduling pass's CPU time;
+those cost N times more in the sandbox's time. Measured against 1x in docs/sandbox.md.
+
+The replayed job's own program keeps real time (its environment is the submitter's, without the preload) and does
+1/N of its work, as with the scaled clock. Slurm records times on its fast clock: T = origin + N (wall - origin).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from slurmtools.sandbox.timescale import Scale, scaled_site_doc
+
+
+@dataclass(frozen=True)
+class FakeClock:
+    speedup: float
+    method = "faketime"
+
+    def sandbox_s(self, real_s: float) -> float:
+        return real_s / self.speedup
+
+    def real_s(self, sandbox_s: float) -> float:
+        return sandbox_s * self.speedup
+
+    def limit_minutes(self, real_s: float) -> int:
+        """Slurm's clock runs N times faster, so the recorded limit is given as it is."""
+        return max(1, math.ceil(real_s / 60 - 1e-9))
+
+    def site_seconds(self, real_s: float) -> int:
+        return max(1, math.ceil(real_s - 1e-9))
+
+    def site_doc(self, doc: dict, fabric_path: str | None) -> dict:
+        """The candidate's own durations (only the fabric path made absolute)."""
+        return scaled_site_doc(doc, 1, fabric_path)
+
+    def slurm_conf(self, *, requeue_delay_param: bool | None, max_limit_s: float) -> dict[str, str]:
+        """Slurm's own defaults for every clock the scaled clock tightens: the same slurm.conf as a 1x replay."""
+        return Scale(1).slurm_conf(requeue_delay_param=requeue_delay_param, max_limit_s=max_limit_s)
+
+    def lab_env(self) -> dict[str, str]:
+        return {"SLURMTOOLS_LAB_FAKETIME": f"{self.speedup:g}"}
+
+    def wall_time(self, slurm_ts: float, origin: float | None) -> float:
+        """A time Slurm recorded on its fast clock as the wall-clock epoch."""
+        if origin is None:
+            raise ValueError("the fast clock's origin is unknown (the lab wrote no faketime.env)")
+        return origin + (slurm_ts - origin) / self.speedup
+
+    def slurm_time(self, wall_ts: float, origin: float | None) -> float:
+        if origin is None:
+            raise ValueError("the fast clock's origin is unknown (the lab wrote no faketime.env)")
+        return origin + (wall_ts - origin) * self.speedup
+
+    def limits_note(self, *, requeue_delay_param: bool | None) -> list[str]:
+        s = self.speedup
+        return [f"slurmctld and slurmd ran under libfaketime {s:g}x faster than real time: every Slurm clock (time "
+                f"limits, grace, the requeue delay, the 30 s timer) runs at the sandbox's speed, but work outside "
+                f"them (a job's launch, the prolog, a scheduling pass's CPU time) takes {s:g}x longer in the "
+                f"sandbox's time than on a real cluster"]
