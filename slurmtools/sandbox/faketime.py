@@ -16,19 +16,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from slurmtools.sandbox.timescale import Scale, scaled_site_doc
+from slurmtools.sandbox.timescale import Scale, Speedup, scaled_site_doc
 
 
 @dataclass(frozen=True)
-class FakeClock:
-    speedup: float
+class FakeClock(Speedup):
     method = "faketime"
-
-    def sandbox_s(self, real_s: float) -> float:
-        return real_s / self.speedup
-
-    def real_s(self, sandbox_s: float) -> float:
-        return sandbox_s * self.speedup
 
     def limit_minutes(self, real_s: float) -> int:
         """Slurm's clock runs N times faster, so the recorded limit is given as it is."""

@@ -40,12 +40,10 @@ class SpeedupError(SlurmtoolsError):
 
 
 @dataclass(frozen=True)
-class Scale:
-    """The scaled clock: Slurm keeps real time, the site's and the jobs' times shrink. One of the sandbox's clocks
-    (`clocks`); `faketime.FakeClock` is the other, with the same methods."""
+class Speedup:
+    """What both clocks share: the wall clock runs N times faster than the recorded history."""
 
     speedup: float
-    method = "scaled"
 
     def sandbox_s(self, real_s: float) -> float:
         """Real (recorded) seconds as the wall-clock seconds the sandbox spends on them: submit gaps, job work."""
@@ -53,6 +51,14 @@ class Scale:
 
     def real_s(self, sandbox_s: float) -> float:
         return sandbox_s * self.speedup
+
+
+@dataclass(frozen=True)
+class Scale(Speedup):
+    """The scaled clock: Slurm keeps real time, the site's and the jobs' times shrink. One of the sandbox's clocks
+    (`clocks`); `faketime.FakeClock` is the other, with the same methods."""
+
+    method = "scaled"
 
     def limit_minutes(self, real_s: float) -> int:
         """A real time limit as whole sandbox minutes (Slurm's unit), at least 1."""
