@@ -35,6 +35,10 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                                          "real time, every time in the site and trace divided by the speed-up) or "
                                          "faketime (slurmctld and slurmd on a clock that runs faster, under "
                                          "libfaketime; docs/sandbox.md)"),
+               lead_in: float = typer.Option(1.0, "--lead-in", help="Seconds from the lab coming up to the first "
+                                             "submission: replaying again with another value (e.g. 15) moves the "
+                                             "history against slurmctld's periodic passes and shows how much the "
+                                             "scheduler's own timing moves preemptions (docs/sandbox.md)"),
                slurm: str = typer.Option("22.05", "--slurm", help="The sandbox's Slurm: 22.05 or 25.11"),
                out: Optional[str] = typer.Option(None, "--out", help="Write the report files into this folder"),
                formats: str = typer.Option("html,csv,json,md", "--formats", help="Report formats for --out"),
@@ -83,6 +87,8 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         fail(f"--slurm {slurm}: {exc}")
     if release.lab is None:
         fail(f"--slurm {slurm}: the sandbox runs 22.05 or 25.11 (the releases its lab builds)")
+    if not 0 <= lead_in <= 3600:
+        fail(f"--lead-in {lead_in:g}: expected 0 to 3600 seconds")
     if clock not in clocks.CLOCKS:
         fail(f"--clock: expected one of {clocks.names()}, got {clock!r}")
     if shapes not in ("plain", "planner", "both"):
@@ -165,7 +171,7 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                                else (None, []))
         try:
             run = replay(trace, site, raw, Path(workdir) / label, scale, release, port_offset,
-                         Checkpointing(*ckpt), label, progress, shaped, model)
+                         Checkpointing(*ckpt), label, progress, shaped, model, lead_in_s=lead_in)
         except KeyboardInterrupt:
             if progress:
                 progress(None)
