@@ -107,7 +107,7 @@ def main() -> int:
     site_path = REPO / "site_configs/example/site.toml"
     site = load_site(site_path)
     raw = tomllib.loads(site_path.read_text())
-    work = Path(a.dir)
+    work = Path(a.dir).resolve()   # the lab runs its daemons from inside it
     work.mkdir(exist_ok=True)
     tfile = work / "history.txt"
     if not a.saved:
