@@ -114,7 +114,11 @@ class SandboxLab:
             if k == "PATH":
                 v = v.replace("$PATH", os.environ.get("PATH", ""))
             self.env[k] = v
-        self.clock_origin = _clock_origin(self.lab_dir / "faketime.env") if self.clock_env else None
+        try:
+            self.clock_origin = _clock_origin(self.lab_dir / "faketime.env") if self.clock_env else None
+        except SandboxError:
+            self.__exit__(None, None, None)   # the lab is up: stop it before saying why it cannot be used
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
