@@ -27,7 +27,8 @@ from labtools import LAB_SCRIPT, REPO, Lab, _lab_env, lab_slurm
 pytestmark = pytest.mark.lab
 
 SITE = REPO / "tests" / "integration" / "sites" / "nvl" / "site.toml"
-OFFSET = "1000"
+#: beside the session's lab: its own ports, relative to the session's (two releases' lab phases run side by side)
+OFFSET = str(int(os.environ.get("SLURMTOOLS_LAB_PORT_OFFSET") or 0) + 1000)
 
 
 def _env(d: Path) -> dict:
