@@ -19,6 +19,13 @@ from dataclasses import dataclass
 from slurmtools.sandbox.timescale import Scale, Speedup, scaled_site_doc
 
 
+#: timeouts for work that takes real time (a hook, a message, a launch), kept at their real length on the fast clock:
+#: the lab's PrologEpilogTimeout (scripts/slurm-lab), Slurm's defaults for the others (slurm.conf(5)); a node that
+#: misses one is drained or set down, which the replay would count as lost capacity
+REAL_TIMEOUTS_S = {"PrologEpilogTimeout": 30, "MessageTimeout": 10, "TCPTimeout": 2, "BatchStartTimeout": 10,
+                   "SlurmdTimeout": 300, "UnkillableStepTimeout": 60}
+
+
 @dataclass(frozen=True)
 class FakeClock(Speedup):
     method = "faketime"
@@ -35,8 +42,12 @@ class FakeClock(Speedup):
         return scaled_site_doc(doc, 1, fabric_path)
 
     def slurm_conf(self, *, requeue_delay_param: bool | None, max_limit_s: float) -> dict[str, str]:
-        """Slurm's own defaults for every clock the scaled clock tightens: the same slurm.conf as a 1x replay."""
-        return Scale(1).slurm_conf(requeue_delay_param=requeue_delay_param, max_limit_s=max_limit_s)
+        """The same scheduler settings as a 1x replay (Slurm's defaults for every clock the scaled clock tightens),
+        and Slurm's timeouts for work outside its clock N times longer, so that they keep their real length: at
+        60x a 30 s epilog timeout would be half a real second, and an epilog slowed by load would drain its node."""
+        conf = Scale(1).slurm_conf(requeue_delay_param=requeue_delay_param, max_limit_s=max_limit_s)
+        conf.update({k: str(round(v * self.speedup)) for k, v in REAL_TIMEOUTS_S.items()})
+        return conf
 
     def lab_env(self) -> dict[str, str]:
         return {"SLURMTOOLS_LAB_FAKETIME": f"{self.speedup:g}"}

@@ -187,8 +187,10 @@ def test_fast_clock_gives_slurm_the_recorded_durations():
     doc = FakeClock(60).site_doc(raw, "/abs/fabric.toml")
     assert doc["partitions"]["gpu"]["max_time"] == "172800s" and doc["tiers"]["scavenger"]["grace_time"] == "60s"
     assert doc["site"]["fabric"] == "/abs/fabric.toml"
-    assert FakeClock(60).slurm_conf(requeue_delay_param=False, max_limit_s=60) == Scale(1).slurm_conf(
-        requeue_delay_param=False, max_limit_s=60)
+    fast_conf = FakeClock(60).slurm_conf(requeue_delay_param=False, max_limit_s=60)
+    assert {k: v for k, v in fast_conf.items() if "Timeout" not in k} == Scale(1).slurm_conf(
+        requeue_delay_param=False, max_limit_s=60)   # the scheduler sees a 1x replay's settings
+    assert fast_conf["PrologEpilogTimeout"] == "1800" and fast_conf["MessageTimeout"] == "600"  # real 30 s and 10 s
     assert FakeClock(10).slurm_time(1100.0, 1000.0) == 2000.0 and FakeClock(10).wall_time(2000.0, 1000.0) == 1100.0
     with pytest.raises(SpeedupError, match="--speedup 0.5"):
         clocks.check("faketime", 0.5, [], site)
