@@ -14,7 +14,8 @@ and `--phases 7,13` replays 1x with the first submission that many seconds later
 then fall elsewhere in the history); each speed-up is also judged against that spread: starts within 2%, no
 reordering of the preemptions it shares with the first 1x replay, a preemption count some 1x replay made, and no
 more differing preempted jobs than a 1x replay shows. `--clock faketime` makes the speed-ups with libfaketime
-instead of scaling (`slurmtools/sandbox/clocks.py`). Prints a table and the largest speed-up (and smallest scaled median run) that met each. Lab folders
+instead of scaling (`slurmtools/sandbox/clocks.py`). Prints a table and the largest speed-up (and smallest scaled
+median run) that met each. Lab folders
 under <repo>/.sandbox-bench, port offset 7200; about 30 minutes on 2 cores, plus the 1x span per --floor.
 """
 
@@ -72,7 +73,6 @@ def _saved(d: Path, scale):
 
     k = json.loads((d / "replay.json").read_text())
     k.pop("scale", None)
-    k.setdefault("clock_origin", None)
     return ReplayRun(scale=scale, sacct_text=(d / "sacct.txt").read_text(), **k)
 
 

@@ -6,8 +6,6 @@ benchmark pick one here and nothing else asks which it is.
 
 from __future__ import annotations
 
-import math
-
 from slurmtools.sandbox import faketime, timescale
 
 CLOCKS = {"scaled": timescale.Scale, "faketime": faketime.FakeClock}
@@ -21,16 +19,11 @@ def names() -> str:
 
 def max_speedup(clock: str, limits_s: list[float], site) -> tuple[float, str]:
     """The largest speed-up `clock` can express for this trace and site, and what bounds it."""
-    if clock == "scaled":
-        return timescale.max_speedup(limits_s, site)
-    return math.inf, "nothing bounds it (every Slurm clock runs at the sandbox's speed)"
+    return CLOCKS[clock].bound(limits_s, site)
 
 
 def check(clock: str, speedup: float, limits_s: list[float], site, *, where: str = "--speedup"):
     """The clock named `clock` at `speedup`, or SpeedupError naming `where` (and what bounds it)."""
     if clock not in CLOCKS:
         raise timescale.SpeedupError(f"--clock {clock}: expected one of {names()}")
-    if clock == "scaled":
-        return timescale.check(speedup, limits_s, site, where=where)
-    timescale.check_number(speedup, where)
-    return CLOCKS[clock](float(speedup))
+    return timescale.check(speedup, limits_s, site, where=where, clock=CLOCKS[clock])

@@ -58,7 +58,10 @@ class Scale(Speedup):
     """The scaled clock: Slurm keeps real time, the site's and the jobs' times shrink. One of the sandbox's clocks
     (`clocks`); `faketime.FakeClock` is the other, with the same methods."""
 
-    method = "scaled"
+    @staticmethod
+    def bound(limits_s: list[float], site) -> tuple[float, str]:
+        """The largest speed-up this clock can express for these limits and site, and what bounds it."""
+        return max_speedup(limits_s, site)
 
     def limit_minutes(self, real_s: float) -> int:
         """A real time limit as whole sandbox minutes (Slurm's unit), at least 1."""
@@ -163,19 +166,17 @@ def default_speedup(runs_s: list[float], most: float) -> float:
     return max(1.0, min(most, math.floor(statistics.median(runs_s) / MIN_SCALED_MEDIAN_RUN_S)))
 
 
-def check_number(speedup: float, where: str) -> None:
+def check(speedup: float, limits_s: list[float], site, *, where: str = "--speedup", clock=None):
+    """`clock` (a clock class, `Scale` by default) at `speedup`, or SpeedupError naming `where`, the bound it breaks
+    and the largest that holds."""
+    clock = clock or Scale
     if not math.isfinite(speedup) or speedup < 1:
         raise SpeedupError(f"{where} {speedup:g}: must be a number >= 1")
-
-
-def check(speedup: float, limits_s: list[float], site, *, where: str = "--speedup") -> Scale:
-    """A Scale for `speedup`, or SpeedupError naming `where`, the bound it breaks and the largest that holds."""
-    check_number(speedup, where)
-    most, why = max_speedup(limits_s, site)
+    most, why = clock.bound(limits_s, site)
     if speedup > most + 1e-9:
         raise SpeedupError(f"{where} {speedup:g}: the sandbox cannot hold it: {why}; at most {most:g} holds for "
                            f"this trace and site")
-    return Scale(float(speedup))
+    return clock(float(speedup))
 
 
 #: the site file's durations (table, key, default when absent) the sandbox scales; every one is written out
