@@ -274,7 +274,7 @@ def _account(name: str, t: Table, tiers: dict) -> Account:
 def _slack(t: Table, spool: Path):
     """`[slack]` (docs/slack.md): how often the slack signal may poll Slurm, the mode thresholds, the hysteresis
     and the price windows; every value in its range, named when it is not."""
-    from slurmtools.slack import DAYS, PriceWindow, SlackSettings
+    from slurmtools.slack_settings import DAYS, PriceWindow, SlackSettings
 
     d = SlackSettings()
     interval = t.duration("poll_interval", d.poll_interval)

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurmtools.slack import SlackSettings
+from slurmtools.slack_settings import SlackSettings
 
 #: a MIG profile as Slurm's GRES type names it: compute slices (of 7) and memory, e.g. 1g.10gb, 3g.40gb
 MIG_PROFILE = re.compile(r"([1-7])g\.(\d{1,4})gb")

@@ -20,7 +20,6 @@ from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
 from slurmtools.slurm.model import (AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo, QosInfo,
                                     UserAssociations)
-from slurmtools.slurm.parsable import Splitter, read_header
 from slurmtools.slurm.readers.common import check_errors as _check_errors, num as _num, ts as _ts
 from slurmtools.slurm.tres import parse_tres
 
@@ -318,6 +317,8 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
     """`sacct --parsable2` text with a header line -> records (any column order; unknown columns kept in extra).
     The delimiter is read from the header (`-p`, `-P`, `--delimiter=X`); a header without the `required` fields
     (a tuple: any one of them) fails in one line naming them and `source`."""
+    from slurmtools.slurm.parsable import Splitter, read_header  # here: its patterns cost the live queries 2 ms
+
     lines = text.splitlines()
     if not lines:
         return []

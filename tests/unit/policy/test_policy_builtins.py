@@ -184,3 +184,37 @@ def test_plugin_through_entry_point(tmp_path, monkeypatch, site, fabric):
     d = evaluate(JobRequest.from_sbatch(["-J", "friday"]), pols, PolicyContext(site=s, fabric=fabric))
     assert (d.action, d.policy, d.message) == ("deny", "no_friday", "jobs named friday are not allowed")
     sys.modules.pop("site_rules", None)
+
+
+def test_a_plugin_cannot_take_a_builtins_name(tmp_path, monkeypatch, site, fabric):
+    """A built-in's name always means the built-in: a plugin registered under one is refused in one line naming
+    it, once the entry points are read (a site naming a plugin, `admin policy list`)."""
+    (tmp_path / "shadow_rules.py").write_text(textwrap.dedent('''
+        from slurmtools.policy import Decision, Policy
+        class Everything(Policy):
+            name = "routing"
+            def check(self, request, ctx):
+                return Decision.deny("no")
+    '''))
+    dist = tmp_path / "shadow_rules-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: shadow-rules\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[slurmtools.policies]\nrouting = shadow_rules:Everything\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match="shadow_rules:Everything: policy plugin 'routing' takes the name of a "
+                                          "built-in policy"):
+        registry()
+    # a site naming only built-ins runs the built-ins, whatever is installed
+    s = replace(site, policy=replace(site.policy, enabled=("routing",)))
+    assert [type(p).__module__ for p in load_policies(s, fabric)] == ["slurmtools.policy.builtin"]
+
+
+def test_a_site_of_builtins_loads_without_reading_entry_points():
+    """Reading the installed distributions' entry points costs every command ~20 ms: a site that names only
+    built-in policies (the example site) never reads them."""
+    import subprocess
+
+    code = ("import sys\nfrom slurmtools.site import load_site\nload_site(None)\n"
+            "print('importlib.metadata' in sys.modules, 'slurmtools.policy.builtin' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
