@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import Any
-
 import typer
+
+from slurmtools.cli.output import print_json  # noqa: F401  (re-exported: the commands import it from here)
 
 SiteOpt = typer.Option(None, "--site", help="Site file (default: $SLURMTOOLS_SITE, /etc/slurmtools/site.toml, "
                                             "else the bundled example site)", show_default=False)
@@ -37,11 +35,6 @@ def backend():
     from slurmtools.slurm.backend import get_backend
 
     return get_backend()
-
-
-def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
 
 
 def fail(message: str, code: int = 2) -> None:

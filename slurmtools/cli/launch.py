@@ -8,6 +8,11 @@ Python release) hash to the key stored with it, the terminal is at least as wide
 name is one captured, and no variable that changes typer's output is set. Anything else goes to typer, so a stale
 or missing capture costs speed, never truth. `tests/unit/test_cli_imports.py` compares every capture with typer.
 
+Commands in `DIRECT` are run the same way when typer would only parse their line: their body lives in a typer-free
+module, and `direct` reads the command line with the grammar typer declared for them (captured beside the help,
+under the same key). A line it does not read exactly as click would (an unknown, repeated or abbreviated option, a
+value that looks like an option, an extra word) goes to typer, so typer still gives every usage error.
+
 Standard library only, and little of it: this module runs before anything else on every command.
 """
 
@@ -21,16 +26,109 @@ _TYPER_ENV = ("TYPER_USE_RICH", "TERMINAL_WIDTH", "FORCE_COLOR", "PY_COLORS", "N
               "_TYPER_FORCE_DISABLE_TERMINAL", "_TYPER_STANDARD_TRACEBACK", "TYPER_STANDARD_TRACEBACK")
 
 
+#: commands whose body runs without typer: "group command" -> (module, function taking the options by name)
+DIRECT = {"cluster show": ("slurmtools.cli.cluster_show", "show")}
+
+
 def run() -> None:
-    """Serve a prebuilt answer when one is valid, else run the typer app."""
-    text = prebuilt(sys.argv[1:])
-    if text is None:
+    """Serve a prebuilt answer when one is valid, run a direct command when its line is read exactly, else run the
+    typer app."""
+    args = sys.argv[1:]
+    text = prebuilt(args)
+    if text is not None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    call = direct(args)
+    if call is None:
         from slurmtools.cli.main import run as full
 
         full()
         return
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    path, root, options = call
+    if root.get("backend") is not None:
+        from slurmtools.slurm.backends import force
+
+        if not force(root["backend"]):
+            from slurmtools.cli.main import run as full  # typer names the bad value
+
+            full()
+            return
+    import importlib
+
+    module, func = DIRECT[path]
+    guarded(lambda: getattr(importlib.import_module(module), func)(**options))
+
+
+def guarded(body) -> None:
+    """Run a command: a slurmtools error ends it in one line on stderr and its exit code, Ctrl-C in 130."""
+    from slurmtools.errors import SlurmtoolsError, one_line
+
+    try:
+        body()
+    except SlurmtoolsError as exc:
+        sys.stdout.flush()
+        sys.stderr.write(f"slurmtools: error: {one_line(str(exc))}\n")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("slurmtools: interrupted\n")
+        sys.exit(130)
+
+
+def direct(args: list[str]) -> tuple[str, dict, dict] | None:
+    """("group command", root options, the command's options with typer's defaults) when `args` names a command
+    in `DIRECT` and every word is read as click would read it with the captured grammar; else None."""
+    if os.environ.get("SLURMTOOLS_DIRECT") == "0" or any(k in os.environ for k in _TYPER_ENV):
+        return None
+    try:
+        from slurmtools.cli import _help_texts as h
+    except ImportError:
+        return None
+    grammar = getattr(h, "GRAMMAR", {})
+    root: dict = {}
+    i = _options(args, 0, grammar.get("", {}), root, stop_at_word=True)
+    if i is None:
+        return None
+    path = next((p for p in DIRECT if p in grammar and args[i:i + len(p.split())] == p.split()), None)
+    if path is None:
+        return None
+    given: dict = {}
+    if _options(args, i + len(path.split()), grammar[path], given, stop_at_word=False) != len(args):
+        return None
+    if source_key(h.SOURCES) != h.KEY:
+        return None
+    options = {dest: default for dest, _, default in grammar[path].values()}
+    options.update(given)
+    return path, root, options
+
+
+def _options(args: list[str], i: int, grammar: dict, out: dict, stop_at_word: bool) -> int | None:
+    """Read options from args[i:] into out (dest -> value); the index of the first word that is not one (only
+    where `stop_at_word`), or None at anything click might read otherwise."""
+    while i < len(args):
+        word = args[i]
+        if not word.startswith("--") or word == "--":
+            return i if stop_at_word and not word.startswith("-") else None
+        name, eq, value = word.partition("=")
+        spec = grammar.get(name)
+        if spec is None or spec[0] in out:
+            return None
+        dest, takes_value, _ = spec
+        if takes_value:
+            if not eq:
+                i += 1
+                if i == len(args):
+                    return None
+                value = args[i]
+            if not value or value.startswith("-"):
+                return None
+            out[dest] = value
+        else:
+            if eq:
+                return None
+            out[dest] = True
+        i += 1
+    return None if stop_at_word else i
 
 
 def prebuilt(args: list[str]) -> str | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import typer
 
 from slurmtools import __version__
@@ -33,15 +31,12 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
                                            "$SLURMTOOLS_BACKEND")) -> None:
     """Topology-aware job planning, tiered policy and GPU utilization reports for Slurm GPU clusters."""
     if backend is not None:
-        import os
+        from slurmtools.slurm.backends import BACKENDS, force
 
-        from slurmtools.slurm.backends import BACKENDS
-
-        if backend not in ("auto", *BACKENDS):
+        if not force(backend):  # sets what backends.get_backend, the one place that chooses, reads
             from slurmtools.cli.common import fail
 
             fail(f"--backend: expected auto, {', '.join(BACKENDS)}; got {backend!r}")
-        os.environ["SLURMTOOLS_BACKEND"] = backend  # read by backends.get_backend, the one place that chooses
 
 
 def _register() -> None:
@@ -62,16 +57,9 @@ _register()
 
 
 def run() -> None:
-    from slurmtools.errors import SlurmtoolsError, one_line
+    from slurmtools.cli.launch import guarded
 
-    try:
-        app()
-    except SlurmtoolsError as exc:
-        typer.echo(f"slurmtools: error: {one_line(str(exc))}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("slurmtools: interrupted", err=True)
-        sys.exit(130)
+    guarded(app)
 
 
 if __name__ == "__main__":

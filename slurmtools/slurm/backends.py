@@ -10,7 +10,6 @@ configuration, so the probe costs one child process per change, not per command.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -26,6 +25,15 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "commands": ("slurmtools.slurm.commands", "CommandBackend"),
     "pyslurm": ("slurmtools.slurm.pyslurm_backend", "PyslurmBackend"),
 }
+
+def force(name: str) -> bool:
+    """`--backend NAME` for this process (read back by `get_backend`); False, and nothing set, when NAME is neither
+    auto nor a backend named above."""
+    if name not in ("auto", *BACKENDS):
+        return False
+    os.environ["SLURMTOOLS_BACKEND"] = name
+    return True
+
 
 _PROBE = """
 import json, sys
@@ -52,6 +60,8 @@ def _probe_key(origin: str, env: Mapping[str, str]) -> str:
             parts.append(str(os.stat(f).st_mtime_ns))
         except OSError:
             parts.append("-")
+    import hashlib  # here: only the auto choice needs it (a forced backend skips its cost)
+
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
 

@@ -33,3 +33,23 @@ def test_cluster_show_tiers_carry_slurms_grace_times(lab):
     assert [(t["name"], t["in_slurm"], t["slurm_grace_time_s"]) for t in shown["tiers"]] == \
         [(n, True, full[n]) for n in ("production", "standard", "scavenger")]
     assert [t["slurm_grace_time_s"] for t in shown["tiers"]] == [t["grace_time_s"] for t in shown["tiers"]]
+
+
+def test_cluster_show_run_without_typer_prints_what_typer_prints(lab):
+    """`launch.py` runs `cluster show` without importing typer: on the real Slurm its output, text and JSON, equals
+    the typer app's (SLURMTOOLS_DIRECT=0), and the direct process never imported typer."""
+    for extra in ([], ["--json"]):
+        argv = [sys.executable, "-X", "importtime", "-m", "slurmtools", "cluster", "show", *extra]
+        direct = subprocess.run(argv, capture_output=True, text=True, env=lab.env, check=True)
+        typer_ = subprocess.run(argv, capture_output=True, text=True, env={**lab.env, "SLURMTOOLS_DIRECT": "0"},
+                                check=True)
+        imported = {ln.rsplit("|", 1)[1].strip().split(".")[0] for ln in direct.stderr.splitlines()
+                    if ln.startswith("import time:") and "|" in ln}
+        assert "slurmtools" in imported and "typer" not in imported
+        assert "typer" in {ln.rsplit("|", 1)[1].strip().split(".")[0] for ln in typer_.stderr.splitlines()
+                           if ln.startswith("import time:") and "|" in ln}
+        assert direct.stdout == typer_.stdout
+        if extra:
+            assert [t["name"] for t in json.loads(direct.stdout)["tiers"]] == ["production", "standard", "scavenger"]
+        else:
+            assert direct.stdout.startswith("Slurm ") and "tier scavenger: priority 10, grace 60s" in direct.stdout

@@ -1,0 +1,147 @@
+"""Commands `slurmtools.cli.launch` runs without typer (`launch.DIRECT`): each command line it reads, it reads as
+typer does (same command, same option values, same backend); every other line goes to typer, which gives the usage
+errors; and a direct run prints what the typer app prints, errors included, without importing typer."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import unittest.mock as um
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurmtools.cli import _help_texts, launch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _clean_env() -> dict[str, str]:
+    drop = (*launch._TYPER_ENV, "SLURMTOOLS_DIRECT", "SLURMTOOLS_PREBUILT_HELP", "SLURMTOOLS_BACKEND", "COLUMNS")
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def typer_reading(args: list[str]):
+    """What the typer app makes of `args`: ("path", backend, {option: value}) when it runs a direct command's body,
+    "other" when it runs something else, or the exit code of a usage error."""
+    import typer.main
+
+    from slurmtools.cli.main import app
+
+    seen = []
+    patches = []
+    for path, (module, func) in launch.DIRECT.items():
+        patches.append(um.patch.object(importlib.import_module(module), func,
+                                       lambda *a, _p=path, **kw: seen.append((_p, a, kw))))
+    with um.patch.dict(os.environ, _clean_env(), clear=True):
+        for p in patches:
+            p.start()
+        try:
+            typer.main.get_command(app).main(args=list(args), prog_name="slurmtools", standalone_mode=False)
+        except SystemExit as exc:
+            return exc.code
+        except Exception as exc:  # click's usage errors, typer.Exit from fail()
+            return getattr(exc, "exit_code", 1)
+        finally:
+            for p in patches:
+                p.stop()
+        backend = os.environ.get("SLURMTOOLS_BACKEND")
+    if not seen:
+        return "other"
+    (path, a, kw), = seen
+    assert a == (), "the typer command must hand its options to the body by name"
+    return path, backend, kw
+
+
+def direct_reading(args: list[str]):
+    with um.patch.dict(os.environ, _clean_env(), clear=True):
+        return launch.direct(list(args))
+
+
+@pytest.mark.parametrize("args", [
+    ["cluster", "show"], ["cluster", "show", "--json"], ["cluster", "show", "--site", "a.toml", "--json"],
+    ["cluster", "show", "--json", "--site=a.toml"], ["--backend", "commands", "cluster", "show"],
+    ["--backend=auto", "cluster", "show", "--site", "x y.toml"],
+])
+def test_common_lines_are_run_directly_and_read_as_typer_reads_them(args):
+    got = direct_reading(args)
+    assert got is not None, f"{args} should not need typer"
+    path, root, options = got
+    assert typer_reading(args) == (path, root.get("backend"), options)
+
+
+@pytest.mark.parametrize("args", [
+    ["cluster", "show", "--site"], ["cluster", "show", "--site", "--json"], ["cluster", "show", "--json", "--json"],
+    ["cluster", "show", "--json=1"], ["cluster", "show", "-h"], ["cluster", "show", "extra"],
+    ["cluster", "show", "--sit", "a"], ["cluster", "show", "--", "--json"], ["cluster", "--json", "show"],
+    ["--version", "cluster", "show"], ["cluster", "show", "--help"], ["cluster", "show", "--site="],
+    ["--backend", "cluster", "show"], ["plan", "--json"], ["cluster"], [],
+])
+def test_lines_click_might_read_otherwise_go_to_typer(args):
+    assert direct_reading(args) is None
+
+
+def test_stale_grammar_or_opt_out_goes_to_typer(monkeypatch):
+    assert direct_reading(["cluster", "show"]) is not None
+    monkeypatch.setattr(_help_texts, "KEY", "00000000")
+    assert direct_reading(["cluster", "show"]) is None
+    monkeypatch.undo()
+    with um.patch.dict(os.environ, {"SLURMTOOLS_DIRECT": "0"}):
+        assert launch.direct(["cluster", "show"]) is None
+
+
+WORDS = st.sampled_from(["--backend", "commands", "auto", "bogus", "--site", "a.toml", "--site=b.toml", "--site=",
+                         "--json", "--json=yes", "cluster", "show", "plan", "--", "-j", "x", "--sit", "--help",
+                         "--version", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(WORDS, max_size=7))
+def test_whatever_is_run_directly_typer_reads_the_same(args):
+    """Any line: when launch would run it directly, typer runs the same body with the same options and backend
+    (or, for a backend typer refuses, launch hands the line to typer: `run` checks it with `backends.force`)."""
+    got = direct_reading(args)
+    if got is None:
+        return
+    path, root, options = got
+    from slurmtools.slurm.backends import BACKENDS
+
+    if root.get("backend") not in (None, "auto", *BACKENDS):
+        assert typer_reading(args) == 2
+        return
+    assert typer_reading(args) == (path, root.get("backend"), options)
+
+
+def _process(argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", "slurmtools", *argv], capture_output=True,
+                          text=True, cwd=REPO, timeout=120, env={**_clean_env(), **env})
+
+
+def _imported(stderr: str) -> set[str]:
+    return {ln.rsplit("|", 1)[1].strip().split(".")[0] for ln in stderr.splitlines()
+            if ln.startswith("import time:") and "|" in ln}
+
+
+def _said(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if not ln.startswith("import time:")]
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["cluster", "show", "--site", "/nonexistent/site.toml"], {}),
+    (["--backend", "bogus", "cluster", "show"], {}),
+    (["cluster", "show", "--json"], {"SLURM_CONF": "/nonexistent/slurm.conf", "SLURMTOOLS_BACKEND": "commands"}),
+])
+def test_direct_errors_are_typers_errors_without_typer(argv, env):
+    """Without a reachable Slurm (unit tests): a missing site file, a backend typer refuses and an unreachable
+    Slurm end the same way on both paths, in one line; only the bad backend needed typer."""
+    direct = _process(argv, **env)
+    typer_ = _process(argv, SLURMTOOLS_DIRECT="0", **env)
+    assert direct.returncode == typer_.returncode != 0
+    assert _said(direct.stderr) == _said(typer_.stderr) and len(_said(direct.stderr)) == 1, direct.stderr
+    assert _said(direct.stderr)[0].startswith("slurmtools: error: ")
+    assert ("typer" in _imported(direct.stderr)) == ("bogus" in argv)
+    assert "typer" in _imported(typer_.stderr)
