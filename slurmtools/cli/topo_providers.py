@@ -154,6 +154,17 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
     """Read one provider's input into the topology graph; print a summary, write the graph with --out."""
     if kind not in KINDS:
         fail(f"--from: expected one of {', '.join(KINDS)}, got {kind!r}")
+    from slurmtools.topology.graph import gc_paused
+
+    # One pause of the cyclic collector for the whole command, not one per step: between steps it would walk the
+    # fabric's million objects again (3 collections, about 0.35 s of a 16k-host import; they hold no cycles).
+    with gc_paused():
+        _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvlink, gpu_type, threads_per_core,
+                strict, out, json_out)
+
+
+def _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvlink, gpu_type, threads_per_core,
+            strict, out, json_out) -> None:
     from slurmtools.topology.describe import describe_host, host_lines
     from slurmtools.topology.graph import _natural
 
