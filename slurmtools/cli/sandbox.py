@@ -39,6 +39,10 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                                              "submission: replaying again with another value (e.g. 15) moves the "
                                              "history against slurmctld's periodic passes and shows how much the "
                                              "scheduler's own timing moves preemptions (docs/sandbox.md)"),
+               repeat: int = typer.Option(1, "--repeat", help="Replay each site this many times (1 to 10), the "
+                                          "history 7 s later each time against slurmctld's periodic passes, and "
+                                          "report each figure's spread (the scheduler's own) beside the first "
+                                          "replay's"),
                slurm: str = typer.Option("22.05", "--slurm", help="The sandbox's Slurm: 22.05 or 25.11"),
                out: Optional[str] = typer.Option(None, "--out", help="Write the report files into this folder"),
                formats: str = typer.Option("html,csv,json,md", "--formats", help="Report formats for --out"),
@@ -89,6 +93,11 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         fail(f"--slurm {slurm}: the sandbox runs 22.05 or 25.11 (the releases its lab builds)")
     if not 0 <= lead_in <= 3600:
         fail(f"--lead-in {lead_in:g}: expected 0 to 3600 seconds")
+    if not 1 <= repeat <= 10:
+        fail(f"--repeat {repeat}: expected 1 to 10 replays")
+    leads = oc.repeat_lead_ins(lead_in, repeat)
+    if leads[-1] > 3600:
+        fail(f"--repeat {repeat}: the last replay's lead-in would be {leads[-1]:g} s (at most 3600; lower --lead-in)")
     if clock not in clocks.CLOCKS:
         fail(f"--clock: expected one of {clocks.names()}, got {clock!r}")
     if shapes not in ("plain", "planner", "both"):
@@ -169,18 +178,26 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         view = planned.site_view(site)
         shaped, shape_notes = (planned.planner_shapes(trace.jobs, site, view, scale, release) if use_planner
                                else (None, []))
-        try:
-            run = replay(trace, site, raw, Path(workdir) / label, scale, release, port_offset,
-                         Checkpointing(*ckpt), label, progress, shaped, model, lead_in_s=lead_in)
-        except KeyboardInterrupt:
+        for k, lead in enumerate(leads):
+            name, where = (label, Path(workdir) / label) if k == 0 else (f"{label} {k + 1}/{repeat}",
+                                                                          Path(workdir) / f"{label}-{k + 1}")
+            try:
+                run = replay(trace, site, raw, where, scale, release, port_offset, Checkpointing(*ckpt), name,
+                             progress, shaped, model, lead_in_s=lead)
+            except KeyboardInterrupt:
+                if progress:
+                    progress(None)
+                fail(f"sandbox: interrupted during the {name} replay; its daemons are stopped (logs in {where})",
+                     130)
             if progress:
                 progress(None)
-            fail(f"sandbox: interrupted during the {label} replay; its daemons are stopped (logs in "
-                 f"{Path(workdir) / label})", 130)
-        if progress:
-            progress(None)
-        records = parse_sacct(run.sacct_text, f"{label} sandbox sacct")
-        results[label] = oc.outcome(trace, run, records, planned.placement_fn(view))
+            records = parse_sacct(run.sacct_text, f"{name} sandbox sacct")
+            got = oc.outcome(trace, run, records, planned.placement_fn(view))
+            if k == 0:
+                got.lead_in_s = lead
+                results[label] = got
+            else:
+                results[label].repeat_of(got, lead)
         results[label].notes.extend(trace.notes)
         results[label].notes.extend(shape_notes)
         if model is not None:
@@ -192,7 +209,9 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         for p in write(results, trace, Path(out), fmts):
             typer.echo(f"wrote {p}", err=True)
     if json_out:
-        print_json({k: v.to_json() for k, v in results.items()})
+        from slurmtools.sandbox.report import to_json
+
+        print_json(to_json(results, trace))   # what sandbox.json holds: each replay, the comparison, the spread
         return
     from slurmtools.sandbox.report import text_table
 

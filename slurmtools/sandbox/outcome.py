@@ -64,6 +64,19 @@ class Summary:
     allreduce_gbs: float | None = None              # mean estimated allreduce bandwidth of those jobs
 
 
+@dataclass(frozen=True)
+class RepeatRun:
+    """A further replay of the same history through the same sandbox, the first submission `lead_in_s` after the
+    lab came up (`--repeat`): its figures only. Their spread beside the first replay's is the scheduler's own
+    answer to another timing of the history against slurmctld's periodic passes."""
+
+    lead_in_s: float
+    wall_s: float
+    overall: Summary
+    by_tier: list[Summary]
+    by_account: list[Summary]
+
+
 @dataclass
 class ReplayResult:
     label: str
@@ -79,11 +92,27 @@ class ReplayResult:
     by_tier: list[Summary]
     by_account: list[Summary]
     notes: list[str] = field(default_factory=list)
+    lead_in_s: float | None = None                           # the first replay's lead-in
+    repeats: list[RepeatRun] = field(default_factory=list)   # the further replays (`--repeat`), in order
+
+    def repeat_of(self, other: "ReplayResult", lead_in_s: float) -> None:
+        """Keep `other`'s figures as a further replay of this one."""
+        self.repeats.append(RepeatRun(lead_in_s, other.wall_s, other.overall, other.by_tier, other.by_account))
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["jobs"] = [dict(asdict(j), lost_gpu_h=round(j.lost_gpu_h, 4)) for j in self.jobs]
         return d
+
+
+#: seconds between the lead-ins of repeated replays: not a divisor of slurmctld's 30 s and 60 s passes (nor of their
+#: scaled forms at the usual speed-ups), so each replay meets them at another phase
+REPEAT_STEP_S = 7.0
+
+
+def repeat_lead_ins(first: float, replays: int) -> list[float]:
+    """The lead-in of each of `replays` replays of one history (`--repeat`), the first one's `first`."""
+    return [first + REPEAT_STEP_S * k for k in range(replays)]
 
 
 def _q(values: list[float], q: float) -> float | None:

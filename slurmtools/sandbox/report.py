@@ -79,6 +79,13 @@ def text_table(results: dict, trace) -> str:
         if o.multinode_jobs:
             lines.append(f"{label}: {o.multinode_jobs} multi-node jobs, {_h(o.leaves_per_multinode_job)} leaf "
                          f"switches each, estimated allreduce {_h(o.allreduce_gbs)} GB/s per GPU (mean)")
+    head, rows = _spread_table(results)
+    if rows:
+        n = 1 + len(results[labels_of(results)[0]].repeats)
+        lines.append(f"spread over {n} replays of each (lead-ins {_lead_ins(results)}): lowest to highest")
+        widths = [max(len(str(c)) for c in col) for col in zip(head, *rows)]
+        for cells in [head, *rows]:
+            lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip())
     for label, r in results.items():
         for n in r.notes:
             lines.append(f"note ({label}): {n}")
@@ -124,6 +131,70 @@ def comparison(results: dict) -> list[dict]:
             vb = getattr(per[b], f) if per[b] else None
             rows.append({"scope": scope, "group": group, "figure": f, a: va, b: vb, "change": change(va, vb)})
     return rows
+
+
+def spread(results: dict) -> list[dict]:
+    """Per label, group and figure, the lowest and highest value over the first replay and its repeats
+    (`--repeat`): the scheduler's own spread for that timing of the history. Empty without repeats. With two
+    labels, `apart` says whether their ranges do not overlap (a change larger than either spread)."""
+    labels = labels_of(results)
+    if not any(results[lab].repeats for lab in labels):
+        return []
+    runs = {lab: [(results[lab].overall, results[lab].by_tier, results[lab].by_account)]
+            + [(r.overall, r.by_tier, r.by_account) for r in results[lab].repeats] for lab in labels}
+
+    def of(run, scope: str, group: str):
+        overall, tiers, accounts = run
+        if scope == "all":
+            return overall
+        return next((s for s in (tiers if scope == "tier" else accounts) if s.group == group), None)
+
+    rows = []
+    for scope, group, _ in groups(results):
+        for f, _, _ in FIGURES:
+            row: dict = {"scope": scope, "group": group, "figure": f}
+            ranges = []
+            for lab in labels:
+                vals = [getattr(x, f) for x in (of(run, scope, group) for run in runs[lab]) if x is not None]
+                vals = [v for v in vals if v is not None]
+                lo, hi = (min(vals), max(vals)) if vals else (None, None)
+                row[f"{lab}_min"], row[f"{lab}_max"], row[f"{lab}_runs"] = lo, hi, len(vals)
+                ranges.append((lo, hi))
+            if len(labels) == 2:
+                (a_lo, a_hi), (b_lo, b_hi) = ranges
+                row["apart"] = None if None in (a_lo, b_lo) else (a_hi < b_lo or b_hi < a_lo)
+            rows.append(row)
+    return rows
+
+
+def _range(kind: str, lo, hi) -> str:
+    if lo is None:
+        return "n/a"
+    return _value(kind, lo) if lo == hi else f"{_value(kind, lo)} to {_value(kind, hi)}"
+
+
+def _lead_ins(results: dict) -> str:
+    r = results[labels_of(results)[0]]
+    leads = [r.lead_in_s] + [x.lead_in_s for x in r.repeats]
+    return ", ".join(f"{x:g}" for x in leads if x is not None) + " s"
+
+
+def _spread_table(results: dict) -> tuple[list[str], list[list[str]]]:
+    """Head and rows of the spread, figures with a value only, for the text, Markdown and HTML reports."""
+    labels = labels_of(results)
+    kinds = {f: kind for f, _, kind in FIGURES}
+    names = {f: name for f, name, _ in FIGURES}
+    head = ["Group", "Figure", *labels] + (["Ranges apart"] if len(labels) == 2 else [])
+    rows = []
+    for row in spread(results):
+        if all(row[f"{lab}_min"] is None for lab in labels):
+            continue
+        cells = [_group_name(row["scope"], row["group"]), names[row["figure"]]]
+        cells += [_range(kinds[row["figure"]], row[f"{lab}_min"], row[f"{lab}_max"]) for lab in labels]
+        if len(labels) == 2:
+            cells.append({True: "yes", False: "no", None: "n/a"}[row["apart"]])
+        rows.append(cells)
+    return head, rows
 
 
 def _value(kind: str, v) -> str:
@@ -232,6 +303,13 @@ def render_md(results: dict, trace) -> str:
         rows = [[_group_name(scope, group)] + [_value(kind, getattr(per[lab], f)) for f, _, kind in FIGURES]
                 for scope, group, per in gs]
         lines += ["## Per group", ""] + _md_table(["Group"] + [name for _, name, _ in FIGURES], rows)
+    head, rows = _spread_table(results)
+    if rows:
+        lines += ["## Spread over repeated replays", "",
+                  _md(f"Each replay run {1 + len(results[labels[0]].repeats)} times, the first submission "
+                      f"{_lead_ins(results)} after its lab came up: the lowest to the highest value of each figure "
+                      "(the scheduler's own spread for that history)."), ""]
+        lines += _md_table(head, rows, left=2)
     notes = _notes(results)
     if notes:
         lines += ["## Notes", ""]
@@ -317,6 +395,8 @@ def render_html(results: dict, trace) -> str:
     return env.get_template("sandbox.html.j2").render(
         labels=labels, two=len(labels) == 2, trace_line=_trace_line(trace, results), facts=_facts(results),
         kpis=_kpis(results), figures=FIGURES, tables=_html_tables(results), charts=_charts(results),
+        spread=_spread_table(results), lead_ins=_lead_ins(results),
+        repeats=1 + len(results[labels[0]].repeats),
         notes=_notes(results), unstarted=unstarted, max_listed=MAX_JOBS_LISTED, version=__version__,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
@@ -327,6 +407,7 @@ def render_html(results: dict, trace) -> str:
 def to_json(results: dict, trace) -> dict:
     doc = {lab: results[lab].to_json() for lab in labels_of(results)}
     doc["comparison"] = comparison(results)
+    doc["spread"] = spread(results)
     if trace is not None:
         doc["trace"] = {"source": trace.source, "jobs": len(trace.jobs), "notes": list(trace.notes)}
     return doc
@@ -354,6 +435,11 @@ def write_csvs(results: dict, out: Path) -> list[Path]:
         write_csv(pd.DataFrame(jobs, columns=["label", *jfields, "lost_gpu_h"]).astype(
             {"leaf_switches": "Int64"}), out / "sandbox_jobs.csv"),
     ]
+    rows = spread(results)
+    if rows:
+        cols = ["scope", "group", "figure"] + [f"{lab}_{k}" for lab in labels for k in ("min", "max", "runs")]
+        written.append(write_csv(pd.DataFrame(rows, columns=cols + (["apart"] if len(labels) == 2 else [])),
+                                 out / "sandbox_spread.csv"))
     if len(labels) == 2:
         # long form: a figure's values share a column, so counts read as 1.0 here (sandbox_summary.csv has them
         # as whole numbers)

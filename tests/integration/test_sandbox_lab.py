@@ -322,3 +322,38 @@ def test_fast_clock_replays_a_preemption_with_slurms_own_grace(tmp_path):
     assert _sandbox_daemons(work) == []
     assert not _running(int(clock["FAKETIME_PID"])), "the fast clock's launcher outlived the sandbox"
     assert not Path(f"/dev/shm/faketime_shm_{clock['FAKETIME_PID']}").exists()
+
+
+@pytest.mark.timeout(900)
+def test_repeat_replays_the_history_again_later_and_reports_the_spread(tmp_path):
+    """`--repeat 3`: the same history replayed three times through fresh sandboxes, the first submission 1, 8 and
+    15 s after each lab came up; every replay runs every job; the report carries each figure's lowest and highest
+    value, the first replay's value between them; each replay's lab is stopped."""
+    work = REPO / f".sandbox-test-{lab_slurm()}-repeat"
+    trace = tmp_path / "history.txt"
+    assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "20", "--hours", "0.5", "--load", "2.5",
+                "--run-median", "4", "--seed", "3").returncode == 0
+    r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--repeat", "3",
+             "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset", str(OFFSET + 450),
+             "--out", str(tmp_path / "report"), "--json", timeout=840)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(r.stdout)
+    res = doc["candidate"]
+    assert res["lead_in_s"] == 1.0 and [x["lead_in_s"] for x in res["repeats"]] == [8.0, 15.0]
+    for x in [res, *res["repeats"]]:
+        print(x["lead_in_s"], {k: x["overall"][k] for k in ("finished", "wait_median_h", "wait_p90_h",
+                                                            "preemptions", "gpu_hours_lost")}, x["wall_s"])
+        assert (x["overall"]["jobs"], x["overall"]["finished"]) == (20, 20), x["overall"]
+        assert x["wall_s"] < 0.5 * 3600 / 10                              # each was accelerated
+    for k in ("candidate", "candidate-2", "candidate-3"):
+        ids = json.loads((work / k / "replay.json").read_text())["job_ids"]
+        assert len(ids) == 20, k                                          # each replay submitted every job
+    rows = {(s["scope"], s["group"], s["figure"]): s for s in doc["spread"]}
+    for f in ("wait_median_h", "wait_p90_h", "wait_max_h", "preemptions", "gpu_hours_lost", "utilisation"):
+        s = rows[("all", "all", f)]
+        first = res["overall"][f]
+        assert s["candidate_runs"] == 3 and s["candidate_min"] <= first <= s["candidate_max"], (f, s, first)
+    assert rows[("all", "all", "wait_max_h")]["candidate_max"] > 0       # a loaded queue: some job waited
+    assert (tmp_path / "report" / "sandbox_spread.csv").exists()
+    assert "Spread over repeated replays" in (tmp_path / "report" / "sandbox.md").read_text()
+    assert _sandbox_daemons(work) == []

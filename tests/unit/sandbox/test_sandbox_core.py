@@ -225,6 +225,9 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
         (["--trace", str(good), "--site", str(SITE), "--node-scale", "x"], ["--node-scale", "'x'"]),
         (["--trace", str(good), "--site", str(SITE), "--clock", "sundial"], ["--clock", "scaled, faketime"]),
         (["--trace", str(good), "--site", str(SITE), "--lead-in", "-5"], ["--lead-in -5", "0 to 3600"]),
+        (["--trace", str(good), "--site", str(SITE), "--repeat", "0"], ["--repeat 0", "1 to 10"]),
+        (["--trace", str(good), "--site", str(SITE), "--repeat", "4", "--lead-in", "3590"],
+         ["--repeat 4", "3611 s", "at most 3600"]),
     ]
     for args, words in cases:
         r = _cli("sandbox", "replay", *args, "--workdir", str(tmp_path / "w"))

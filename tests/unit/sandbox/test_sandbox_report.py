@@ -7,11 +7,12 @@ from __future__ import annotations
 import csv
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
 from slurmtools.errors import ConfigError
-from slurmtools.sandbox.outcome import JobOutcome, ReplayResult, Summary, summarise
+from slurmtools.sandbox.outcome import JobOutcome, RepeatRun, ReplayResult, Summary, summarise
 from slurmtools.sandbox.report import FIGURES, text_table, write
 from slurmtools.sandbox.trace import Trace
 
@@ -195,7 +196,8 @@ def test_json_round_trips_every_result_and_the_comparison(tmp_path):
     base, cand = baseline(), candidate()
     (p,) = write({"candidate": cand, "baseline": base}, TRACE, tmp_path, ("json",))
     doc = json.loads(p.read_text())
-    assert list(doc) == ["baseline", "candidate", "comparison", "trace"]
+    assert list(doc) == ["baseline", "candidate", "comparison", "spread", "trace"]
+    assert doc["spread"] == []          # no repeated replays
     assert doc["candidate"] == json.loads(json.dumps(cand.to_json()))
     for label, r in (("baseline", base), ("candidate", cand)):
         d = doc[label]
@@ -252,3 +254,57 @@ def test_a_job_that_did_not_finish_is_named_with_its_last_state_in_the_text_and_
                       page.split('id="unstarted"')[1])
     assert ("candidate", "1", "last state NODE_FAIL") in rows
     assert ("baseline", "3", "job_submit.lua: too many GPUs") in rows
+
+
+def _with_repeats() -> dict:
+    """Each replay run twice more (`--repeat 3`): the baseline's standard-tier job 2 waited 2 h, then 2.5 h and
+    3 h; the candidate's 1.5 h, then 1 h and 1.5 h; everything else as in the first replay."""
+    base, cand = baseline(), candidate()
+    base.lead_in_s = cand.lead_in_s = 1.0
+    for res, waits in ((base, (2.5, 3.0)), (cand, (1.0, 1.5))):
+        for k, w in enumerate(waits, start=1):
+            jobs = [replace(j, wait_s=w * 3600) if j.key == "2" else j for j in res.jobs]
+            again = _result(res.label, jobs, res.nodes, res.gpus, res.span_h * 3600)
+            res.repeat_of(again, 1.0 + 7 * k)
+    return {"baseline": base, "candidate": cand}
+
+
+def test_repeated_replays_report_each_figures_lowest_and_highest_value(tmp_path):
+    """`--repeat`: the spread of a figure over a replay and its repeats in every format, with whether the
+    baseline's and the candidate's ranges are apart; a figure that did not move shows one value."""
+    results = _with_repeats()
+    assert [r.lead_in_s for r in results["baseline"].repeats] == [8.0, 15.0]
+    assert all(isinstance(r, RepeatRun) for r in results["candidate"].repeats)
+    paths = {p.name: p for p in write(results, TRACE, tmp_path, ("md", "csv", "json", "html"))}
+    rows = {(r["scope"], r["group"], r["figure"]): r for r in _csv(paths["sandbox_spread.csv"])}
+    # standard tier: baseline waits 1 h and 2 / 2.5 / 3 h -> p90 over two jobs; max 2 to 3 h; candidate max 1.5 h
+    mx = rows[("tier", "standard", "wait_max_h")]
+    assert (float(mx["baseline_min"]), float(mx["baseline_max"]), mx["baseline_runs"]) == (2.0, 3.0, "3")
+    assert (float(mx["candidate_min"]), float(mx["candidate_max"])) == (1.0, 1.5)
+    assert mx["apart"] == "True"
+    p50 = rows[("tier", "standard", "wait_median_h")]   # baseline 1.5 to 2.0 h, candidate 0.75 to 1.0 h
+    assert (float(p50["baseline_min"]), float(p50["baseline_max"])) == (1.5, 2.0)
+    assert (float(p50["candidate_min"]), float(p50["candidate_max"])) == (0.75, 1.0)
+    util = rows[("all", "all", "utilisation")]          # the waits moved, not the GPU time held
+    assert util["baseline_min"] == util["baseline_max"] and util["apart"] == "True"
+    part = paths["sandbox.md"].read_text().split("## Spread over repeated replays\n", 1)[1].split("\n## ", 1)[0]
+    md = [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]] for line in part.splitlines() if line.startswith("|")]
+    assert md[0] == ["Group", "Figure", "baseline", "candidate", "Ranges apart"]
+    assert ["tier standard", "Wait max (h)", "2.00 to 3.00", "1.00 to 1.50", "yes"] in md
+    assert ["all", "Utilisation", "50.0%", "40.0%", "yes"] in md
+    doc = json.loads(paths["sandbox.json"].read_text())
+    assert len(doc["spread"]) == len(rows) and len(doc["baseline"]["repeats"]) == 2
+    assert doc["baseline"]["repeats"][1]["lead_in_s"] == 15.0
+    html = paths["sandbox.html"].read_text()
+    assert '<table id="spread">' in html and "2.00 to 3.00" in html and "1, 8, 15 s" in html
+    text = text_table(results, TRACE)
+    assert "spread over 3 replays of each (lead-ins 1, 8, 15 s)" in text
+    assert re.search(r"tier standard\s+Wait max \(h\)\s+2\.00 to 3\.00\s+1\.00 to 1\.50\s+yes", text), text
+
+
+def test_without_repeats_no_spread_is_shown(tmp_path):
+    paths = {p.name: p for p in write(_both(), TRACE, tmp_path, ("md", "csv", "html"))}
+    assert "sandbox_spread.csv" not in paths
+    assert "Spread over" not in paths["sandbox.md"].read_text()
+    assert 'id="spread"' not in paths["sandbox.html"].read_text()
+    assert "spread over" not in text_table(_both(), TRACE)
