@@ -11,7 +11,8 @@ A third brings up a lab standing for the live cluster, runs jobs on
 it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT while its jobs run
 and checks the daemons and the jobs' programs are gone. A fifth replays a preemption on the fast clock
 (`--clock faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are, and the clock's
-launcher and shared memory gone afterwards.
+launcher and shared memory gone afterwards. A sixth replays a history three times (`--repeat 3`) and checks the
+spread the report carries.
 """
 
 from __future__ import annotations
