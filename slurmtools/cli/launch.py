@@ -61,7 +61,8 @@ def run() -> None:
 
 
 def guarded(body) -> None:
-    """Run a command: a slurmtools error ends it in one line on stderr and its exit code, Ctrl-C in 130."""
+    """Run a command: a slurmtools error ends it in one line on stderr and its exit code, Ctrl-C in 130, a closed
+    pipe on stdout quietly in 1 (as click ends typer's commands)."""
     from slurmtools.errors import SlurmtoolsError, one_line
 
     try:
@@ -73,6 +74,12 @@ def guarded(body) -> None:
     except KeyboardInterrupt:
         sys.stderr.write("slurmtools: interrupted\n")
         sys.exit(130)
+    except BrokenPipeError:
+        # the reader went away (`| head`): no traceback, and none at exit when Python flushes stdout again; exit 1
+        # without a word, as click does for the commands typer runs
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
 
 
 def direct(args: list[str]) -> tuple[str, dict, dict] | None:

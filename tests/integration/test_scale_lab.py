@@ -53,3 +53,21 @@ def test_cluster_show_run_without_typer_prints_what_typer_prints(lab):
             assert [t["name"] for t in json.loads(direct.stdout)["tiers"]] == ["production", "standard", "scavenger"]
         else:
             assert direct.stdout.startswith("Slurm ") and "tier scavenger: priority 10, grace 60s" in direct.stdout
+
+
+def test_cluster_show_into_a_closed_pipe_ends_as_typer_ends_it(lab):
+    """`cluster show --json | head -1` on both paths: the reader takes one line and goes away; each process ends
+    with exit 1 and nothing on stderr (a pipe of one page, so the JSON of 16 nodes does not fit before it closes)."""
+    import fcntl
+    import os
+
+    for extra in ({}, {"SLURMTOOLS_DIRECT": "0"}):
+        r, w = os.pipe()
+        fcntl.fcntl(r, 1031, 4096)   # F_SETPIPE_SZ
+        p = subprocess.Popen([sys.executable, "-m", "slurmtools", "cluster", "show", "--json"], stdout=w,
+                             stderr=subprocess.PIPE, text=True, env={**lab.env, **extra})
+        os.close(w)
+        with os.fdopen(r) as out:
+            assert out.readline() == "{\n"
+        err = p.stderr.read()
+        assert (p.wait(timeout=60), err) == (1, ""), extra

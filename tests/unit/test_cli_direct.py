@@ -145,3 +145,13 @@ def test_direct_errors_are_typers_errors_without_typer(argv, env):
     assert _said(direct.stderr)[0].startswith("slurmtools: error: ")
     assert ("typer" in _imported(direct.stderr)) == ("bogus" in argv)
     assert "typer" in _imported(typer_.stderr)
+
+
+def test_a_closed_pipe_ends_a_command_quietly_as_click_does():
+    """`slurmtools cluster show --json | head -1`: the reader goes away; the command ends with exit 1 and no
+    traceback (what click does for typer's commands), not a BrokenPipeError at exit."""
+    code = ("import sys\nfrom slurmtools.cli.launch import guarded\n"
+            "def body():\n    sys.stdout.write('x')\n    raise BrokenPipeError(32, 'Broken pipe')\n"
+            "guarded(body)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert (p.returncode, p.stderr) == (1, "")
