@@ -63,8 +63,9 @@ def refused(lab, cmd: str, cwd, user: str | None, option: str) -> str:
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("slurmtools: error: ") and option in lines[0], p.stderr
     assert "submitted job" not in p.stdout
-    # squeue lists a job as soon as sbatch has its id; sacct also lists ones that already ended
-    assert seen_jobs(lab, since) == before, "a refused submission reached Slurm"
+    # squeue lists a job as soon as sbatch has its id; sacct also lists ones that already ended. Only a job that
+    # appeared counts: an earlier test's job may leave squeue meanwhile (MinJobAge) having ended before `since`
+    assert seen_jobs(lab, since) - before == set(), "a refused submission reached Slurm"
     return lines[0]
 
 
