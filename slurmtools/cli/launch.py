@@ -40,20 +40,17 @@ def run() -> None:
         sys.stdout.flush()
         return
     call = direct(args)
+    if call is not None and call[1].get("backend") is not None:
+        from slurmtools.slurm.backends import force
+
+        if not force(call[1]["backend"]):
+            call = None  # typer names the bad value
     if call is None:
         from slurmtools.cli.main import run as full
 
         full()
         return
-    path, root, options = call
-    if root.get("backend") is not None:
-        from slurmtools.slurm.backends import force
-
-        if not force(root["backend"]):
-            from slurmtools.cli.main import run as full  # typer names the bad value
-
-            full()
-            return
+    path, _, options = call
     import importlib
 
     module, func = DIRECT[path]

@@ -98,7 +98,7 @@ def registry() -> dict[str, type[Policy]]:
 
     out: dict[str, type[Policy]] = {p.name: p for p in BUILTINS}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in out and out[ep.name] in BUILTINS:
+        if any(ep.name == p.name for p in BUILTINS):
             raise ConfigError(ep.value, "", f"policy plugin {ep.name!r} takes the name of a built-in policy; "
                                             "register it under another name")
         try:
