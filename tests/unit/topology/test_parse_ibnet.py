@@ -142,6 +142,14 @@ def _variants():
     yield "trailing tab", spaced.replace("4xHDR\n", "4xHDR\t\n", 1), False
     yield "leading zero", spaced.replace('"S-aa"[1]', '"S-aa"[01]'), False
     yield "one-sided cable", spaced.replace('[2]\t"S-aa"[4]\t\t# "leaf-1" lid 1 4xHDR\n', ""), True
+    big = spaced.replace('[4]\t"S-bb"[2]', '[123456789]\t"S-bb"[2]').replace('"S-aa"[4]', '"S-aa"[123456789]')
+    yield "nine-digit port number", big, True
+    yield "ten-digit port number", big.replace("123456789", "1234567890"), False
+    ndr = spaced.replace('"S-bb"[2]\t\t# "spine-1" lid 2 4xHDR', '"S-bb"[2]\t\t# "spine-1" lid 2 4xNDR')
+    yield "cables at two rates", ndr.replace('"S-aa"[4]\t\t# "leaf-1" lid 1 4xHDR', '"S-aa"[4]\t\t# "leaf-1" lid 1 4xNDR'), True
+    lonely = 'vendid=0x2c9\nswitchguid=0xcc(cc)\nSwitch\t8 "S-cc"\t\t# "lonely" enhanced port 0 lid 9 lmc 0\n'
+    yield "a switch without cables", spaced + "\n" + lonely, True
+    yield "no cables at all", lonely, True
     leaf_side = '[17]\t"H-e09d7303007a5a68"[1](e09d7303007a5a68) \t\t# "a08-p1-dgx-04-c17 mlx5_5" lid 657 4xNDR\n'
     assert leaf_side in real
     yield "real, a cable listed by the adapter only", real.replace(leaf_side, ""), True
