@@ -19,6 +19,12 @@ class SlurmtoolsError(Exception):
     exit_code = 1
 
 
+class OptionError(SlurmtoolsError):
+    """A command-line option is wrong; the message names it."""
+
+    exit_code = 2
+
+
 class ConfigError(SlurmtoolsError):
     """A site, fabric or template file is invalid. The message starts with `file: dotted.key: ...`."""
 

@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from slurmtools.cli.common import JsonOpt, SiteOpt
-from slurmtools.cli.report import OptionError, _parse_when
+from slurmtools.cli.report import _parse_when
+from slurmtools.errors import OptionError
 
 
 def register(app: typer.Typer) -> None:

@@ -47,16 +47,17 @@ def real_output(cmd, args: list[str], prog: str) -> tuple[int, str]:
     return (rc or 0), buf.getvalue()
 
 
-def grammar(cmd) -> dict[str, dict[str, tuple[str, bool, object]]]:
-    """How `launch.direct` reads options: {"" for the root, or a `DIRECT` path: {option: (name, takes a value,
-    default)}}. Root options it cannot read (eager ones such as --version) are left out, so a line holding one goes
-    to typer; a direct command with such an option stops the capture."""
+def grammar(cmd) -> dict[str, dict[str, tuple[str, str, object]]]:
+    """How `launch.direct` reads options: {"" for the root, or a `DIRECT` path: {option: (name, kind, default)}},
+    kind one of "str", "int", "list" (a repeatable string option), "flag" (on only), and under the key "--" the
+    command's positional words ("args"). Root options it cannot read (eager ones such as --version) are left out,
+    so a line holding one goes to typer; a direct command with such a parameter stops the capture."""
     from slurmtools.cli.launch import DIRECT
 
-    out: dict[str, dict[str, tuple[str, bool, object]]] = {"": {}}
+    out: dict[str, dict[str, tuple[str, str, object]]] = {"": {}}
     for p in cmd.params:
         spec = _readable(p)
-        if spec is not None:
+        if spec is not None and spec[1] != "args":
             out[""].update({o: spec for o in p.opts})
     for path in DIRECT:
         sub = cmd
@@ -67,22 +68,38 @@ def grammar(cmd) -> dict[str, dict[str, tuple[str, bool, object]]]:
             spec = _readable(p)
             if spec is None:
                 raise SystemExit(f"slurmtools: error: launch.DIRECT: `{path}` has {'/'.join(p.opts) or p.name}, which "
-                                 "launch cannot read (only plain string options and flags, no callback or envvar)")
-            out[path].update({o: spec for o in p.opts})
+                                 "launch cannot read (only plain string, integer and repeatable string options, "
+                                 "flags and one list of positional words; no callback, envvar, choice or range)")
+            out[path].update({"--": spec} if spec[1] == "args" else {o: spec for o in p.opts})
     return out
 
 
-def _readable(p) -> tuple[str, bool, object] | None:
-    """(name, takes a value, default) for a plain string option or an on-only flag; None for anything else."""
-    ann = getattr(getattr(p, "type_descriptor", None), "annotation", None)
-    plain = (getattr(p, "param_type_name", "") == "option" and p.callback is None and p.envvar is None
-             and not p.multiple and p.nargs == 1 and not p.required and p.prompt is None and not p.is_eager
-             and p.expose_value and not p.secondary_opts and not p.count
-             and all(o.startswith("--") for o in p.opts))
-    if plain and ann is str and not p.is_flag and p.default is None:
-        return (p.name, True, None)
-    if plain and ann is bool and p.is_bool_flag and p.default is False:
-        return (p.name, False, False)
+def _readable(p) -> tuple[str, str, object] | None:
+    """(name, kind, default) for a parameter `launch.direct` reads exactly as click does; None for anything else."""
+    from typing import List
+
+    td = getattr(p, "type_descriptor", None)
+    ann = getattr(td, "annotation", None)
+    special = td is None or any(getattr(td, a, False) for a in ("is_choice", "is_datetime", "is_file", "is_path",
+                                                                 "is_ranged", "is_tuple"))
+    common = (not special and p.callback is None and p.envvar is None and not p.required and p.expose_value
+              and not p.is_eager and getattr(p, "prompt", None) is None)
+    if common and getattr(p, "param_type_name", "") == "argument":
+        if ann == List[str] and p.nargs == -1 and p.default is None:
+            return (p.name, "args", None)
+        return None
+    plain = (common and getattr(p, "param_type_name", "") == "option" and p.nargs == 1 and not p.secondary_opts
+             and not p.count and all(o.startswith("--") for o in p.opts))
+    if not plain:
+        return None
+    if p.multiple:
+        return (p.name, "list", None) if ann == List[str] and p.default is None else None
+    if ann is str and not p.is_flag and (p.default is None or isinstance(p.default, str)):
+        return (p.name, "str", p.default)
+    if ann is int and not p.is_flag and p.default is None:
+        return (p.name, "int", None)
+    if ann is bool and p.is_bool_flag and p.default is False:
+        return (p.name, "flag", False)
     return None
 
 

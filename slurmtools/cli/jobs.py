@@ -10,6 +10,7 @@ from typing import List, Optional
 import typer
 
 from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, fail, print_json
+from slurmtools.cli.plan_cmd import _plan_and_render, _request
 
 templates_app = typer.Typer(help="List and show the job templates (bundled, site and $SLURMTOOLS_TEMPLATE_PATH).",
                             no_args_is_help=True)
@@ -80,86 +81,6 @@ GptOpt = typer.Option(1, "--gpus-per-task", help="With --fill-slack: GPUs of eac
 MaxTasksOpt = typer.Option(None, "--max-tasks", help="With --fill-slack: at most this many array tasks")
 
 
-def _pairs(values: Optional[List[str]], option: str) -> tuple[tuple[str, str], ...]:
-    from slurmtools.planner.request import RequestError
-
-    out = []
-    for v in values or []:
-        if "=" not in v:
-            raise RequestError(option, f"expected KEY=VALUE, got {v!r}")
-        k, val = v.split("=", 1)
-        out.append((k, val))
-    return tuple(out)
-
-
-def _mem_mb(text: str | None) -> int | None:
-    """sbatch's --mem forms: a number of MB, or a number with K, M, G or T."""
-    import re
-
-    from slurmtools.planner.request import RequestError
-
-    if text is None:
-        return None
-    m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)B?\s*", text, re.IGNORECASE)
-    if not m:
-        raise RequestError("--mem", f'expected memory like "16G", "500M" or a number of MB, got {text!r}')
-    n, unit = int(m.group(1)), m.group(2).upper()
-    if unit == "K":
-        return -(-n // 1024)
-    return n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
-
-
-def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-             output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None, handles_signal=False,
-             cpus=None, ntasks=None, mem=None, checkpoint_signal=None):
-    import shlex
-
-    from slurmtools.durations import parse_duration
-    from slurmtools.planner.request import JobRequest, RequestError
-
-    try:
-        seconds = parse_duration(time)
-    except ValueError as exc:
-        raise RequestError("--time", str(exc)) from None
-    wait = None
-    if max_wait is not None:
-        try:
-            wait = parse_duration(max_wait)
-        except ValueError as exc:
-            raise RequestError("--max-wait", str(exc)) from None
-    sweeps = []
-    for s in sweep or []:
-        try:
-            sweeps.append(tuple(shlex.split(s)))
-        except ValueError as exc:
-            raise RequestError("--sweep", f"cannot split {s!r} into arguments: {exc}") from None
-    return JobRequest(command=tuple(command or ()), gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node,
-                      gpu_type=gpu_type, time_limit=seconds, tier=tier, comm=comm, template=template, name=name,
-                      account=account, user=user, partition=partition, output_dir=output_dir, workdir=workdir,
-                      env=_pairs(env, "--env"), template_vars=_pairs(var, "--var"), sweep=tuple(sweeps),
-                      max_wait=wait, tp_size=tp_size, handles_signal=handles_signal, cpus=cpus, ntasks=ntasks,
-                      mem_mb=_mem_mb(mem), checkpoint_signal=checkpoint_signal)
-
-
-def _plan_and_render(req, site, state):
-    from dataclasses import replace
-
-    from slurmtools.planner.plan import plan_job
-    from slurmtools.planner.templates import default_template, find_template, render
-
-    name = req.template
-    if name is None and req.cpu_job:  # one task: python (array for a sweep); several: mpi (srun starts them all)
-        name = "array" if req.sweep else ("mpi" if (req.ntasks or 1) > 1 or (req.nodes or 1) > 1 else "python")
-        req = replace(req, template=name)
-    if name is None:
-        per = max((nt.gpus for nt in state.view.node_types.values()), default=8)
-        name = default_template(req.gpus, req.nodes, per, bool(req.sweep))
-        req = replace(req, template=name)
-    info = find_template(name, site.source)
-    p = plan_job(req, site, state.view, info.shape, state.releases, slurm=state.release, planned=state.planned)
-    return p, info, render(p, info, site.source)
-
-
 # ------------------------------------------------------------------------------------------------ commands
 def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,
          gpus_per_node: Optional[int] = GpnOpt, gpu_type: Optional[str] = TypeOpt, time: str = TimeOpt,
@@ -174,45 +95,14 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
          sacct_file: Optional[str] = HistSacctOpt, epilog_dir: Optional[str] = HistEpilogOpt,
          site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
-    from slurmtools.cli import job_checks as checks
-    from slurmtools.cli.common import load_site
-    from slurmtools.planner.explain import plan_dict, plan_text
-    from slurmtools.planner.live import gather
+    from slurmtools.cli.plan_cmd import plan as run
 
-    req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem,
-                   checkpoint_signal)
-    site = load_site(site_path)
-    state = gather(site, idle=idle, slurm_version=slurm_version)
-    ident, req = checks.identity(req, site, state, idle=idle)
-    sized = None
-    if right_size:
-        from dataclasses import replace
-
-        from slurmtools.cli.advise import right_size_request
-
-        req, sized = right_size_request(req, site, state, sacct_file=sacct_file, epilog_dir=epilog_dir)
-    elif sacct_file is not None or epilog_dir is not None:
-        fail(f"{'--sacct-file' if sacct_file is not None else '--epilog-dir'}: only with --right-size")
-    p, info, script = _plan_and_render(req, site, state)
-    p = checks.after_plan(p, ident)
-    if sized is not None:
-        p = replace(p, notes=tuple(p.notes) + sized.notes)
-    problems, folder_notes = checks.folders(req, ident.user)  # submit refuses these; a plan only warns
-    if json_out:
-        d = plan_dict(p, state.note)
-        if sized is not None:
-            d["right_size"] = sized.as_dict()
-        d["script"] = script
-        d["template_path"] = str(info.path)
-        d["warnings"] = problems + folder_notes
-        print_json(d)
-        return
-    for w in problems + folder_notes:
-        typer.echo(f"slurmtools: warning: {w}", err=True)
-    typer.echo(plan_text(p, state.note))
-    typer.echo(f"\n# ---- sbatch script (template {info.name}: {info.path})")
-    typer.echo(script, nl=False)
+    run(command=command, gpus=gpus, nodes=nodes, gpus_per_node=gpus_per_node, gpu_type=gpu_type, time=time,
+        tier=tier, comm=comm, template=template, name=name, account=account, user=user, partition=partition,
+        output_dir=output_dir, workdir=workdir, env=env, var=var, sweep=sweep, max_wait=max_wait, tp_size=tp_size,
+        handles_signal=handles_signal, cpus=cpus, ntasks=ntasks, mem=mem, idle=idle,
+        checkpoint_signal=checkpoint_signal, slurm_version=slurm_version, right_size=right_size,
+        sacct_file=sacct_file, epilog_dir=epilog_dir, site_path=site_path, json_out=json_out)
 
 
 def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,

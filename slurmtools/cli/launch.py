@@ -27,7 +27,7 @@ _TYPER_ENV = ("TYPER_USE_RICH", "TERMINAL_WIDTH", "FORCE_COLOR", "PY_COLORS", "N
 
 
 #: commands whose body runs without typer: "group command" -> (module, function taking the options by name)
-DIRECT = {"cluster show": ("slurmtools.cli.cluster_show", "show")}
+DIRECT = {"cluster show": ("slurmtools.cli.cluster_show", "show"), "plan": ("slurmtools.cli.plan_cmd", "plan")}
 
 
 def run() -> None:
@@ -108,29 +108,55 @@ def direct(args: list[str]) -> tuple[str, dict, dict] | None:
 
 def _options(args: list[str], i: int, grammar: dict, out: dict, stop_at_word: bool) -> int | None:
     """Read options from args[i:] into out (dest -> value); the index of the first word that is not one (only
-    where `stop_at_word`), or None at anything click might read otherwise."""
+    where `stop_at_word`), or None at anything click might read otherwise. A command's positional words (grammar
+    key "--") are the words not starting with "-", and every word after "--", as click reads them."""
+    words = grammar.get("--")
     while i < len(args):
         word = args[i]
-        if not word.startswith("--") or word == "--":
-            return i if stop_at_word and not word.startswith("-") else None
+        if not word.startswith("-"):
+            if stop_at_word:
+                return i
+            if words is None:
+                return None
+            out.setdefault(words[0], []).append(word)
+            i += 1
+            continue
+        if word == "--":
+            if stop_at_word or words is None:
+                return None
+            if i + 1 < len(args):      # nothing after it: no words at all, as typer passes them (None)
+                out.setdefault(words[0], []).extend(args[i + 1:])
+            return len(args)
+        if not word.startswith("--"):
+            return None
         name, eq, value = word.partition("=")
         spec = grammar.get(name)
-        if spec is None or spec[0] in out:
+        if spec is None or name == "--":
             return None
-        dest, takes_value, _ = spec
-        if takes_value:
-            if not eq:
-                i += 1
-                if i == len(args):
-                    return None
-                value = args[i]
-            if not value or value.startswith("-"):
-                return None
-            out[dest] = value
-        else:
+        dest, kind, _ = spec
+        if kind != "list" and dest in out:
+            return None
+        if kind == "flag":
             if eq:
                 return None
             out[dest] = True
+            i += 1
+            continue
+        if not eq:
+            i += 1
+            if i == len(args):
+                return None
+            value = args[i]
+        if not value or value.startswith("-"):
+            return None
+        if kind == "int":
+            if not (value.isascii() and value.isdigit()):
+                return None
+            out[dest] = int(value)
+        elif kind == "list":
+            out.setdefault(dest, []).append(value)
+        else:
+            out[dest] = value
         i += 1
     return None if stop_at_word else i
 

@@ -7,13 +7,7 @@ from typing import Optional
 import typer
 
 from slurmtools.cli.common import SiteOpt
-from slurmtools.errors import SlurmtoolsError
-
-
-class OptionError(SlurmtoolsError):
-    """A command-line option is wrong; the message names it."""
-
-    exit_code = 2
+from slurmtools.errors import OptionError, SlurmtoolsError
 
 
 class BadInput(SlurmtoolsError):

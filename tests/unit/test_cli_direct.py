@@ -66,6 +66,10 @@ def direct_reading(args: list[str]):
     ["cluster", "show"], ["cluster", "show", "--json"], ["cluster", "show", "--site", "a.toml", "--json"],
     ["cluster", "show", "--json", "--site=a.toml"], ["--backend", "commands", "cluster", "show"],
     ["--backend=auto", "cluster", "show", "--site", "x y.toml"],
+    ["plan", "--json"], ["plan", "--idle", "--json", "--gpus", "64", "--tier", "production", "--", "python", "t.py"],
+    ["plan", "--gpus=08", "python", "--env", "A=1", "--env=B=2", "t.py", "--", "--lr", "-1"], ["plan", "--"],
+    ["plan", "--time", "2h", "--comm=pipeline", "--name", "x", "--sweep", "a b", "--sweep", "c", "--handles-signal"],
+    ["--backend", "commands", "plan", "--site", "s.toml", "--nodes", "2", "--gpus-per-node", "4", "--", "--"],
 ])
 def test_common_lines_are_run_directly_and_read_as_typer_reads_them(args):
     got = direct_reading(args)
@@ -79,7 +83,10 @@ def test_common_lines_are_run_directly_and_read_as_typer_reads_them(args):
     ["cluster", "show", "--json=1"], ["cluster", "show", "-h"], ["cluster", "show", "extra"],
     ["cluster", "show", "--sit", "a"], ["cluster", "show", "--", "--json"], ["cluster", "--json", "show"],
     ["--version", "cluster", "show"], ["cluster", "show", "--help"], ["cluster", "show", "--site="],
-    ["--backend", "cluster", "show"], ["plan", "--json"], ["cluster"], [],
+    ["--backend", "cluster", "show"], ["cluster"], [],
+    ["plan", "--gpus", "x"], ["plan", "--gpus", "+8"], ["plan", "--gpus", "-1"], ["plan", "--gpus", "\u0668"],
+    ["plan", "--gpus", "8", "--gpus", "9"], ["plan", "--env"], ["plan", "-"], ["plan", "-g", "8"], ["plan", "--=x"],
+    ["plan", "--name=-x"], ["plan", "--idle=yes"], ["plan", "--gpus", ""], ["plan", "--help"],
 ])
 def test_lines_click_might_read_otherwise_go_to_typer(args):
     assert direct_reading(args) is None
@@ -96,7 +103,7 @@ def test_stale_grammar_or_opt_out_goes_to_typer(monkeypatch):
 
 WORDS = st.sampled_from(["--backend", "commands", "auto", "bogus", "--site", "a.toml", "--site=b.toml", "--site=",
                          "--json", "--json=yes", "cluster", "show", "plan", "--", "-j", "x", "--sit", "--help",
-                         "--version", ""])
+                         "--version", "", "--gpus", "8", "08", "-1", "--env", "A=1", "--idle", "--time", "python"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -155,3 +162,27 @@ def test_a_closed_pipe_ends_a_command_quietly_as_click_does():
             "guarded(body)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert (p.returncode, p.stderr) == (1, "")
+
+
+PLAN = ["plan", "--idle", "--site", str(REPO / "site_configs" / "example" / "site.toml"), "--user", "alice"]
+
+
+@pytest.mark.parametrize("argv", [
+    [*PLAN, "--json", "--gpus", "16", "--tier", "production", "--", "python", "train.py", "--lr", "0.1"],
+    [*PLAN, "--gpus", "8", "--env", "A=1", "--name", "x", "--", "python", "train.py"],
+    [*PLAN, "--gpus", "4", "--comm", "bogus", "--", "python", "train.py"],
+    [*PLAN, "--gpus", "4", "--sacct-file", "x.txt", "--", "python", "train.py"],
+    [*PLAN[:-1], "nobody", "--gpus", "4", "--", "python", "train.py"],
+])
+def test_plan_prints_the_same_with_and_without_typer(argv):
+    """`plan` (JSON, text, and three errors: a bad option value, an option that needs another, a user of no
+    account) prints the same on both paths, with the same exit code; the direct one never imports typer."""
+    direct = _process(argv)
+    typer_ = _process(argv, SLURMTOOLS_DIRECT="0")
+    assert (direct.returncode, direct.stdout, _said(direct.stderr)) == \
+        (typer_.returncode, typer_.stdout, _said(typer_.stderr))
+    assert "typer" not in _imported(direct.stderr) and "typer" in _imported(typer_.stderr)
+    if direct.returncode:
+        assert len(_said(direct.stderr)) == 1 and _said(direct.stderr)[0].startswith("slurmtools: error: ")
+    else:
+        assert "#SBATCH" in direct.stdout
