@@ -40,7 +40,9 @@ class State:
 def _view(fabric, graph: dict, nodes=None) -> ClusterView:
     """The planner's view of the fabric: from the fabric file alone where that gives the graph's view (see
     `view.from_declared`), else from the graph, which is then kept for `State.graph`."""
-    view = from_declared(fabric, nodes)
+    from slurmtools.planner.nearest_cache import nearest_of
+
+    view = from_declared(fabric, nodes, nearest_of=nearest_of)
     if view is None:
         from slurmtools.topology.build_site import build_site
 

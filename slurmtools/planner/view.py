@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from slurmtools.slurm.model import NodeInfo
 from slurmtools.topology.sitefile import Fabric, NodeType, link_gbytes
@@ -224,7 +224,9 @@ def from_topology(t, node_types: Mapping[str, NodeType], nodes: Iterable[NodeInf
 
 
 def from_declared(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_type: str | None = None,
-                  only_hosts: Iterable[str] | None = None) -> ClusterView | None:
+                  only_hosts: Iterable[str] | None = None,
+                  nearest_of: Callable[[NodeType], Mapping[int, tuple[str, ...]]] | None = None
+                  ) -> ClusterView | None:
     """`from_topology(build_site(fabric), fabric.node_types, ...)` computed from the fabric file alone, or None
     where this shortcut cannot promise the same view (then build the graph).
 
@@ -233,7 +235,9 @@ def from_declared(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gp
     nearest HCAs, which one host's graph gives. The cases kept to the graph: rail leaves (a host's NICs on several
     switches), a host listed twice, a spine listing a leaf twice, an NVLink domain named like a host,
     and link speeds whose GB/s are not exact binary fractions (sums could round in another order).
-    tests/unit/planner/test_declared_view.py compares both on every fabric it builds."""
+    tests/unit/planner/test_declared_view.py compares both on every fabric it builds. `nearest_of(node type)`
+    gives the nearest HCAs of its GPUs as `nearest_of_type` does (default: that function; the planner's I/O layer
+    passes one that keeps its answers on disk)."""
     lay = _declared_layout(fabric)
     if lay is None:
         return None
@@ -248,7 +252,7 @@ def from_declared(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gp
         hosts[h] = _state(h, leaf, nt, live)
         leaves[leaf].append(h)
         if nt.name not in nearest:
-            nearest[nt.name] = lay.nearest(nt)
+            nearest[nt.name] = lay.nearest(nt, nearest_of)
     # one host's cabling to its leaf over n NICs is n cables: n x link / n is the link (exact for these speeds)
     return ClusterView(hosts=hosts, leaves={k: tuple(v) for k, v in leaves.items() if v}, leaf_spines=lay.spines,
                        node_types=dict(fabric.node_types), link_gbytes=lay.link if hosts else 0.0,
@@ -268,10 +272,10 @@ class _Layout:
     link: float
     _nearest: dict = field(default_factory=dict, compare=False)
 
-    def nearest(self, nt: NodeType) -> Mapping[int, tuple[str, ...]]:
+    def nearest(self, nt: NodeType, nearest_of=None) -> Mapping[int, tuple[str, ...]]:
         got = self._nearest.get(nt.name)
         if got is None:
-            got = self._nearest[nt.name] = _nearest_of_type(nt.name, nt)
+            got = self._nearest[nt.name] = (nearest_of or nearest_of_type)(nt)
         return got
 
 
@@ -290,7 +294,8 @@ def _declared_layout(fabric: Fabric) -> _Layout | None:
 
 
 def _layout(fabric: Fabric) -> _Layout | None:
-    from slurmtools.topology.graph import IB_LANE_GBYTES, _natural, ib_link
+    from slurmtools.topology.links import IB_LANE_GBYTES, ib_link
+    from slurmtools.topology.names import natural as _natural
 
     link = ib_link(fabric.link)
     if fabric.rail_leaves or (IB_LANE_GBYTES[link.speed] * 64) % 1 or set(fabric.leaves) & set(fabric.spines):
@@ -328,15 +333,16 @@ def _layout(fabric: Fabric) -> _Layout | None:
     return _Layout(order, leaves, spines, uplink, domains, link.gbytes)
 
 
-def _nearest_of_type(host: str, nt: NodeType) -> dict[int, tuple[str, ...]]:
-    """Nearest HCAs per GPU of a node type, from the graph of one such host (what build_site builds for each)."""
+def nearest_of_type(nt: NodeType) -> dict[int, tuple[str, ...]]:
+    """Nearest HCAs per GPU of a node type, from the graph of one such host (what build_site builds for each; the
+    host is named after the type)."""
     from slurmtools.topology import queries as q
     from slurmtools.topology.build_site import build_node
     from slurmtools.topology.graph import Topology
 
     t = Topology("one host")
-    build_node(t, host, nt)
-    return {g: tuple(v) for g, v in q.nearest_nics(t, host).items()}
+    build_node(t, nt.name, nt)
+    return {g: tuple(v) for g, v in q.nearest_nics(t, nt.name).items()}
 
 
 def _nat(s: str) -> tuple:

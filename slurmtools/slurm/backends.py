@@ -48,8 +48,9 @@ except Exception as exc:
 
 
 def _cache_file(env: Mapping[str, str]) -> Path:
-    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or "/tmp", ".cache")
-    return Path(base) / "slurmtools" / "backend-probe.json"
+    from slurmtools.cache_dir import user_cache_dir
+
+    return user_cache_dir(env) / "backend-probe.json"
 
 
 def _probe_key(origin: str, env: Mapping[str, str]) -> str:

@@ -15,18 +15,16 @@ import gc
 import json
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
-from functools import lru_cache
 from typing import Any, ClassVar, Iterable, Iterator
 
 import networkx as nx
 
 from slurmtools.errors import ParseError
+from slurmtools.topology.links import IB_LANE_GBYTES, IbLink, ib_link  # noqa: F401  (re-exported)
+from slurmtools.topology.names import natural as _natural
 
 FORMAT = "slurmtools.topology/1"
 
-# IB lane rate in GB/s of data per direction after encoding (4xNDR = 4 * 12.5 = 50 GB/s = 400 Gb/s).
-IB_LANE_GBYTES = {"SDR": 0.25, "DDR": 0.5, "QDR": 1.0, "FDR10": 1.25, "FDR": 1.7, "EDR": 3.125,
-                  "HDR": 6.25, "NDR": 12.5, "XDR": 25.0}
 # PCIe lane rate in GB/s per direction after encoding, by generation.
 PCIE_LANE_GBYTES = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
@@ -248,19 +246,6 @@ class Smp:
 
 
 @dataclass(frozen=True)
-class IbLink:
-    """`count` parallel InfiniBand cables of `width` lanes at `speed` (4xNDR)."""
-    kind: ClassVar[str] = "ib"
-    width: int = 4
-    speed: str = "NDR"
-    count: int = 1
-
-    @property
-    def gbytes(self) -> float:
-        return self.count * self.width * IB_LANE_GBYTES[self.speed]
-
-
-@dataclass(frozen=True)
 class EthLink:
     kind: ClassVar[str] = "ethernet"
     gbps: float = 100.0
@@ -296,17 +281,6 @@ def gc_paused():
         if was:
             gc.enable()
 
-
-def ib_link(spec: str, count: int = 1) -> IbLink:
-    """'4xNDR' -> IbLink(4, 'NDR'). Raises ValueError naming the accepted speeds."""
-    s = spec.strip().upper()
-    width, _, speed = s.partition("X")
-    if not width.isdigit() or speed not in IB_LANE_GBYTES:
-        raise ValueError(f'expected an IB link like "4xNDR" (speeds {", ".join(IB_LANE_GBYTES)}), got {spec!r}')
-    return IbLink(int(width), speed, count)
-
-
-# ------------------------------------------------------------------------------------------------- the graph
 
 class Topology:
     """A typed topology graph. Vertex data is `g.nodes[vid]["v"]`, edge data `g.edges[u, v]["e"]`."""
@@ -666,27 +640,3 @@ def _order(v: Any) -> tuple:
     if hasattr(v, "numa"):
         return (v.numa is None, v.numa if v.numa is not None else 0, _natural(v.tag))
     return _natural(getattr(v, "name", ""))
-
-
-@lru_cache(maxsize=1 << 18)
-def _natural(s: str) -> tuple:
-    """Sort key that puts gpu2 before gpu10 (cached: fabrics sort the same names many times)."""
-    out: list = []
-    num = ""
-    txt = ""
-    for ch in s:
-        if ch.isdigit():
-            if txt:
-                out.append((1, txt))
-                txt = ""
-            num += ch
-        else:
-            if num:
-                out.append((0, int(num)))
-                num = ""
-            txt += ch
-    if num:
-        out.append((0, int(num)))
-    if txt:
-        out.append((1, txt))
-    return tuple(out)
