@@ -166,7 +166,8 @@ def scale(quick: bool) -> None:
               f"over {runs} runs (first in the process {first * 1e3:.1f} ms, with imports) -> ratio median/10 ms goal = "
               f"{med / 0.010:.2f} ({'MET' if med <= 0.010 else 'NOT MET'}); {len(view.hosts):,} hosts, "
               f"{len(view.leaves)} leaves")
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SLURMTOOLS_NO_CACHE")}
+        env["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")   # the warm-up run fills it, as a user's first plan does
         py = sys.executable
         argv = [py, "-m", "slurmtools", "plan", "--idle", "--json", "--site", str(site_file), "--gpus", "64",
                 "--tier", "production", "--user", "alice", "--", "python", "train.py"]
@@ -191,9 +192,13 @@ def scale(quick: bool) -> None:
         print(f"[scale] `slurmtools plan --idle --json` on a {len(fabric.hosts):,}-host site file, whole process: "
               f"median {e2e * 1e3:.0f} ms over {runs} runs -> ratio median/300 ms goal = {e2e / 0.300:.2f} "
               f"({'MET' if e2e <= 0.300 else 'NOT MET'}); {plan['nodes']} hosts under {plan['switches']} leaf")
-        print(f"  beside it: python3 -c pass {base * 1e3:.0f} ms; `plan --help` through typer (the cost of typer and "
-              f"the pydantic adapters it builds for plan's options, before any work) {typer_floor * 1e3:.0f} ms = "
-              f"{typer_floor / 0.300:.2f} of the goal")
+        cold, _ = whole(argv, {"SLURMTOOLS_NO_CACHE": "1"})
+        through_typer, _ = whole(argv, {"SLURMTOOLS_DIRECT": "0"})
+        print(f"  beside it: python3 -c pass {base * 1e3:.0f} ms; every plan computing the node type's nearest HCAs "
+              f"(networkx imported: the first plan after the topology code or the node type changed, or "
+              f"SLURMTOOLS_NO_CACHE=1) {cold * 1e3:.0f} ms = {cold / 0.300:.2f} of the goal; the same line through "
+              f"typer {through_typer * 1e3:.0f} ms; `plan --help` through typer (typer and the pydantic adapters it "
+              f"builds for plan's options, before any work) {typer_floor * 1e3:.0f} ms = {typer_floor / 0.300:.2f}")
 
 
 def quality(quick: bool) -> None:
