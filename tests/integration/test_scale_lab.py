@@ -71,3 +71,28 @@ def test_cluster_show_into_a_closed_pipe_ends_as_typer_ends_it(lab):
             assert out.readline() == "{\n"
         err = p.stderr.read()
         assert (p.wait(timeout=60), err) == (1, ""), extra
+
+
+def _imports(stderr: str) -> set[str]:
+    return {ln.rsplit("|", 1)[1].strip().split(".")[0] for ln in stderr.splitlines()
+            if ln.startswith("import time:") and "|" in ln}
+
+
+def test_plan_run_without_typer_prints_what_typer_prints(lab):
+    """`plan` against the live lab (Slurm's node states, jobs and associations) runs without typer and prints what
+    the typer app prints, JSON and text. The cluster may change between two runs (an earlier test's job ending),
+    so each direct run is compared with the typer run next to it; one of the two pairs must agree."""
+    for extra in (["--json"], []):
+        argv = [sys.executable, "-X", "importtime", "-m", "slurmtools", "plan", *extra, "--gpus", "16", "--user",
+                "alice", "--tier", "standard", "--", "python", "train.py"]
+        runs = [subprocess.run(argv, capture_output=True, text=True, env={**lab.env, **env}, check=True)
+                for env in ({}, {"SLURMTOOLS_DIRECT": "0"}, {})]
+        assert "slurmtools" in _imports(runs[0].stderr) and "typer" not in _imports(runs[0].stderr)
+        assert "typer" not in _imports(runs[2].stderr) and "typer" in _imports(runs[1].stderr)
+        assert runs[1].stdout in (runs[0].stdout, runs[2].stdout)
+        if extra:
+            plan = json.loads(runs[1].stdout)
+            assert (plan["gpus_per_node"], plan["qos"], plan["account"]) == (8, "standard", "vision")
+            assert (plan["live"], plan["note"]) == (True, "")   # Slurm's state, not the idle fallback
+        else:
+            assert "#SBATCH" in runs[1].stdout and "planned against the declared topology" not in runs[1].stdout
