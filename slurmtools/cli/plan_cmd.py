@@ -91,18 +91,16 @@ def _plan_and_render(req, site, state):
     return p, info, render(p, info, site.source)
 
 
-def plan(command: Optional[List[str]] = None, gpus: Optional[int] = None, nodes: Optional[int] = None,
-         gpus_per_node: Optional[int] = None, gpu_type: Optional[str] = None, time: str = "1h",
-         tier: Optional[str] = None, comm: str = "allreduce", template: Optional[str] = None, name: str = "job",
-         account: Optional[str] = None, user: Optional[str] = None, partition: Optional[str] = None,
-         output_dir: Optional[str] = None, workdir: Optional[str] = None, env: Optional[List[str]] = None,
-         var: Optional[List[str]] = None, sweep: Optional[List[str]] = None, max_wait: Optional[str] = None,
-         tp_size: Optional[int] = None, handles_signal: bool = False, cpus: Optional[int] = None,
-         ntasks: Optional[int] = None, mem: Optional[str] = None, idle: bool = False,
-         checkpoint_signal: Optional[str] = None, slurm_version: Optional[str] = None, right_size: bool = False,
-         sacct_file: Optional[str] = None, epilog_dir: Optional[str] = None, site_path: Optional[str] = None,
-         json_out: bool = False) -> None:
-    """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
+def plan(*, command: Optional[List[str]], gpus: Optional[int], nodes: Optional[int], gpus_per_node: Optional[int],
+         gpu_type: Optional[str], time: str, tier: Optional[str], comm: str, template: Optional[str], name: str,
+         account: Optional[str], user: Optional[str], partition: Optional[str], output_dir: Optional[str],
+         workdir: Optional[str], env: Optional[List[str]], var: Optional[List[str]], sweep: Optional[List[str]],
+         max_wait: Optional[str], tp_size: Optional[int], handles_signal: bool, cpus: Optional[int],
+         ntasks: Optional[int], mem: Optional[str], idle: bool, checkpoint_signal: Optional[str],
+         slurm_version: Optional[str], right_size: bool, sacct_file: Optional[str], epilog_dir: Optional[str],
+         site_path: Optional[str], json_out: bool) -> None:
+    """Dry run: the plan, why each directive was chosen, and the rendered sbatch script. Every option is given by
+    name, with typer's default where the line has none (the defaults live in `cli/jobs.py`'s declarations only)."""
     from slurmtools.cli import job_checks as checks
     from slurmtools.planner.explain import plan_dict, plan_text
     from slurmtools.planner.live import gather
