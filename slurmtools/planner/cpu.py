@@ -86,7 +86,7 @@ def _partition_view(view: ClusterView, part: Partition) -> ClusterView:
     (an upper bound; Slurm enforces the cap itself)."""
     members = _hosts_of(part.nodes)
     cap = part.max_cpus_per_node
-    hosts = {h: (replace(s, cpus_free=min(s.cpus_free, cap)) if cap is not None else s)
+    hosts = {h: (s._replace(cpus_free=min(s.cpus_free, cap)) if cap is not None else s)
              for h, s in view.hosts.items() if h in members}
     leaves = {leaf: tuple(h for h in hs if h in hosts) for leaf, hs in view.leaves.items()}
     return replace(view, hosts=hosts, leaves={k: v for k, v in leaves.items() if v})

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
+#: a node in one of these base states, or with one of these flags, takes no new job
+UNSCHEDULABLE_STATES = frozenset(("down", "drained", "draining", "fail", "future", "unknown"))
+UNSCHEDULABLE_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING", "NOT_RESPONDING", "MAINTENANCE", "RESERVED",
+                                 "POWERED_DOWN", "FAIL"))
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     name: str
@@ -36,8 +42,7 @@ class NodeInfo:
 
     @property
     def schedulable(self) -> bool:
-        bad = {"DRAIN", "DRAINED", "DRAINING", "NOT_RESPONDING", "MAINTENANCE", "RESERVED", "POWERED_DOWN", "FAIL"}
-        return self.state not in ("down", "drained", "draining", "fail", "future", "unknown") and not (bad & set(self.flags))
+        return self.state not in UNSCHEDULABLE_STATES and UNSCHEDULABLE_FLAGS.isdisjoint(self.flags)
 
 
 @dataclass(frozen=True)

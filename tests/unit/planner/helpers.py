@@ -35,5 +35,5 @@ def make_view(free_by_leaf: list[list[int]], uplink: float | None = None, spines
 def busy(view: ClusterView, hosts: list[str]) -> ClusterView:
     hs = dict(view.hosts)
     for h in hosts:
-        hs[h] = replace(hs[h], gpus_free=0, cpus_free=0, mem_free_mb=0)
+        hs[h] = hs[h]._replace(gpus_free=0, cpus_free=0, mem_free_mb=0)
     return replace(view, hosts=hs)

@@ -166,10 +166,10 @@ def test_tier_time_and_node_limits_apply_gpu_limits_do_not(cpu_site, cpu_view):
 
 def test_live_view_predicts_hosts_with_free_cpus(cpu_site, cpu_view):
     hosts = dict(cpu_view.hosts)
-    hosts["cpu01"] = replace(hosts["cpu01"], cpus_free=4)
+    hosts["cpu01"] = hosts["cpu01"]._replace(cpus_free=4)
     p = plan(cpu_site, replace(cpu_view, hosts=hosts, live=True), gpus=0, cpus=8)
     assert p.hosts == ("cpu02",) and p.starts_now
-    hosts["cpu02"] = replace(hosts["cpu02"], cpus_free=4)
+    hosts["cpu02"] = hosts["cpu02"]._replace(cpus_free=4)
     p = plan(cpu_site, replace(cpu_view, hosts=hosts, live=True), gpus=0, cpus=8)
     assert not p.starts_now and p.start_in is None and any("must queue" in n for n in p.notes)
 

@@ -49,7 +49,7 @@ def views(draw):
         leaves = {leaf: tuple(rng.sample(hs, len(hs))) for leaf, hs in leaves.items()}
     if draw(st.booleans()):
         leaves = dict(rng.sample(list(leaves.items()), len(leaves)))
-    hosts = {rename[h]: replace(s, name=rename[h]) for h, s in view.hosts.items()}
+    hosts = {rename[h]: s._replace(name=rename[h]) for h, s in view.hosts.items()}
     for h in rng.sample(list(hosts), min(len(hosts) - 1, draw(st.integers(0, 2)))):  # listed under a leaf, not in the view's hosts
         del hosts[h]
     domain_of = {}
