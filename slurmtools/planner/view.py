@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping, NamedTuple
 
-from slurmtools.slurm.model import UNSCHEDULABLE_FLAGS, UNSCHEDULABLE_STATES, NodeInfo
+from slurmtools.slurm.model import NodeInfo
 from slurmtools.topology.sitefile import Fabric, NodeType, link_gbytes
 
 # GB/s per NVLink link per direction (NVLink 4); PCIe gen5 x16 per direction for GPUs without NVLink.
@@ -156,22 +156,24 @@ def from_fabric(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gpu_
                        live=live is not None, source=str(fabric.source), domain_of=domains)
 
 
+_NONE = (0, 0, 0)
+
+
 def _state(host: str, leaf: str, nt: NodeType, live: Mapping[str, NodeInfo] | None) -> HostState:
     """A host as the planner sees it: all free without live state (idle); nothing free when Slurm does not
-    report it."""
+    report it. (Built with tuple.__new__: a 16k-host view makes one per host.)"""
     if live is None:
-        return HostState(host, leaf, nt.name, nt.gpus, nt.gpus, nt.cpus, nt.memory_mb)
+        return _new(HostState, (host, leaf, nt.name, nt.gpus, nt.gpus, nt.cpus, nt.memory_mb))
     n = live.get(host)
-    free, cpus, mem = _free(n, nt) if n is not None else (0, 0, 0)
-    return HostState(host, leaf, nt.name, nt.gpus, free, cpus, mem)
+    return _new(HostState, (host, leaf, nt.name, nt.gpus, *(_free(n, nt) if n is not None else _NONE)))
 
 
-_NONE = (0, 0, 0)
+_new = tuple.__new__
 
 
 def _free(n: NodeInfo, nt: NodeType) -> tuple[int, int, int]:
     """Free GPUs of the node type's kind, CPUs and memory: all none unless the node is schedulable."""
-    if n.state in UNSCHEDULABLE_STATES or (n.flags and not UNSCHEDULABLE_FLAGS.isdisjoint(n.flags)):
+    if not n.schedulable:
         return _NONE
     # n.gpus_free, spelled out: the node is schedulable (one property call per host less, on 16k hosts)
     have, used = n.gpus_by_type, n.gpus_used_by_type
@@ -250,16 +252,10 @@ def from_declared(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gp
     leaves: dict[str, list[str]] = {name: [] for name in lay.leaves}
     hosts: dict[str, HostState] = {}
     nearest: dict[str, Mapping[int, tuple[str, ...]]] = {}
-    new = tuple.__new__
-    get = live.get if live is not None else None
     for h, leaf, nt in lay.order:
         if (gpu_type is not None and nt.gpu_type != gpu_type) or (keep is not None and h not in keep):
             continue
-        if get is None:
-            hosts[h] = new(HostState, (h, leaf, nt.name, nt.gpus, nt.gpus, nt.cpus, nt.memory_mb))
-        else:
-            n = get(h)
-            hosts[h] = new(HostState, (h, leaf, nt.name, nt.gpus, *(_free(n, nt) if n is not None else _NONE)))
+        hosts[h] = _state(h, leaf, nt, live)
         leaves[leaf].append(h)
         if nt.name not in nearest:
             nearest[nt.name] = lay.nearest(nt, nearest_of)
