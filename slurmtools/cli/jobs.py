@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, fail, print_json
-from slurmtools.cli.plan_cmd import _plan_and_render, _request
+from slurmtools.cli.plan_cmd import build_request, plan_and_render
 
 templates_app = typer.Typer(help="List and show the job templates (bundled, site and $SLURMTOOLS_TEMPLATE_PATH).",
                             no_args_is_help=True)
@@ -133,9 +133,9 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
         gpus, nodes, template = gpus_per_task, 1, "array"
     elif gpus_per_task != 1 or max_tasks is not None:
         fail("--gpus-per-task and --max-tasks size a --fill-slack array; add --fill-slack or use --gpus")
-    req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem,
-                   checkpoint_signal)
+    req = build_request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user,
+                        partition, output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal,
+                        cpus, ntasks, mem, checkpoint_signal)
     site = load_site(site_path)
     state = gather(site)
     if state.backend is None:
@@ -152,7 +152,7 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
                 typer.echo(f"nothing submitted: {fill['why']}")
             return
     ident, req = checks.identity(req, site, state)
-    p, info, script = _plan_and_render(req, site, state)
+    p, info, script = plan_and_render(req, site, state)
     p = checks.after_plan(p, ident)
     problems, folder_notes = checks.folders(req, ident.user)
     if problems:

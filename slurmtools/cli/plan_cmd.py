@@ -40,9 +40,9 @@ def _mem_mb(text: str | None) -> int | None:
     return n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
 
 
-def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-             output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None, handles_signal=False,
-             cpus=None, ntasks=None, mem=None, checkpoint_signal=None):
+def build_request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
+                  output_dir, workdir, env, var, sweep, max_wait, command, tp_size=None, handles_signal=False,
+                  cpus=None, ntasks=None, mem=None, checkpoint_signal=None):
     import shlex
 
     from slurmtools.durations import parse_duration
@@ -72,7 +72,7 @@ def _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, n
                       mem_mb=_mem_mb(mem), checkpoint_signal=checkpoint_signal)
 
 
-def _plan_and_render(req, site, state):
+def plan_and_render(req, site, state):
     from dataclasses import replace
 
     from slurmtools.planner.plan import plan_job
@@ -106,9 +106,9 @@ def plan(*, command: Optional[List[str]], gpus: Optional[int], nodes: Optional[i
     from slurmtools.planner.live import gather
     from slurmtools.site import load_site
 
-    req = _request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user, partition,
-                   output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal, cpus, ntasks, mem,
-                   checkpoint_signal)
+    req = build_request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, template, name, account, user,
+                        partition, output_dir, workdir, env, var, sweep, max_wait, command, tp_size, handles_signal,
+                        cpus, ntasks, mem, checkpoint_signal)
     site = load_site(site_path)
     state = gather(site, idle=idle, slurm_version=slurm_version)
     ident, req = checks.identity(req, site, state, idle=idle)
@@ -119,7 +119,7 @@ def plan(*, command: Optional[List[str]], gpus: Optional[int], nodes: Optional[i
         req, sized = right_size_request(req, site, state, sacct_file=sacct_file, epilog_dir=epilog_dir)
     elif sacct_file is not None or epilog_dir is not None:
         raise OptionError(f"{'--sacct-file' if sacct_file is not None else '--epilog-dir'}: only with --right-size")
-    p, info, script = _plan_and_render(req, site, state)
+    p, info, script = plan_and_render(req, site, state)
     p = checks.after_plan(p, ident)
     if sized is not None:
         from dataclasses import replace
