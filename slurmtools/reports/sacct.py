@@ -452,8 +452,11 @@ def _problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray, obj
             out.append((m, lambda i, c=c: f"field {labels[c]}: a GPU count that is not a count of 0 to 999999999 "
                                           f"in {t[c][i].as_py()!r}"))
     if "job_id_raw" in t.column_names:
-        m = ~_flag(pc.utf8_is_digit(t["job_id_raw"])) & ~is_step
+        m = _bad_job_ids(t["job_id_raw"]) & ~is_step
         out.append((m, lambda i: f"field {labels['job_id_raw']}: {t['job_id_raw'][i].as_py()!r} is not a job id"))
+        m = _bad_step_ids(t["job_id_raw"]) & is_step
+        out.append((m, lambda i: f"field {labels['job_id_raw']}: {t['job_id_raw'][i].as_py()!r} is not a job id "
+                                 f"and step"))
     if "tres_usage_ave" in t.column_names:
         m, why = _usage_problems(t, labels)
         out.append((m & is_step, why))
@@ -478,6 +481,17 @@ def _row_problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray,
         m = _flag(pc.less(t["nnodes"], 0))
         out.append((m, lambda i: f"field {labels['nnodes']}: {t['nnodes'][i].as_py()} is negative"))
     return out
+
+
+def _bad_job_ids(raw) -> np.ndarray:
+    """Allocation rows whose JobIDRaw is not a job id: 1 to 18 ASCII digits (what fits a 64-bit id)."""
+    return ~_flag(pc.match_substring_regex(raw, r"^[0-9]{1,18}$"))
+
+
+def _bad_step_ids(raw) -> np.ndarray:
+    """Step rows whose JobIDRaw does not start with a job id and a dot (`1234.batch`): their use belongs to no
+    job."""
+    return ~_flag(pc.match_substring_regex(raw, r"^[0-9]{1,18}\."))
 
 
 def _bad_gpu_counts(tres) -> np.ndarray:
@@ -608,13 +622,15 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, np.ndarray,
     is_step = pc.match_substring(raw_col, ".")
     steps = table.filter(is_step)
     jobs = table.filter(pc.invert(is_step))
+    if check and "job_id_raw" in steps.column_names and _bad_step_ids(steps["job_id_raw"]).any():
+        raise _Dirty()
     ids, utils, mems = _step_gpu_util(steps, check)
     n = jobs.num_rows
     if "job_id" not in jobs.column_names:
         jobs = jobs.append_column("job_id", jobs["job_id_raw"])
     if "job_id_raw" in jobs.column_names:
         try:
-            if check and pc.all(pc.utf8_is_digit(jobs["job_id_raw"])).as_py() is False:
+            if check and _bad_job_ids(jobs["job_id_raw"]).any():
                 raise _Dirty()
             raw = pc.cast(jobs["job_id_raw"], pa.int64())  # allocations' raw ids are plain numbers
         except pa.ArrowInvalid:

@@ -35,6 +35,17 @@ BAD = {
                            "field AllocTRES: a GPU count that is not a count"),
     "negative node count": (d.row(999, 50, NNodes="-3"), "field NNodes: -3 is negative"),
     "not a job id": (d.row(999, 50, JobIDRaw="abc"), "field JobIDRaw: 'abc' is not a job id"),
+    # both used to end the report with pyarrow's "Failed to parse string" (digits, but no 64-bit job id)
+    "job id past 64 bits": (d.row(999, 50, JobIDRaw="99999999999999999999"),
+                            "field JobIDRaw: '99999999999999999999' is not a job id"),
+    "job id in other digits": (d.row(999, 50, JobIDRaw="\u0669\u0669\u0669"),
+                               "field JobIDRaw: '\u0669\u0669\u0669' is not a job id"),
+    # a step's use belongs to its job: a step id without one was a crash (past 64 bits) or its use was dropped
+    "step id past 64 bits": (d.step(999, 50, "gres/gpuutil=40").replace("999.batch|999.batch",
+                                                                        "999.batch|99999999999999999999.batch"),
+                             "field JobIDRaw: '99999999999999999999.batch' is not a job id and step"),
+    "step id without a job": (d.step(999, 50, "gres/gpuutil=40").replace("999.batch|999.batch", "999.batch|.batch"),
+                              "field JobIDRaw: '.batch' is not a job id and step"),
 }
 
 
