@@ -139,3 +139,50 @@ def test_progress_callback_reaches_the_whole_file(tmp_path):
     assert len(seen) > 3 and seen[-1] == (size, size)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert len(acc.jobs) >= 3000
+
+
+def test_blocks_read_ahead_come_in_order_and_a_late_error_after_them():
+    import threading
+
+    from slurmtools.reports.sacct import _read_ahead
+
+    def blocks(n, fail_at=None):
+        for i in range(n):
+            if i == fail_at:
+                raise ValueError(f"block {i}")
+            yield i
+
+    assert list(_read_ahead(blocks(50))) == list(range(50))
+    got = []
+    with pytest.raises(ValueError, match="block 7"):
+        for b in _read_ahead(blocks(50, fail_at=7)):
+            got.append(b)
+    assert got == list(range(7))
+    # stopping after the first block ends the reading thread (it would hold the file open)
+    ahead = _read_ahead(blocks(10_000))
+    assert next(ahead) == 0
+    ahead.close()
+    assert not [t for t in threading.enumerate() if t.name == "sacct-reader"]
+
+
+def test_a_dump_of_many_blocks_reads_as_one_block_and_a_bad_row_in_a_late_block_is_listed(tmp_path, monkeypatch):
+    """Blocks are parsed ahead by another thread: a dump read in 64 KB blocks gives the runs it gives in one block,
+    and a bad row near its end sends it to the careful reader, which lists that row."""
+    from datetime import datetime
+
+    from slurmtools.reports import sacct, synth
+
+    p = synth.write(tmp_path / "d.txt", 2000, datetime(2025, 11, 1), 5, seed=9, arrays=0.2)
+    whole = read_sacct(p)
+    monkeypatch.setattr(sacct, "BLOCK", 1 << 16)
+    assert p.stat().st_size > 20 * sacct.BLOCK
+    pd.testing.assert_frame_equal(read_sacct(p).jobs, whole.jobs)
+    lines = p.read_text().split("\n")
+    at = len(lines) - 5
+    parts = lines[at].split("|")
+    parts[lines[0].split("|").index("NNodes")] = "two"
+    lines[at] = "|".join(parts)
+    p.write_text("\n".join(lines))
+    acc = read_sacct(p)
+    assert [(b.line, b.reason) for b in acc.bad.rows] == [(at + 1, "field NNodes: 'two' is not a whole number")]
+    assert len(acc.jobs) + acc.steps == len(whole.jobs) + whole.steps - 1
