@@ -92,9 +92,8 @@ class DayCache:
         # converted to arrow once and sliced per day: what `DataFrame.to_parquet` writes, without converting
         # every day's part on its own
         table = pa.Table.from_pandas(jobs.reset_index(drop=True), preserve_index=False)
-        written = []
-        d = first
-        while d <= last:
+
+        def write(d: date) -> date:
             k = np.datetime64(d, "D").astype(np.int64)
             a, b = np.searchsorted(sorted_days, [k, k + 1])
             p = self.path(d)
@@ -106,10 +105,32 @@ class DayCache:
             pq.write_table(empty_usage if u is None else pa.Table.from_pandas(u, preserve_index=False), utmp)
             os.replace(utmp, up)
             os.replace(tmp, p)  # the runs file last: a day counts as cached once both exist
-            written.append(d)
+            return d
+
+        # a few threads write days side by side (Parquet writing leaves the interpreter's lock; a year of small
+        # day files is mostly per-file cost); days complete in order, each when its runs file appears
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
+
+        total = (last - first).days + 1
+        writers = max(1, min(4, os.cpu_count() or 1))
+        written: list[date] = []
+        pending: deque = deque()
+
+        def done_one() -> None:
+            written.append(pending.popleft().result())
             if on_day is not None:
-                on_day(len(written), (last - first).days + 1, "days")
-            d += timedelta(days=1)
+                on_day(len(written), total, "days")
+
+        with ThreadPoolExecutor(max_workers=writers) as pool:
+            d = first
+            while d <= last:
+                pending.append(pool.submit(write, d))
+                while len(pending) > 2 * writers:
+                    done_one()
+                d += timedelta(days=1)
+            while pending:
+                done_one()
         return written
 
 
