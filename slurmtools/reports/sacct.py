@@ -746,8 +746,13 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
     table = table.drop_columns(["alloc_multi"])
     cols = {}
     for k in table.column_names:
+        # categories in order of first appearance in the dump (encoded before the rows are sorted)
         cols[k] = pc.dictionary_encode(table[k]) if k in _LOW_CARD else table[k]
-    frame = pa.table(cols).to_pandas()
+    table = pa.table(cols)
+    if not multi.any():
+        # sorted by job and start here, in arrow, before pandas makes its columns
+        table = table.take(_run_order(table["start"].to_numpy(), table["job_id_raw"].to_numpy()))
+    frame = table.to_pandas()
     frame["gpu_util_slurm"] = np.float32(np.nan)
     if len(step_ids):
         best = pd.Series(step_utils).groupby(step_ids).max()
@@ -758,8 +763,13 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
         frame["gpu_mem_slurm_mb"] = peak.reindex(frame["job_id_raw"].to_numpy()).to_numpy().astype(np.float32)
     if multi.any():
         frame = _split_multi_type(frame, np.asarray(alloc_multi.to_pylist(), dtype=object), multi)
-    order = np.lexsort((frame["start"].to_numpy(), frame["job_id_raw"].to_numpy()))
-    return frame.iloc[order].reset_index(drop=True)
+        frame = frame.iloc[_run_order(frame["start"].to_numpy(), frame["job_id_raw"].to_numpy())]
+    return frame.reset_index(drop=True)
+
+
+def _run_order(start: np.ndarray, job_id_raw: np.ndarray) -> np.ndarray:
+    """The frame's order: by job, then start (never started last), then place in the dump (a stable sort)."""
+    return np.lexsort((start, job_id_raw))
 
 
 _MEM_UNIT_MB = {"": 1 / 2**20, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
@@ -787,8 +797,10 @@ def _step_gpu_util(steps: pa.Table, check: bool = False) -> tuple[np.ndarray, np
     u = pc.cast(pc.struct_field(util, [0]), pa.float64()).to_numpy(zero_copy_only=False)
     mem = num(r"gres/gpumem=(?P<v>[\d.]+)(?P<unit>[KMGTP]?)")
     v = pc.cast(pc.struct_field(mem, [0]), pa.float64()).to_numpy(zero_copy_only=False)
-    units = pc.fill_null(pc.struct_field(mem, [1]), "").to_numpy(zero_copy_only=False)
-    m = v * pd.Series(units, dtype=object).map(_MEM_UNIT_MB).to_numpy(dtype=np.float64)
+    units = pc.fill_null(pc.struct_field(mem, [1]), "")
+    # each unit's factor looked up in arrow, not by a Python lookup per step
+    at = pc.index_in(units, value_set=pa.array(list(_MEM_UNIT_MB))).to_numpy(zero_copy_only=False)
+    m = v * np.array(list(_MEM_UNIT_MB.values()))[at]
     raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
     ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
         zero_copy_only=False)
