@@ -12,6 +12,8 @@ Files are written to a temporary name and renamed, so a crash leaves no half-wri
 from __future__ import annotations
 
 import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -109,9 +111,6 @@ class DayCache:
 
         # a few threads write days side by side (Parquet writing leaves the interpreter's lock; a year of small
         # day files is mostly per-file cost); days complete in order, each when its runs file appears
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
-
         total = (last - first).days + 1
         writers = max(1, min(4, os.cpu_count() or 1))
         written: list[date] = []
