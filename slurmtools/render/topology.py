@@ -18,9 +18,9 @@ from slurmtools.hostlist import compress
 from slurmtools.slurm.releases import SlurmRelease
 from slurmtools.topology import queries as q
 from slurmtools.topology.graph import Topology, _natural
+from slurmtools.topology.slurm_topology_conf import check_block_sizes
 
 KINDS = ("tree", "block", "flat")
-MAX_BLOCK_LEVEL = 15  # Slurm refuses a BlockSizes entry more than 2^15 base blocks large
 
 
 @dataclass(frozen=True)
@@ -39,28 +39,6 @@ class BlockLayout:
     @property
     def real_blocks(self) -> list[Block]:
         return [b for b in self.blocks if b.hosts]
-
-
-def check_block_sizes(sizes: Sequence[int], where: str = "--block-sizes") -> tuple[int, ...]:
-    """Slurm's rules for BlockSizes: positive, ascending, each a power-of-two multiple of the first (the base
-    block size in nodes), at most 2^15 base blocks."""
-    if not sizes:
-        raise ConfigError(where, "", "needs at least one size (the base block size in nodes)")
-    base = sizes[0]
-    prev = 0
-    for s in sizes:
-        if s <= 0:
-            raise ConfigError(where, str(s), "block sizes must be positive node counts")
-        if s <= prev:
-            raise ConfigError(where, str(s), f"block sizes must grow ({prev} then {s})")
-        ratio, rem = divmod(s, base)
-        if rem or ratio & (ratio - 1):
-            raise ConfigError(where, str(s), f"must be the base size {base} times a power of two "
-                                             f"(Slurm aggregates 2, 4, 8, ... base blocks)")
-        if ratio > 2 ** MAX_BLOCK_LEVEL:
-            raise ConfigError(where, str(s), f"more than 2^{MAX_BLOCK_LEVEL} base blocks of {base} nodes")
-        prev = s
-    return tuple(sizes)
 
 
 def block_layout(t: Topology, release: SlurmRelease, sizes: Sequence[int] | None = None,

@@ -24,7 +24,7 @@ def test_circe_superpod():
     assert c.leaves_of("circe-n051") == ["s2", "s4"]
     assert c.switches["s0"].nodes[-2:] == ("n019", "n020")
     warns = c.warnings([f"circe-n{i:03d}" for i in range(1, 81)])
-    assert f"{CIRCE}: host circe-n051 is under several switches: s2, s4" in warns
+    assert f"{CIRCE}:5: host circe-n051 is under several switches: s2, s4" in warns
     assert f"{CIRCE}:1: switch s0 lists nodes that are not defined: n019, n020" in warns
     assert f"{CIRCE}: nodes under no switch: circe-n[019-020,059]" in warns
 
