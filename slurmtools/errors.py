@@ -13,6 +13,16 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def unknown_key(key: str, known: list[str]) -> str:
+    """What to say about a key a file format does not know: a typo must not pass silently, so name the nearest
+    known key and all of them (`unknown key (did you mean nodes?; keys here: switch, children, nodes)`)."""
+    import difflib
+
+    near = difflib.get_close_matches(key, known, n=1)
+    did = f"did you mean {near[0]}?; " if near else ""
+    return f"unknown key ({did}keys here: {', '.join(known) or 'none'})"
+
+
 class SlurmtoolsError(Exception):
     """Base class: an error with a one-line, user-facing message."""
 

@@ -1,8 +1,8 @@
 """`slurmtools topo capture` and `slurmtools topo import --from KIND FILE`: where topology comes from.
 
 `capture` records what NVML reports on this node into a JSON capture; `import` reads one provider's input
-(nvidia-smi text, an ibnetdiscover dump, a Slurm topology.conf, an NCCL topology XML, a capture) into the
-topology graph. `load_topology(path)` lets the other `topo` commands take such a file directly.
+(nvidia-smi text, an ibnetdiscover dump, a Slurm topology.conf or topology.yaml, an NCCL topology XML, a capture)
+into the topology graph. `load_topology(path)` lets the other `topo` commands take such a file directly.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import typer
 
 from slurmtools.cli.common import JsonOpt, fail, print_json
 
-KINDS = ("nvidia-smi", "ibnetdiscover", "topology.conf", "nccl-xml", "capture")
+KINDS = ("nvidia-smi", "ibnetdiscover", "topology.conf", "topology.yaml", "nccl-xml", "capture")
 
 
 def register_providers(topo_app: typer.Typer) -> None:
@@ -51,6 +51,8 @@ def detect_kind(text: str) -> str | None:
         return "ibnetdiscover"
     if re.search(r"^\s*(?:SwitchName|BlockName)=", head, re.M | re.I):
         return "topology.conf"
+    if re.search(r"^\s*(?:-\s+)?topology\s*:", head, re.M) and re.search(r"^\s*(?:tree|block|flat)\s*:", head, re.M):
+        return "topology.yaml"
     if re.search(r"^[#\s]*GPU0\b", head, re.M):
         return "nvidia-smi"
     return None
@@ -58,9 +60,11 @@ def detect_kind(text: str) -> str | None:
 
 def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Optional[str] = None,
           exclude_hca: tuple[str, ...] = (), exclude_switch: tuple[str, ...] = (), nvlink: Optional[str] = None,
-          warn=None, gpu_type: Optional[str] = None, threads_per_core: Optional[int] = None):
+          warn=None, gpu_type: Optional[str] = None, threads_per_core: Optional[int] = None,
+          topology_name: Optional[str] = None):
     """Read `path` with the provider `kind` into a Topology. `gpu_type` and `threads_per_core` are the admin's
-    statements for one-node inputs that do not carry them."""
+    statements for one-node inputs that do not carry them; `topology_name` picks one topology of a
+    topology.yaml (default: its cluster default)."""
     import json
 
     from slurmtools.errors import ParseError
@@ -83,14 +87,8 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
                 warn(f"{path}: {named} adapter(s) whose description names no host (pattern "
                      f"{hostname_pattern or ibnet.DEFAULT_HOST_PATTERN!r}) were left out")
         return ibnet.to_topology(cf, Path(path).stem)
-    if kind == "topology.conf":
-        from slurmtools.topology import slurm_topology_conf as stc
-
-        conf = stc.parse_topology_conf(text, path)
-        for w in conf.warnings():
-            if warn:
-                warn(w)
-        return stc.to_topology(conf, Path(path).stem)
+    if kind in ("topology.conf", "topology.yaml"):
+        return _slurm_topology(kind, text, path, topology_name, warn or (lambda _w: None))
     if kind == "capture":
         from slurmtools.topology.nvml_capture import NvmlCapture, to_topology
 
@@ -107,6 +105,35 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
         return nccl_xml.to_topology(nccl_xml.parse_nccl_xml(text, path), host or Path(path).stem, gpu_type,
                                     threads_per_core)
     raise ParseError("--from", None, f"unknown input kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def _slurm_topology(kind: str, text: str, path: str, topology_name: Optional[str], warn):
+    """Slurm's own topology files: both readers make one `TopologyConf`, checked and turned into the graph by
+    the same code; the notes say what the graph cannot show (which topology of several, the blocks)."""
+    from slurmtools.topology import slurm_topology_conf as stc
+
+    if kind == "topology.conf":
+        conf, name = stc.parse_topology_conf(text, path), Path(path).stem
+    else:
+        from slurmtools.topology.slurm_topology_yaml import parse_topology_yaml
+
+        doc = parse_topology_yaml(text, path)
+        chosen = doc.select(topology_name)
+        conf, name = chosen.conf, chosen.name
+        if len(doc.topologies) > 1:
+            why = "named by --topology" if topology_name is not None else "the cluster default"
+            warn(f"{path}: {len(doc.topologies)} topologies ({', '.join(t.name for t in doc.topologies)}); "
+                 f"imported {chosen.name} ({chosen.kind}, {why})")
+        if chosen.kind == "flat":
+            warn(f"{path}: topology {chosen.name} is flat: it names no switches, blocks or hosts, so the graph is "
+                 "empty")
+    for w in conf.warnings():
+        warn(w)
+    if conf.blocks:
+        sizes = ",".join(map(str, conf.block_sizes)) or "not given"
+        warn(f"{path}: {len(conf.blocks)} blocks (BlockSizes {sizes}): the graph holds their hosts, not the blocks "
+             "(the file does not say what joins a block's hosts: an NVLink domain, a leaf switch)")
+    return stc.to_topology(conf, name)
 
 
 def load_topology(path: Path):
@@ -129,7 +156,10 @@ def _summary(t) -> dict:
 
 def import_cmd(file: str = typer.Argument(..., help="The provider's input file (.gz is read too)"),
                kind: str = typer.Option(..., "--from", help="nvidia-smi | ibnetdiscover | topology.conf | "
-                                                            "nccl-xml | capture"),
+                                                            "topology.yaml | nccl-xml | capture"),
+               topology: Optional[str] = typer.Option(None, "--topology", help="topology.yaml: the topology to "
+                                                                              "import (default: the one marked "
+                                                                              "cluster_default)"),
                host: Optional[str] = typer.Option(None, "--host", help="Host name for one-node inputs "
                                                                        "(default: from the file)"),
                hostname_pattern: Optional[str] = typer.Option(
@@ -154,23 +184,25 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
     """Read one provider's input into the topology graph; print a summary, write the graph with --out."""
     if kind not in KINDS:
         fail(f"--from: expected one of {', '.join(KINDS)}, got {kind!r}")
+    if topology is not None and kind != "topology.yaml":
+        fail(f"--topology: only with --from topology.yaml (a {kind} input holds one topology)")
     from slurmtools.topology.graph import gc_paused
 
     # One pause of the cyclic collector for the whole command, not one per step: between steps it would walk the
     # fabric's million objects again (3 collections, about 0.35 s of a 16k-host import; they hold no cycles).
     with gc_paused():
         _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvlink, gpu_type, threads_per_core,
-                strict, out, json_out)
+                strict, out, json_out, topology)
 
 
 def _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvlink, gpu_type, threads_per_core,
-            strict, out, json_out) -> None:
+            strict, out, json_out, topology) -> None:
     from slurmtools.topology.describe import describe_host, host_lines
     from slurmtools.topology.graph import _natural
 
     warnings: list[str] = []
     t = build(kind, file, host, hostname_pattern, tuple(exclude_hca), tuple(exclude_switch), nvlink,
-              warn=warnings.append, gpu_type=gpu_type, threads_per_core=threads_per_core)
+              warn=warnings.append, gpu_type=gpu_type, threads_per_core=threads_per_core, topology_name=topology)
     for w in warnings:
         typer.echo(f"slurmtools: warning: {w}", err=True)
     # The hosts with an inside to describe (GPUs, or facts the source left unknown), in name order: picked in

@@ -5,7 +5,6 @@ Shared by the site file and the fabric file so that every config error reads the
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from slurmtools.durations import UnitMissing, parse_duration_with_unit
-from slurmtools.errors import ConfigError
+from slurmtools.errors import ConfigError, unknown_key
 
 T = TypeVar("T")
 _MISSING = object()
@@ -202,10 +201,7 @@ class Table:
         exist here (those the schema asked for) and the nearest one."""
         for k in self.data:
             if k not in self._used:
-                known = list(self._used)
-                near = difflib.get_close_matches(k, known, n=1)
-                did = f"did you mean {near[0]}?; " if near else ""
-                raise self.error(k, f"unknown key ({did}keys here: {', '.join(known) or 'none'}){hint}")
+                raise self.error(k, unknown_key(k, list(self._used)) + hint)
 
 
 def each(mapping: dict[str, Table], build: Callable[[str, Table], T]) -> dict[str, T]:

@@ -1,8 +1,9 @@
 """Light commands stay light, and the prebuilt help that `slurmtools.cli.launch` serves is typer's own output.
 
-Heavy modules (pandas, numpy, networkx, matplotlib, jinja2, pyarrow, pyslurm) belong to the commands that use them:
-`--help` of any command, through typer or through the prebuilt text, must not import one. The prebuilt text must
-equal what typer prints, for every command and both program names, or `launch` must not serve it.
+Heavy modules (pandas, numpy, networkx, matplotlib, jinja2, pyarrow, pyslurm; yaml, which only the topology.yaml
+reader needs) belong to the commands that use them: `--help` of any command, through typer or through the prebuilt
+text, must not import one. The prebuilt text must equal what typer prints, for every command and both program names,
+or `launch` must not serve it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 from slurmtools.cli import _help_texts, helpgen, launch
 
-HEAVY = ("pandas", "numpy", "networkx", "matplotlib", "jinja2", "pyarrow", "pyslurm")
+HEAVY = ("pandas", "numpy", "networkx", "matplotlib", "jinja2", "pyarrow", "pyslurm", "yaml")
 REPO = Path(__file__).resolve().parents[2]
 
 
