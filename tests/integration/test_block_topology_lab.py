@@ -167,3 +167,51 @@ def test_planner_keeps_tensor_parallel_groups_in_blocks(lab, nvl_lab):
             assert len(set(nodes) & hosts) % 2 == 0, (nodes, name)  # whole 2-host segments per block
     finally:
         nl.sh(f"scancel {job}", check=False)
+
+
+def _shown(nl: Lab, args: str, head: str) -> list[dict[str, str]]:
+    """`scontrol show topology ARGS` lines that start with `head=`, as key -> value."""
+    out = nl.sh(f"scontrol show topology {args}".strip()).stdout.splitlines()
+    return [dict(tok.split("=", 1) for tok in ln.split() if "=" in tok) for ln in out if ln.startswith(f"{head}=")]
+
+
+@pytest.mark.slurm_release("25.11")
+def test_the_topology_yaml_slurmctld_runs_on_imports_as_it_shows_it(lab, nvl_lab):
+    """`topo import --from topology.yaml` on the file this slurmctld loaded: its cluster default is the tree that
+    `scontrol show topology` shows (every switch, its level, its hosts and children), and its block topology the
+    blocks `scontrol show topology block` shows, block by block, with the BlockSizes Slurm works with."""
+    from slurmtools.cli.topo_providers import build
+    from slurmtools.topology.slurm_topology_yaml import parse_topology_yaml
+
+    d, up = nvl_lab
+    assert up.returncode == 0, up.stdout + up.stderr
+    env, version = _lab_env(d)
+    env["SLURMTOOLS_LAB_PORT_OFFSET"] = OFFSET
+    nl = Lab(dir=d, env=env, slurm_version=version)
+    nl.wait_nodes_idle()
+    path = d / "etc" / "topology.yaml"
+    doc = parse_topology_yaml(path.read_text(), str(path))
+    assert [(x.name, x.kind, x.cluster_default) for x in doc.topologies] == [
+        ("tree", "tree", True), ("block", "block", False), ("flat", "flat", False)]
+
+    notes: list[str] = []
+    t = build("topology.yaml", str(path), warn=notes.append)   # the cluster default, as `topo import` picks it
+    assert notes == [f"{path}: 3 topologies (tree, block, flat); imported tree (tree, the cluster default)"]
+    levels = q.switch_levels(t)
+    tree = doc.select().conf
+    switches = {kv["SwitchName"]: kv for kv in _shown(nl, "", "SwitchName")}
+    assert set(switches) == set(levels) == set(tree.switches)
+    for name, kv in switches.items():
+        assert int(kv["Level"]) == levels[name], name
+        assert set(expand(kv.get("Nodes", ""))) == set(q.hosts_under(t, name)), name
+        assert set(expand(kv.get("Switches", ""))) == set(tree.switches[name].switches), name
+
+    block = doc.select("block").conf
+    shown = {kv["BlockName"]: kv for kv in _shown(nl, "block", "BlockName")}
+    assert {n: set(expand(kv.get("Nodes", ""))) for n, kv in shown.items()} == \
+           {n: set(b.nodes) for n, b in block.blocks.items()}
+    assert {int(kv["BlockSize"]) for kv in shown.values()} == {block.block_sizes[0]}
+    assert {int(kv["BlockSize"]) for kv in _shown(nl, "block", "AggregatedBlock")} <= set(block.block_sizes)
+    t_block = build("topology.yaml", str(path), topology_name="block")
+    assert set(t_block.host_names()) == set().union(*(set(b.nodes) for b in block.blocks.values()))
+    assert t_block.count("switch") == 0
