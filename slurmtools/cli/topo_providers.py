@@ -186,7 +186,7 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
         fail(f"--from: expected one of {', '.join(KINDS)}, got {kind!r}")
     if topology is not None and kind != "topology.yaml":
         fail(f"--topology: only with --from topology.yaml (a {kind} input holds one topology)")
-    from slurmtools.topology.graph import gc_paused
+    from slurmtools.gc_pause import gc_paused
 
     # One pause of the cyclic collector for the whole command, not one per step: between steps it would walk the
     # fabric's million objects again (3 collections, about 0.35 s of a 16k-host import; they hold no cycles).

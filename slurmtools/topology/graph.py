@@ -11,15 +11,14 @@ with a `count`, which keeps 16k-host fabrics small.
 
 from __future__ import annotations
 
-import gc
 import json
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar, Iterable, Iterator
 
 import networkx as nx
 
 from slurmtools.errors import ParseError
+from slurmtools.gc_pause import gc_paused
 from slurmtools.topology.links import IB_LANE_GBYTES, IbLink, ib_link  # noqa: F401  (re-exported)
 from slurmtools.topology.names import natural as _natural
 
@@ -265,21 +264,6 @@ class Member:
 EDGE_TYPES: dict[str, type] = {t.kind: t for t in (NvLink, Pcie, Smp, IbLink, EthLink, Member)}
 Edge = NvLink | Pcie | Smp | IbLink | EthLink | Member
 FABRIC_KINDS = ("ib", "ethernet")
-
-
-@contextmanager
-def gc_paused():
-    """Pause Python's cyclic garbage collector while a large fabric is read, built or exported (also usable as a
-    decorator). Those steps allocate hundreds of thousands of tuples, dicts and records that form no cycles, and
-    every automatic full collection in between would walk all of them again: on a 4k-host dump that is about
-    40% of the run. Restores the collector only if it was on (nesting and callers that disabled it are safe)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 class Topology:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from slurmtools.errors import ParseError
-from slurmtools.topology.graph import IB_LANE_GBYTES, gc_paused
+from slurmtools.gc_pause import gc_paused
+from slurmtools.topology.graph import IB_LANE_GBYTES
 
 DEFAULT_HOST_PATTERN = r"^(?P<host>\S+)\s+(?P<hca>\S+)$"
 AGGREGATION_NODE = "Aggregation Node"  # SHARP engine inside a switch, listed as a CA

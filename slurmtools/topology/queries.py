@@ -17,7 +17,8 @@ import networkx as nx
 
 from slurmtools.topology import fabric_index as _fabric_index
 from slurmtools.topology.fabric_index import FabricIndex
-from slurmtools.topology.graph import FABRIC_KINDS, Gpu, Topology, _natural, gc_paused
+from slurmtools.gc_pause import gc_paused
+from slurmtools.topology.graph import FABRIC_KINDS, Gpu, Topology, _natural
 
 INTERNAL = ("pcie", "smp")
 

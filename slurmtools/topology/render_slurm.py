@@ -13,7 +13,8 @@ from typing import Iterable, Sequence
 from slurmtools.errors import ConfigError
 from slurmtools.hostlist import compress
 from slurmtools.topology import queries as q
-from slurmtools.topology.graph import Topology, _natural, gc_paused
+from slurmtools.gc_pause import gc_paused
+from slurmtools.topology.graph import Topology, _natural
 
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
