@@ -101,7 +101,7 @@ def latency(quick: bool) -> None:
           f"({'MET' if med_cold <= 0.010 else 'NOT MET'}); cold/warm = {med_cold / med:.2f}")
     print(f"  plan: {p.nodes} hosts under {p.leaves_now} leaves (empty cluster {p.leaves_empty}); "
           f"--switches={p.switches}")
-    print(f"  (not in the goal) building the view from node states: {build * 1000:.1f} ms")
+    print(f"  (not in the goal) the benchmark generating its random synthetic view: {build * 1000:.1f} ms")
 
 
 def big_site(folder: Path, leaves: int = 512, per_leaf: int = 32, spines: int = 16) -> Path:
