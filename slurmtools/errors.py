@@ -23,6 +23,19 @@ def unknown_key(key: str, known: list[str]) -> str:
     return f"unknown key ({did}keys here: {', '.join(known) or 'none'})"
 
 
+def whole_number(text: str, signed: bool = False) -> int:
+    """`text` as an int when it is plain ASCII digits (after one `-` where `signed`); else ValueError.
+
+    Why not int() alone: it also reads `٣`, `1_0`, `+7` and blank-padded text, which none of the tools behind the
+    files we read writes, so a garbled field would pass as another number; `str.isdigit()` passes `²`, which int()
+    then refuses far from any message naming the field; and past 4300 digits int() refuses with a ValueError of
+    its own. No field we read needs 100 digits."""
+    digits = text[1:] if signed and text.startswith("-") else text
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 100:
+        raise ValueError(f"not a whole number: {text[:40]!r}")
+    return int(text)
+
+
 class SlurmtoolsError(Exception):
     """Base class: an error with a one-line, user-facing message."""
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from slurmtools.errors import ParseError
+from slurmtools.errors import ParseError, whole_number
 from slurmtools.gc_pause import gc_paused
 from slurmtools.topology.graph import IB_LANE_GBYTES
 
@@ -90,10 +90,14 @@ def _quoted(s: str, start: int = 0) -> tuple[str, int]:
 def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
     """'4xNDR' -> (4, 'NDR'); the last word of a port line."""
     w, x, sp = tail.partition("x")
-    if not x or not w.isdigit() or sp not in IB_LANE_GBYTES:
+    try:
+        width = whole_number(w)
+    except ValueError:
+        width = None
+    if not x or width is None or sp not in IB_LANE_GBYTES:
         raise ParseError(source, n, f"expected the link rate (like 4xNDR) at the end of the line, "
                                     f"found {tail or 'nothing'!r}", len(line.rstrip()) - len(tail) + 1)
-    return int(w), sp
+    return width, sp
 
 
 @gc_paused()
@@ -294,13 +298,15 @@ def _read_lines(text: str, source: str) -> IbFabric:
                 raise ParseError(source, n, "a port line before any Switch/Ca header", 1)
             try:
                 close = line.index("]")
-                port = int(line[1:close])
+                port = whole_number(line[1:close])
                 q1 = line.index('"', close)
                 q2 = line.index('"', q1 + 1)
                 if cur_guids is not None and line[close + 1] == "(":
                     cur_guids.append(line[close + 2:line.index(")", close)].lower())
                 rclose = line.index("]", q2)
-                rport = int(line[q2 + 2:rclose])
+                if line[q2 + 1] != "[":
+                    raise ValueError("no [ after the remote node")
+                rport = whole_number(line[q2 + 2:rclose])
             except (ValueError, IndexError):
                 raise ParseError(source, n, 'expected a port line like [1] "S-<guid>"[17] # ... 4xNDR', 1) from None
             remote = line[q1 + 1:q2]
@@ -342,7 +348,7 @@ def _read_lines(text: str, source: str) -> IbFabric:
         if head in _KIND:
             try:
                 rest = line[len(head):].split(None, 1)
-                ports = int(rest[0])
+                ports = whole_number(rest[0])
                 name, after = _quoted(rest[1])
                 desc_at = rest[1].find("#", after)
                 desc = _quoted(rest[1], desc_at)[0] if desc_at >= 0 else ""

@@ -9,10 +9,13 @@ refused. Pure: takes text; expat gives line numbers for every error.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from xml.parsers import expat
 
-from slurmtools.errors import ParseError
+from slurmtools.errors import ParseError, whole_number
+
+_HEX_WORD = re.compile(r"[0-9a-fA-F]+")   # int(w, 16) alone also takes blanks, signs, `_` and a 0x prefix
 
 
 @dataclass
@@ -108,20 +111,21 @@ class NcclTopo:
 
 def _mask(value: str, source: str, el: _El) -> tuple[int, ...]:
     """Linux cpumask text: comma-separated 32-bit hex words, most significant first."""
-    try:
-        words = [int(w, 16) for w in value.split(",")]
-    except ValueError:
+    words = value.split(",")
+    if not all(_HEX_WORD.fullmatch(w) for w in words):
         raise ParseError(source, el.line, f"cpu affinity: expected hex words like 0000ffff,ffffffff, "
-                                          f"found {value!r}", el.column) from None
+                                          f"found {value!r}", el.column)
     out = []
     for i, w in enumerate(reversed(words)):
-        out.extend(i * 32 + b for b in range(32) if w >> b & 1)
+        bits = int(w, 16)
+        out.extend(i * 32 + b for b in range(32) if bits >> b & 1)
     return tuple(out)
 
 
-def _int(el: _El, key: str, source: str, base: int = 10) -> int:
+def _int(el: _El, key: str, source: str, signed: bool = False) -> int:
+    """A whole-number attribute; `signed` where NCCL writes -1 for "not known" (numaid)."""
     try:
-        return int(el.attrs[key], base)
+        return whole_number(el.attrs[key], signed)
     except KeyError:
         raise ParseError(source, el.line, f"<{el.tag}> needs {key}=", el.column) from None
     except ValueError:
@@ -145,7 +149,7 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     bridge_numa: dict[str, int] = {}
     counters = {"gpu": 0, "nic": 0}
     unstated: list[_El] = []
-    explicit_gpu = {int(e.attrs["dev"]) for e in _walk(top) if e.tag == "gpu" and e.attrs.get("dev", "").isdigit()}
+    explicit_gpu = {_int(e, "dev", source) for e in _walk(top) if e.tag == "gpu" and "dev" in e.attrs}
 
     def add(kind, el, bus, numa, path, name=None, speed=None, nvlinks=(), index=None, explicit=True, sm=None,
             layer=None, stated=False):
@@ -203,7 +207,7 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     for c in top.children:
         if c.tag != "cpu":
             continue
-        numa = _int(c, "numaid", source)
+        numa = _int(c, "numaid", source, signed=True)
         cpus.append(XmlCpu(numa, _mask(c.attrs["affinity"], source, c) if "affinity" in c.attrs else (), c.line))
         visit(c, numa, [])
         for n in c.children:  # NICs NCCL attaches straight to a CPU (no PCI id known)

@@ -14,16 +14,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from slurmtools.errors import ParseError
+from slurmtools.errors import ParseError, whole_number
 
 # Connection classes, nearest first. SOC is the pre-2017 name of SYS.
 PCIE_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
 CLASS_RANK = {"NV": 0, "PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5}
 _LINK_WORDS = ("X", "SOC", "SYS", "NODE", "PHB", "PXB", "PIX")
 _P2P_WORDS = {"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"}
-_CPULIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
+_CPULIST = re.compile(r"^[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*$")
 _TOKEN = re.compile(r"\S+")
-_NIC_LEGEND = re.compile(r"^\s*NIC(\d+)\s*:\s*(\S+)\s*$")
+_DIGITS = frozenset("0123456789")
+_NIC_LEGEND = re.compile(r"^\s*NIC([0-9]{1,9})\s*:\s*(\S+)\s*$")
 _AFFINITY_COLUMNS = {("CPU", "Affinity"): "cpu", ("NUMA", "Affinity"): "numa", ("GPU", "NUMA", "ID"): "gpu_numa"}
 _COLUMN_TITLES = {"cpu": "CPU Affinity", "numa": "NUMA Affinity", "gpu_numa": "GPU NUMA ID"}
 
@@ -163,8 +164,12 @@ def _tokens(content: str, off: int) -> list[tuple[int, str]]:
 def _link_from_word(word: str) -> Link | None:
     if word in _LINK_WORDS:
         return Link(word, "SYS" if word == "SOC" else word)
-    if word.startswith("NV") and word[2:].isdigit() and int(word[2:]) > 0:
-        return Link(word, "NV", int(word[2:]))
+    if word.startswith("NV"):
+        try:
+            count = whole_number(word[2:])
+        except ValueError:
+            return None
+        return Link(word, "NV", count) if count > 0 else None
     return None
 
 
@@ -179,7 +184,7 @@ def _segmentations(tok: str, start: int = 0) -> Iterator[list[str]]:
                 yield [w] + rest
     if tok.startswith("NV", start):
         end = start + 2
-        while end < len(tok) and tok[end].isdigit():
+        while end < len(tok) and tok[end] in _DIGITS:
             end += 1
             for rest in _segmentations(tok, end):
                 yield [tok[start:end]] + rest
@@ -205,7 +210,7 @@ def parse_cpulist(value: str) -> frozenset[int]:
     out: set[int] = set()
     for part in value.split(","):
         a, _, b = part.partition("-")
-        lo, hi = int(a), int(b or a)
+        lo, hi = whole_number(a), whole_number(b or a)
         if hi < lo:
             raise ValueError(value)
         out.update(range(lo, hi + 1))
@@ -226,9 +231,11 @@ def _header_columns(toks: list[tuple[int, str]], source: str, lineno: int):
             continue
         if columns:
             raise ParseError(source, lineno, f"unexpected header column {tok!r} after the affinity columns", col)
-        fused = re.fullmatch(r"(?:(?:GPU|NIC)\d+)+", tok)
-        parts = re.findall(r"(?:GPU|NIC)\d+", tok) if fused else [tok]
+        fused = re.fullmatch(r"(?:(?:GPU|NIC)[0-9]+)+", tok)
+        parts = re.findall(r"(?:GPU|NIC)[0-9]+", tok) if fused else [tok]
         for p in parts:
+            if p.startswith("GPU") and not re.fullmatch(r"GPU[0-9]{1,9}", p):
+                raise ParseError(source, lineno, f"expected a GPU label like GPU0, found {p[:40]!r}", col)
             devices.append((col, p))
         i += 1
     return devices, columns
@@ -338,12 +345,12 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     devices = []
     nic_no = 0
     for label, vals in zip(labels, values):
-        if re.fullmatch(r"GPU\d+", label):
+        if label.startswith("GPU"):   # GPU<digits>: checked with the header
             kind, index, name = "gpu", int(label[3:]), label
         else:
             kind, index = "nic", nic_no
             nic_no += 1
-            m = re.fullmatch(r"NIC(\d+)", label)
+            m = re.fullmatch(r"NIC([0-9]{1,9})", label)
             name = legend.pop(int(m.group(1)), label) if m else label
         devices.append(Device(label, kind, index, name, **vals))
     if legend:
@@ -377,7 +384,7 @@ def _affinity_values(rest, columns, label, source, lineno):
             elif name == "numa":
                 vals["numa_affinity"] = None if tok == "N/A" else parse_cpulist(tok)
             else:
-                vals["gpu_numa_id"] = None if tok == "N/A" else int(tok)
+                vals["gpu_numa_id"] = None if tok == "N/A" else whole_number(tok)
         except ValueError:
             kind = "a NUMA id or N/A" if name == "gpu_numa" else "a list like 0-15,32-47" + \
                 (" or N/A" if name == "numa" else "")
@@ -426,8 +433,8 @@ class GpuNvlinks:
         return sum(s for _, s in self.links if s is not None)
 
 
-_GPU_LINE = re.compile(r"^GPU (\d+): (.*?) \(UUID: ([^)]*)\)\s*$")
-_LINK_LINE = re.compile(r"^Link (\d+): (?:([\d.]+) GB/s|<inactive>)\s*$")
+_GPU_LINE = re.compile(r"^GPU ([0-9]{1,9}): (.*?) \(UUID: ([^)]*)\)\s*$")
+_LINK_LINE = re.compile(r"^Link ([0-9]{1,9}): (?:([0-9]{1,9}(?:\.[0-9]{1,9})?) GB/s|<inactive>)\s*$")
 
 
 def parse_nvlink_status(text: str, source: str = "<nvidia-smi nvlink -s>") -> tuple[GpuNvlinks, ...]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from slurmtools.errors import ConfigError, ParseError
+from slurmtools.errors import ConfigError, ParseError, whole_number
 from slurmtools.hostlist import expand
 
 _KEYS = {"switchname": "SwitchName", "switches": "Switches", "nodes": "Nodes", "linkspeed": "LinkSpeed",
@@ -195,15 +195,16 @@ def parse_topology_conf(text: str, source: str = "topology.conf") -> TopologyCon
             speed = None
             if "LinkSpeed" in values:
                 value, col = values["LinkSpeed"]
-                if not value.isdigit():
-                    raise ParseError(source, lineno, f"LinkSpeed= expects a number, found {value!r}", col)
-                speed = int(value)
+                try:
+                    speed = whole_number(value)
+                except ValueError:
+                    raise ParseError(source, lineno, f"LinkSpeed= expects a number, found {value!r}", col) from None
             switches.append(ConfSwitch(name, hostlist("Nodes"), hostlist("Switches"), speed, lineno, hcol))
         elif head == "BlockName":
             blocks.append(ConfBlock(name, hostlist("Nodes"), lineno, hcol))
         else:
             try:
-                block_sizes = tuple(int(x) for x in name.split(","))
+                block_sizes = tuple(whole_number(x) for x in name.split(","))
             except ValueError:
                 raise ParseError(source, lineno, f"BlockSizes= expects numbers like 4,16, found {name!r}",
                                  hcol) from None

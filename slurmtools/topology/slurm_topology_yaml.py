@@ -21,7 +21,7 @@ from typing import NoReturn
 # never by the CLI's start-up.
 import yaml
 
-from slurmtools.errors import ConfigError, ParseError, unknown_key
+from slurmtools.errors import ConfigError, ParseError, unknown_key, whole_number
 from slurmtools.hostlist import expand
 from slurmtools.topology.slurm_topology_conf import ConfBlock, ConfSwitch, Spelling, TopologyConf, checked_conf
 
@@ -268,9 +268,10 @@ class _Reader:
         out = []
         for i, v in enumerate(values):
             text = self.text(v, f"{where}[{i}]", "a node count")
-            if not text.isascii() or not text.isdigit():
+            try:
+                out.append(whole_number(text))
+            except ValueError:
                 self.fail(v, f"{where}[{i}]", f"expected a whole number of nodes, found {text!r}")
-            out.append(int(text))
         return tuple(out)
 
 

@@ -113,6 +113,25 @@ BAD = [
     ('[1]\t"S-aa"[3]\t\t# 4xHDR\n', 1, "before any Switch/Ca header"),
 ]
 
+#: numbers as ibnetdiscover never prints them: other scripts' digits, superscripts, `_`, signs, and a port whose
+#: brackets are not where they belong (int() read all of these, or failed with a traceback)
+NUMBERS = [
+    (SMALL.replace('[1]\t"H-c1"', '[١]\t"H-c1"'), 4, "expected a port line"),
+    (SMALL.replace('[1]\t"H-c1"', '[-1]\t"H-c1"'), 4, "expected a port line"),
+    (SMALL.replace('"H-c1"[1]', '"H-c1"[+1]'), 4, "expected a port line"),
+    (SMALL.replace('"H-c1"[1]', '"H-c1"(1]'), 4, "expected a port line"),
+    (SMALL.replace("lid 4 4xHDR\n[3]", "lid 4 ²xHDR\n[3]"), 5, "link rate"),
+    (SMALL.replace('Ca\t1 "H-c2"', 'Ca\t1_0 "H-c2"'), 15, "expected Ca <ports>"),
+]
+
+
+@pytest.mark.parametrize("bad, line, words", NUMBERS)
+def test_numbers_are_ascii_digits(bad, line, words):
+    assert bad != SMALL
+    with pytest.raises(ParseError) as err:
+        parse_ibnetdiscover(bad, "bad.out")
+    assert err.value.line == line and words in str(err.value), str(err.value)
+
 
 @pytest.mark.parametrize("bad, line, words", BAD)
 def test_errors_name_the_line(bad, line, words):

@@ -71,6 +71,32 @@ def test_errors(text, line, column, words):
     assert words in str(err.value)
 
 
+GPU_PAIR = ("<system>\n <cpu numaid='0' affinity='0000ffff'>\n  <pci busid='0000:07:00.0' class='0x030200'>\n"
+            "   <gpu dev='0' sm='80'><nvlink target='0000:08:00.0' count='2' tclass='0x030200'/></gpu>\n  </pci>\n"
+            "  <pci busid='0000:08:00.0' class='0x030200'>\n"
+            "   <gpu dev='1' sm='80'><nvlink target='0000:07:00.0' count='2' tclass='0x030200'/></gpu>\n  </pci>\n"
+            " </cpu>\n</system>\n")
+
+
+@pytest.mark.parametrize("old, new, line, words", [
+    ("dev='1'", "dev='²'", 7, "dev= expects a number"),          # isdigit() passed it to int(): a traceback
+    ("dev='1'", "dev='١'", 7, "dev= expects a number"),          # int() read it as GPU 1
+    ("count='2'", "count='-2'", 4, "count= expects a number"),   # a negative NVLink count was kept
+    ("numaid='0'", "numaid='+0'", 2, "numaid= expects a number"),
+    ("'0000ffff'", "'0x00ffff'", 2, "cpu affinity: expected hex words"),   # int(w, 16) takes the 0x
+    ("'0000ffff'", "' 0000ffff'", 2, "cpu affinity: expected hex words"),
+])
+def test_numbers_are_ascii_digits(old, new, line, words):
+    assert len(parse_nccl_xml(GPU_PAIR, "x.xml").gpus) == 2
+    with pytest.raises(ParseError) as err:
+        parse_nccl_xml(GPU_PAIR.replace(old, new, 1), "x.xml")
+    assert err.value.line == line and words in str(err.value), str(err.value)
+
+
+def test_unknown_numa_node_is_minus_one():
+    assert parse_nccl_xml(GPU_PAIR.replace("numaid='0'", "numaid='-1'"), "x.xml").cpus[0].numa == -1
+
+
 @pytest.mark.parametrize("path", shared_files("nccl_xml", "*.xml"), ids=lambda p: p.name)
 def test_shared_sweep(path):
     try:

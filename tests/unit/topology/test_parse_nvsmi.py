@@ -146,6 +146,29 @@ def test_legacy_soc_reads_as_sys():
     assert m.link("GPU0", "GPU1").kind == "SYS" and m.link("GPU0", "GPU1").token == "SOC"
 
 
+TWO = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tNV2\t0-7\t0\tN/A\nGPU1\tNV2\t X \t8-15\t1\tN/A\n"
+
+
+@pytest.mark.parametrize("old, new, line, words", [
+    ("\tNV2\t0-7", "\tNV٣\t0-7", 2, "expected a link class"),            # int() reads ٣ as 3
+    ("\tNV2\t0-7", "\tNV²\t0-7", 2, "expected a link class"),            # isdigit() passes ², int() refuses it
+    ("0-7\t0\t", "0-7\t٣\t", 2, "NUMA Affinity: expected a list"),
+    ("0-7\t0\tN/A", "0-7\t0\t-1", 2, "GPU NUMA ID: expected a NUMA id"),
+    ("\tGPU1\tCPU", "\tGPU١\tCPU", 1, "expected a GPU label like GPU0"),   # was read as a NIC named GPU١
+])
+def test_numbers_are_ascii_digits(old, new, line, words):
+    """Numbers in the matrix are what nvidia-smi prints: ASCII digits, no sign (it prints N/A for none)."""
+    with pytest.raises(ParseError) as err:
+        parse_topo_matrix(TWO.replace(old, new, 1), "paste.txt")
+    assert err.value.line == line and words in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("speed", ["25.1.1", "٣", "."])
+def test_nvlink_status_speed_is_a_decimal(speed):
+    with pytest.raises(ParseError, match="expected `GPU <n>"):
+        parse_nvlink_status(f"GPU 0: X (UUID: GPU-1)\n\t Link 0: {speed} GB/s\n", "s.txt")
+
+
 @pytest.mark.parametrize("text, line, column, words", [
     ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tNV1\t X \n", 3, None, "not symmetric"),
     ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7\nGPU1\tNV2\tX\tSYS0-7\n", 3, 12, "CPU Affinity: expected a list"),

@@ -87,6 +87,18 @@ def test_errors_name_line_and_column(text, line, column, words):
     assert words in str(err.value)
 
 
+@pytest.mark.parametrize("text, words", [
+    ("SwitchName=s1 Nodes=n1 LinkSpeed=²\n", "LinkSpeed= expects a number"),   # isdigit() passed it to int()
+    ("SwitchName=s1 Nodes=n1 LinkSpeed=١٠\n", "LinkSpeed= expects a number"),
+    ("BlockName=b1 Nodes=n[1-4]\nBlockSizes=1_6\n", "BlockSizes= expects numbers"),   # int() read 16
+    ("BlockName=b1 Nodes=n[1-4]\nBlockSizes=٤\n", "BlockSizes= expects numbers"),
+    ("BlockName=b1 Nodes=n[1-4]\nBlockSizes=+4\n", "BlockSizes= expects numbers"),
+])
+def test_numbers_are_ascii_digits(text, words):
+    with pytest.raises(ParseError, match=words):
+        parse_topology_conf(text, "t.conf")
+
+
 @pytest.mark.parametrize("path", shared_files("slurm_conf", "*topology.conf"), ids=lambda p: p.name)
 def test_shared_sweep(path):
     c = parse_topology_conf(path.read_text(), path.name)

@@ -224,6 +224,9 @@ TREE = "- topology: a\n  tree:\n    switches:\n"
      "a.block.block_sizes[0]: expected a whole number of nodes, found '4,16'"),
     ("- topology: a\n  block:\n    block_sizes: []\n    blocks: [{block: b}]\n", 3, 18,
      "a.block.block_sizes: an empty"),
+    # past 4300 digits int() refuses with a ValueError of its own, which escaped as a traceback
+    ("- topology: a\n  block:\n    block_sizes: [" + "4" * 5000 + "]\n    blocks: [{block: b, nodes: n1}]\n", 3, 19,
+     "a.block.block_sizes[0]: expected a whole number of nodes"),
     ("- topology: a\n  block:\n    blocks: [{block: b, nodes: n1}, {block: b}]\n", 3, 38,
      "block b is already defined at line 3"),
     ("- topology: a\n  block:\n    blocks: [{nodes: n1}]\n", 3, 14, "a.block.blocks[0]: no block: NAME"),
