@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+#: Logical CPU (and NUMA node) ids read from a file stay below this. Linux is built for at most 8192 CPUs; an id
+#: past any kernel's is a garbled field, and a range up to it (`0-99999999999`) would fill the memory.
+CPU_ID_LIMIT = 1 << 16
+
 
 def _ranges(ids: Sequence[int]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from xml.parsers import expat
 
 from slurmtools.errors import ParseError, whole_number
+from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
 
-_HEX_WORD = re.compile(r"[0-9a-fA-F]+")   # int(w, 16) alone also takes blanks, signs, `_` and a 0x prefix
+# One 32-bit word of a cpumask: int(w, 16) alone also takes blanks, signs, `_` and a 0x prefix, and the bits of a
+# longer word past the 32nd would be lost.
+_HEX_WORD = re.compile(r"[0-9a-fA-F]{1,8}")
 
 
 @dataclass
@@ -113,8 +116,11 @@ def _mask(value: str, source: str, el: _El) -> tuple[int, ...]:
     """Linux cpumask text: comma-separated 32-bit hex words, most significant first."""
     words = value.split(",")
     if not all(_HEX_WORD.fullmatch(w) for w in words):
-        raise ParseError(source, el.line, f"cpu affinity: expected hex words like 0000ffff,ffffffff, "
-                                          f"found {value!r}", el.column)
+        raise ParseError(source, el.line, f"cpu affinity: expected 32-bit hex words like 0000ffff,ffffffff, "
+                                          f"found {value[:60]!r}", el.column)
+    if len(words) > CPU_ID_LIMIT // 32:
+        raise ParseError(source, el.line, f"cpu affinity: {len(words)} words of 32 CPUs, more than the "
+                                          f"{CPU_ID_LIMIT} CPU ids a node can have", el.column)
     out = []
     for i, w in enumerate(reversed(words)):
         bits = int(w, 16)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from slurmtools.errors import ParseError, whole_number
+from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
 
 # Connection classes, nearest first. SOC is the pre-2017 name of SYS.
 PCIE_CLASSES = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -204,14 +205,14 @@ def _split_cell(tok: str) -> list[str] | None:
 
 
 def parse_cpulist(value: str) -> frozenset[int]:
-    """`0-51,104-155` -> the set of ids. Raises ValueError on anything else."""
+    """`0-51,104-155` -> the set of ids. Raises ValueError on anything else, and on ids of CPU_ID_LIMIT or more."""
     if not _CPULIST.match(value):
         raise ValueError(value)
     out: set[int] = set()
     for part in value.split(","):
         a, _, b = part.partition("-")
         lo, hi = whole_number(a), whole_number(b or a)
-        if hi < lo:
+        if hi < lo or hi >= CPU_ID_LIMIT:
             raise ValueError(value)
         out.update(range(lo, hi + 1))
     return frozenset(out)
@@ -386,8 +387,8 @@ def _affinity_values(rest, columns, label, source, lineno):
             else:
                 vals["gpu_numa_id"] = None if tok == "N/A" else whole_number(tok)
         except ValueError:
-            kind = "a NUMA id or N/A" if name == "gpu_numa" else "a list like 0-15,32-47" + \
-                (" or N/A" if name == "numa" else "")
+            kind = "a NUMA id or N/A" if name == "gpu_numa" else f"a list like 0-15,32-47 (ids below {CPU_ID_LIMIT})" \
+                + (" or N/A" if name == "numa" else "")
             raise ParseError(source, lineno, f"row {label}, {_COLUMN_TITLES[name]}: expected {kind}, "
                                              f"found {tok!r}", col) from None
     return vals

@@ -83,14 +83,23 @@ GPU_PAIR = ("<system>\n <cpu numaid='0' affinity='0000ffff'>\n  <pci busid='0000
     ("dev='1'", "dev='١'", 7, "dev= expects a number"),          # int() read it as GPU 1
     ("count='2'", "count='-2'", 4, "count= expects a number"),   # a negative NVLink count was kept
     ("numaid='0'", "numaid='+0'", 2, "numaid= expects a number"),
-    ("'0000ffff'", "'0x00ffff'", 2, "cpu affinity: expected hex words"),   # int(w, 16) takes the 0x
-    ("'0000ffff'", "' 0000ffff'", 2, "cpu affinity: expected hex words"),
+    ("'0000ffff'", "'0x00ffff'", 2, "cpu affinity: expected 32-bit hex words"),   # int(w, 16) takes the 0x
+    ("'0000ffff'", "' 0000ffff'", 2, "cpu affinity: expected 32-bit hex words"),
 ])
 def test_numbers_are_ascii_digits(old, new, line, words):
     assert len(parse_nccl_xml(GPU_PAIR, "x.xml").gpus) == 2
     with pytest.raises(ParseError) as err:
         parse_nccl_xml(GPU_PAIR.replace(old, new, 1), "x.xml")
     assert err.value.line == line and words in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("mask, words", [
+    ("1ffffffff", "expected 32-bit hex words"),                          # the bit past the 32nd was dropped
+    (",".join(["ffffffff"] * 2049), "2049 words of 32 CPUs, more than"),   # 65568 CPU ids
+])
+def test_cpu_masks_are_32_bit_words_of_a_real_node(mask, words):
+    with pytest.raises(ParseError, match=words):
+        parse_nccl_xml(GPU_PAIR.replace("'0000ffff'", f"'{mask}'"), "x.xml")
 
 
 def test_unknown_numa_node_is_minus_one():

@@ -163,6 +163,14 @@ def test_numbers_are_ascii_digits(old, new, line, words):
     assert err.value.line == line and words in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("cells, column", [("0-70000\t0", "CPU Affinity"), ("0-7\t65536", "NUMA Affinity")])
+def test_affinity_ids_are_bounded(cells, column):
+    """A range is expanded into its ids: past any Linux system's CPU count it is a garbled cell (0-99999999999 took
+    the memory), refused."""
+    with pytest.raises(ParseError, match=f"{column}: expected a list like 0-15,32-47 \\(ids below 65536\\)"):
+        parse_topo_matrix(TWO.replace("0-7\t0", cells, 1), "paste.txt")
+
+
 @pytest.mark.parametrize("speed", ["25.1.1", "٣", "."])
 def test_nvlink_status_speed_is_a_decimal(speed):
     with pytest.raises(ParseError, match="expected `GPU <n>"):
