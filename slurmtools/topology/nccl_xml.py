@@ -30,12 +30,20 @@ class _El:
     children: list["_El"] = field(default_factory=list)
 
 
+#: How deep elements may nest: system, cpu, a PCIe tree (a few switches deep on real nodes), gpu, nvlink. The
+#: readers walk the tree by recursion, so a deeper file is refused before it is walked.
+MAX_DEPTH = 64
+
+
 def _tree(text: str, source: str) -> _El:
     p = expat.ParserCreate()
     root = _El("#doc", {}, 0, 0)
     stack = [root]
 
     def start(tag, attrs):
+        if len(stack) > MAX_DEPTH:
+            raise ParseError(source, p.CurrentLineNumber, f"elements nested more than {MAX_DEPTH} deep (no node's "
+                                                          "PCIe tree is)", p.CurrentColumnNumber + 1)
         el = _El(tag, dict(attrs), p.CurrentLineNumber, p.CurrentColumnNumber + 1)
         stack[-1].children.append(el)
         stack.append(el)

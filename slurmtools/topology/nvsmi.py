@@ -174,30 +174,40 @@ def _link_from_word(word: str) -> Link | None:
     return None
 
 
-def _segmentations(tok: str, start: int = 0) -> Iterator[list[str]]:
-    """Every way to read `tok[start:]` as a run of link words (fused cells such as `PXBNODE`, `NV2NV1`)."""
-    if start == len(tok):
-        yield []
-        return
-    for w in _LINK_WORDS:
-        if tok.startswith(w, start):
-            for rest in _segmentations(tok, start + len(w)):
-                yield [w] + rest
-    if tok.startswith("NV", start):
-        end = start + 2
-        while end < len(tok) and tok[end] in _DIGITS:
-            end += 1
-            for rest in _segmentations(tok, end):
-                yield [tok[start:end]] + rest
+def _segmentations(tok: str, most: int) -> Iterator[list[str]]:
+    """Every way to read `tok` as a run of at most `most` link words (fused cells such as `PXBNODE`, `NV2NV1`).
+    Depth first with a stack of its own, not by recursion: a garbled cell may be thousands of words long."""
+    trail: list[tuple[str, int]] = []    # (word, the place in trail of the word before it, or -1)
+    stack = [(0, 0, -1)]                 # (where in tok, words read, the place in trail of the last one)
+    while stack:
+        start, count, last = stack.pop()
+        if start == len(tok):
+            words = []
+            while last >= 0:
+                word, last = trail[last]
+                words.append(word)
+            yield words[::-1]
+            continue
+        if count == most:
+            continue
+        nexts = [w for w in _LINK_WORDS if tok.startswith(w, start)]
+        if tok.startswith("NV", start):
+            end = start + 2
+            while end < len(tok) and tok[end] in _DIGITS:
+                end += 1
+                nexts.append(tok[start:end])
+        for w in reversed(nexts):   # the first reading first
+            trail.append((w, last))
+            stack.append((start + len(w), count + 1, len(trail) - 1))
 
 
-def _split_cell(tok: str) -> list[str] | None:
-    """The unique reading of a (possibly fused) cell, None when it is not made of link words.
-    Raises ValueError when it is, but in more than one way."""
+def _split_cell(tok: str, most: int) -> list[str] | None:
+    """The unique reading of a (possibly fused) cell as at most `most` cells, None when it is not made of link
+    words. Raises ValueError when it is, but in more than one way."""
     if _link_from_word(tok):
         return [tok]
     readings = []
-    for seg in _segmentations(tok):
+    for seg in _segmentations(tok, most):
         readings.append(seg)
         if len(readings) > 1:
             raise ValueError(f"fused cell {tok!r} reads as {' '.join(readings[0])} or {' '.join(readings[1])}")
@@ -295,7 +305,7 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
             # a row label fused with its first cell (`GPU1NV12`) is split when the rest is link words
             rest = first[len(label):] if first.startswith(label) else ""
             try:
-                fused = bool(rest) and _split_cell(rest) is not None
+                fused = bool(rest) and _split_cell(rest, n) is not None
             except ValueError:
                 fused = False
             if not fused:
@@ -310,7 +320,7 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
                                                  f"the cell for {labels[len(cells)]} (truncated paste?)", end)
             col, tok = toks[k]
             try:
-                words = _split_cell(tok)
+                words = _split_cell(tok, n)
             except ValueError as exc:
                 raise ParseError(source, ln + 1, f"{exc}; cannot tell the cells apart", col) from None
             if words is None:

@@ -69,17 +69,19 @@ class TopologyConf:
     words: Spelling = CONF_WORDS
 
     def levels(self) -> dict[str, int]:
-        """Switch -> level as Slurm computes it: 0 for a switch with nodes only, else 1 + its highest child."""
+        """Switch -> level as Slurm computes it: 0 for a switch with nodes only, else 1 + its highest child.
+        Children first with a stack of its own, not by recursion: a chain of switches may be thousands long."""
         out: dict[str, int] = {}
-
-        def level(name: str) -> int:
-            if name not in out:
-                sw = self.switches[name]
-                out[name] = 1 + max(level(c) for c in sw.switches) if sw.switches else 0
-            return out[name]
-
-        for name in self.switches:
-            level(name)
+        for root in self.switches:
+            stack = [root]
+            while stack:
+                sw = self.switches[stack[-1]]
+                waiting = [c for c in sw.switches if c not in out]
+                if waiting and len(stack) <= len(self.switches):   # longer: a loop, which checked_conf refuses
+                    stack += waiting
+                    continue
+                out[sw.name] = 1 + max(out[c] for c in sw.switches) if sw.switches else 0
+                stack.pop()
         return out
 
     def hosts(self) -> list[str]:

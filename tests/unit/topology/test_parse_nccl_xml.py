@@ -115,3 +115,11 @@ def test_shared_sweep(path):
         return
     assert x.cpus
     to_topology(x, "h")
+
+
+def test_nesting_deeper_than_a_pcie_tree_is_refused():
+    """The readers walk the elements by recursion (RecursionError on 2000 nested <pci>), so depth is bounded first."""
+    deep = "<system><cpu numaid='0'>" + "<pci busid='0000:00:00.0' class='0x060400'>" * 2000 + "</pci>" * 2000
+    with pytest.raises(ParseError, match="elements nested more than 64 deep") as err:
+        parse_nccl_xml(deep + "</cpu></system>", "x.xml")
+    assert (err.value.line, err.value.column) == (1, 2691)

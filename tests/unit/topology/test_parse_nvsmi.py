@@ -177,6 +177,12 @@ def test_nvlink_status_speed_is_a_decimal(speed):
         parse_nvlink_status(f"GPU 0: X (UUID: GPU-1)\n\t Link 0: {speed} GB/s\n", "s.txt")
 
 
+def test_a_fused_cell_thousands_of_words_long_is_refused():
+    """Fused cells are split by a search that once recursed a level per word (RecursionError past about 1000)."""
+    with pytest.raises(ParseError, match="for column GPU1, found 'NV2NV2"):
+        parse_topo_matrix(TWO.replace("\tNV2\t0-7", "\t" + "NV2" * 3000 + "\t0-7", 1), "paste.txt")
+
+
 @pytest.mark.parametrize("text, line, column, words", [
     ("\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tNV1\t X \n", 3, None, "not symmetric"),
     ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-7\nGPU1\tNV2\tX\tSYS0-7\n", 3, 12, "CPU Affinity: expected a list"),

@@ -67,6 +67,13 @@ def test_block_lines():
     assert [len(b.nodes) for b in c.blocks.values()] == [18, 18] and c.block_sizes == (9, 18)
 
 
+def test_a_chain_thousands_of_switches_long():
+    """Levels were found by recursion (RecursionError on a chain of 3000 switches written top first)."""
+    text = "".join(f"SwitchName=s{i} Switches=s{i - 1}\n" for i in range(2999, 0, -1)) + "SwitchName=s0 Nodes=n1\n"
+    levels = parse_topology_conf(text, "t.conf").levels()
+    assert levels["s0"] == 0 and levels["s2999"] == 2999
+
+
 @pytest.mark.parametrize("text, line, column, words", [
     ("SwitchName=s1 Nodez=n[1-2]\n", 1, 15, "expected Key=Value"),
     ("SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Switches=s1,s9\n", 2, None, "child switch s9"),
