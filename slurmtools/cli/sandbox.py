@@ -61,6 +61,12 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                                                            "band)"),
                forecast_days: Optional[int] = typer.Option(None, "--forecast-days", min=1, help="Days of "
                                                            "forecast load to add (default 7)"),
+               replay_from: Optional[str] = typer.Option(None, "--from", help="Replay from this time on (a "
+                                                         "date-time, UTC when it names no zone, or +DURATION after "
+                                                         "the history's first submission): jobs running or queued "
+                                                         "then are submitted at it, the running ones with the run "
+                                                         "time they had left; earlier ones are left out. The whole "
+                                                         "history still feeds --forecast"),
                shapes: str = typer.Option("plain", "--shapes", help="Job shapes: plain (as recorded: what users "
                                           "submit today), planner (what `slurmtools plan` makes of each job), or "
                                           "both (--site twice, plain and planner side by side: what the planner "
@@ -133,6 +139,14 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         trace = load_trace(trace_path, partition_limits=limits)
     else:
         trace = _from_slurm(since, limits)
+    t_from = None
+    if replay_from is not None:
+        from slurmtools.sandbox.trace import moment
+
+        try:
+            t_from = moment(replay_from, trace.first_submit)  # "+7d": after the recorded history's first job
+        except ValueError as exc:
+            fail(f"--from: {exc}")
     if forecast_days is not None and forecast_band is None:
         fail("--forecast-days: only with --forecast low|mid|high")
     if add or forecast_band:
@@ -151,6 +165,8 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
             notes = []
             extra = cg.load_campaigns(path, sites[0][1], trace, notes)  # ConfigError: file and key
             trace = cg.add_to(trace, extra, notes)
+    if t_from is not None:
+        trace = trace.replayed_from(t_from)  # ParseError: one line, when nothing is left to replay
     job_limits = [j.limit_s for j in trace.jobs if j.limit_s]
     if speedup is None:
         from slurmtools.sandbox.timescale import default_speedup

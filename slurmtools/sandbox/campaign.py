@@ -36,11 +36,11 @@ import dataclasses
 import math
 import random
 import re
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from slurmtools.errors import SlurmtoolsError
-from slurmtools.sandbox.trace import Trace, TraceJob
+from slurmtools.sandbox.trace import Trace, TraceJob, moment
 
 DAY = 86400.0
 ARRIVALS = ("burst", "uniform", "poisson")
@@ -48,7 +48,6 @@ BANDS = ("low", "mid", "high")
 #: more synthetic jobs than this is a typo (a duration in seconds read as days), not a what-if
 MAX_JOBS = 100_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_OFFSET = re.compile(r"^\s*\+\s*(.+)$")
 
 
 class ForecastError(SlurmtoolsError):
@@ -63,26 +62,6 @@ def _recorded(trace: Trace) -> list[TraceJob]:
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _start(t, history_t0: float) -> float:
-    """Seconds since the epoch from the file's `start`; ValueError with what was expected."""
-    from slurmtools.durations import parse_duration_with_unit
-
-    if isinstance(t, datetime):
-        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()
-    if isinstance(t, date):
-        return datetime(t.year, t.month, t.day, tzinfo=timezone.utc).timestamp()
-    if isinstance(t, str):
-        m = _OFFSET.match(t)
-        if m:
-            return history_t0 + parse_duration_with_unit(m.group(1).strip())
-        try:
-            return _start(datetime.fromisoformat(t.strip().replace("Z", "+00:00")), history_t0)
-        except ValueError:
-            pass
-    raise ValueError(f'expected a date-time like 2026-12-01T00:00:00 or an offset like "+2h" (after the '
-                     f"history's first submission), got {t!r}")
 
 
 def _node_shapes(site, partition, gpu_type: str) -> list[tuple[int, int]] | None:
@@ -223,7 +202,7 @@ def load_campaigns(path: str, site, trace: Trace, notes: list[str] | None = None
             raise t.error("jobs" if total is None else "gpus", f"{count} jobs; at most {MAX_JOBS}")
         try:
             raw = t._get("start", None)
-            start = h0 if raw is None else _start(raw, h0)
+            start = h0 if raw is None else moment(raw, h0)
         except ValueError as exc:
             raise t.error("start", str(exc)) from None
         arrival = t.str("arrival", "burst", choices=ARRIVALS)

@@ -10,7 +10,9 @@ not recorded anywhere, so the replayed job does that last run's work).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timezone
 from typing import Iterable
 
 from slurmtools.errors import ParseError
@@ -79,13 +81,69 @@ class Trace:
         jobs = tuple(sorted((*self.jobs, *extra), key=lambda j: (j.submit, j.key)))
         return Trace(jobs, self.source, self.notes + ((note,) if note else ()))
 
+    def replayed_from(self, t: float) -> "Trace":
+        """The history as a replay that begins at `t` (seconds since the epoch) sees it: recorded jobs that ended
+        by then are left out; jobs running at `t` are submitted at `t` with the run time they had left, jobs queued
+        at `t` are submitted at `t`, so the sandbox starts about as loaded as the cluster was. (Slurm decides
+        again where and in which order they start: they fit, as they ran side by side on the recorded cluster.)
+        Added jobs (campaigns, the forecast) submitted before `t` have no recorded run to carry: left out.
+        Raises ParseError when nothing is left to replay."""
+        kept: list[TraceJob] = []
+        ended = carried = dropped_added = 0
+        for j in self.jobs:
+            if j.submit >= t:
+                kept.append(j)
+            elif j.synthetic is not None or j.start is None:
+                dropped_added += 1
+            elif j.start + j.run_s <= t:
+                ended += 1
+            elif j.start < t:   # running at t: the rest of its run
+                kept.append(replace(j, submit=t, start=t, run_s=j.start + j.run_s - t))
+                carried += 1
+            else:               # queued at t
+                kept.append(replace(j, submit=t))
+                carried += 1
+        when = datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if not kept:
+            raise ParseError(self.source, None, f"no job submitted, queued or running at or after {when}: nothing "
+                                                f"to replay from there")
+        note = (f"replayed from {when}: {ended} recorded job(s) that ended before it left out; {carried} running "
+                f"or queued then submitted at it (the running ones with the run time they had left)")
+        if dropped_added:
+            note += f"; {dropped_added} added job(s) submitted before it left out"
+        jobs = tuple(sorted(kept, key=lambda j: (j.submit, j.key)))
+        return Trace(jobs, self.source, self.notes + (note,))
+
+
+_OFFSET = re.compile(r"^\s*\+\s*(.+)$")
+
+
+def moment(t, history_t0: float) -> float:
+    """Seconds since the epoch from a time as a site file or option gives it: a date-time (UTC when it names no
+    zone), a date, or an offset like "+2h" after the history's first submission (`history_t0`). ValueError
+    saying what was expected."""
+    from slurmtools.durations import parse_duration_with_unit
+
+    if isinstance(t, datetime):
+        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()
+    if isinstance(t, date):
+        return datetime(t.year, t.month, t.day, tzinfo=timezone.utc).timestamp()
+    if isinstance(t, str):
+        m = _OFFSET.match(t)
+        if m:
+            return history_t0 + parse_duration_with_unit(m.group(1).strip())
+        try:
+            return moment(datetime.fromisoformat(t.strip().replace("Z", "+00:00")), history_t0)
+        except ValueError:
+            pass
+    raise ValueError(f'expected a date-time like 2026-12-01T00:00:00 or an offset like "+2h" (after the '
+                     f"history's first submission), got {t!r}")
+
 
 def _epoch(dt) -> float | None:
     if dt is None:
         return None
     if dt.tzinfo is None:
-        from datetime import timezone
-
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
 
