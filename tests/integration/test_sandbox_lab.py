@@ -12,7 +12,8 @@ it and replays them with `--since` from its accounting. A fourth interrupts a re
 and checks the daemons and the jobs' programs are gone. A fifth replays a preemption on the fast clock
 (`--clock faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are, and the clock's
 launcher and shared memory gone afterwards. A sixth replays a history three times (`--repeat 3`) and checks the
-spread the report carries.
+spread the report carries. A seventh feeds ten days of history to the demand forecast and replays only the
+forecast's day (`--forecast`, `--from`).
 """
 
 from __future__ import annotations
@@ -357,4 +358,55 @@ def test_repeat_replays_the_history_again_later_and_reports_the_spread(tmp_path)
     assert rows[("all", "all", "wait_max_h")]["candidate_max"] > 0       # a loaded queue: some job waited
     assert (tmp_path / "report" / "sandbox_spread.csv").exists()
     assert "Spread over repeated replays" in (tmp_path / "report" / "sandbox.md").read_text()
+    assert _sandbox_daemons(work) == []
+
+
+def _daily_history(days: int) -> str:
+    """`days` days of one recorded routine as sacct prints it: every day at 08:00, 08:01 and 08:02 UTC a vision
+    job of 6 GPUs on one node for 10 minutes (3 GPU-hours a day, limit 1 h), production tier."""
+    from datetime import datetime, timedelta, timezone
+
+    from slurmtools.sandbox.example_trace import HEADER
+
+    t0 = datetime(2026, 11, 2, 8, tzinfo=timezone.utc)
+    tres = "billing=6,cpu=24,gres/gpu:h100=6,gres/gpu=6,node=1"
+    lines = [HEADER]
+    for d in range(days):
+        for i in range(3):
+            jid = 2000 + 3 * d + i
+            s = t0 + timedelta(days=d, minutes=i)
+            ts, te = s.strftime("%Y-%m-%dT%H:%M:%S"), (s + timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%S")
+            lines.append("|".join(map(str, (jid, jid, f"daily-{d}-{i}", "vision-u0", "vision", "gpu", "production",
+                                             "COMPLETED", "0:0", ts, ts, ts, te, 600, 60, "gpu01", tres, tres, 24))))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.timeout(600)
+def test_forecast_load_replays_from_the_end_of_a_long_history(tmp_path):
+    """`--forecast mid --forecast-days 2 --from +10d`: ten days of history feed the demand forecast (3 GPU-hours a
+    day, its last day partial), and the replay starts where the history ends, so only the forecast's second day is
+    replayed: the jobs it drew from the history (the routine's shape, tier, account and time of day) are submitted
+    to a real slurmctld at their scaled time and run; none of the recorded jobs is, and the notes say both."""
+    work = REPO / f".sandbox-test-{lab_slurm()}-forecast"
+    trace = tmp_path / "history.txt"
+    trace.write_text(_daily_history(10))
+    r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--forecast",
+             "mid", "--forecast-days", "2", "--from", "+10d", "--speedup", "60", "--slurm", lab_slurm(),
+             "--workdir", str(work), "--port-offset", str(OFFSET + 150), "--json", timeout=540)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout)["candidate"]
+    jobs = {j["key"]: j for j in res["jobs"]}
+    print(sorted(jobs), res["notes"])
+    # day 0 of the forecast is the history's partial last day, which already asked its 3 GPU-hours; day 1 gets 3
+    assert sorted(jobs) == ["f-mid-1-0", "f-mid-1-1", "f-mid-1-2"], sorted(jobs)
+    for k, j in jobs.items():
+        assert (j["status"], j["tier"], j["account"], j["gpus"]) == ("finished", "production", "vision", 6), j
+    notes = "\n".join(res["notes"])
+    assert "added the demand forecast (mid) for 2d" in notes and "3 GPU-hours/day" in notes, notes
+    assert "replayed from 2026-11-12T08:00:00Z: 30 recorded job(s) that ended before it left out" in notes, notes
+    ids = json.loads((work / "candidate" / "replay.json").read_text())["job_ids"]
+    assert sorted(ids) == sorted(jobs)                                # Slurm was given exactly these
+    sacct = (work / "candidate" / "sacct.txt").read_text().splitlines()
+    states = {ln.split("|")[0]: ln for ln in sacct[1:]}
+    assert all("COMPLETED" in states[ids[k]] for k in jobs), sacct
     assert _sandbox_daemons(work) == []
