@@ -65,8 +65,6 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
     """Read `path` with the provider `kind` into a Topology. `gpu_type` and `threads_per_core` are the admin's
     statements for one-node inputs that do not carry them; `topology_name` picks one topology of a
     topology.yaml (default: its cluster default)."""
-    import json
-
     from slurmtools.errors import ParseError
 
     text = _read(path)
@@ -90,13 +88,9 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
     if kind in ("topology.conf", "topology.yaml"):
         return _slurm_topology(kind, text, path, topology_name, warn or (lambda _w: None))
     if kind == "capture":
-        from slurmtools.topology.nvml_capture import NvmlCapture, to_topology
+        from slurmtools.topology.nvml_capture import parse_capture, to_topology
 
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ParseError(path, exc.lineno, f"not JSON: {exc.msg}", exc.colno) from None
-        return to_topology(NvmlCapture.from_dict(data, path), host, gpu_type, threads_per_core)
+        return to_topology(parse_capture(text, path), host, gpu_type, threads_per_core)
     if kind == "nccl-xml":
         try:
             from slurmtools.topology import nccl_xml

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from slurmtools.errors import ParseError
+from slurmtools.errors import ParseError, unknown_key
+from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
 
 FORMAT = "slurmtools.nvml-capture/2"
 # /1 stored nvmlDeviceGetNumaNodeId as `numa`: that is the NUMA node of the GPU's own memory (Grace Hopper and the
@@ -73,36 +75,169 @@ class NvmlCapture:
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<capture>") -> "NvmlCapture":
-        """Rebuild a capture from its JSON form. Raises ParseError naming the key that is wrong."""
-        def need(d: Any, key: str, typ, where: str):
-            if not isinstance(d, dict) or key not in d:
-                raise ParseError(source, None, f"{where}{key}: missing")
-            v = d[key]
-            if typ is not None and not isinstance(v, typ):
-                raise ParseError(source, None, f"{where}{key}: expected {typ.__name__ if isinstance(typ, type) else typ}"
-                                               f", found {type(v).__name__}")
-            return v
-
-        fmt = need(data, "format", str, "")
+        """Rebuild a capture from its JSON form. Every value is checked against what `capture()` writes, and a
+        wrong one refused naming its key: read as it came, a list for a number, a string for a list of CPUs or an
+        unknown PCIe class would pass into the graph as some other fact, or fail there with a traceback."""
+        top = _Json(source)
+        fmt = top.need(data, "", "format", str)
         if fmt not in (FORMAT, FORMAT_V1):
             raise ParseError(source, None, f"format: expected {FORMAT!r}, found {fmt!r}")
-        gpus = []
-        for i, g in enumerate(need(data, "gpus", list, "")):
+        top.keys(data, "", _CAPTURE_KEYS)
+        gpu_keys = _GPU_KEYS_V1 if fmt == FORMAT_V1 else _GPU_KEYS
+        gpus: list[GpuRecord] = []
+        for i, g in enumerate(top.need(data, "", "gpus", list)):
             w = f"gpus[{i}]."
-            links = tuple(NvLinkEnd(need(ln, "link", int, f"{w}nvlinks[{k}]."),
-                                    need(ln, "remote_pci", str, f"{w}nvlinks[{k}]."),
-                                    ln.get("remote_type", "unknown"), ln.get("version"))
-                          for k, ln in enumerate(need(g, "nvlinks", list, w)))
-            gpus.append(GpuRecord(need(g, "index", int, w), need(g, "name", str, w), need(g, "uuid", str, w),
-                                  need(g, "pci_bus_id", str, w), need(g, "memory_mb", int, w), g.get("minor"),
-                                  tuple(g.get("cpu_affinity") or ()), None if fmt == FORMAT_V1 else g.get("numa"),
-                                  links, g.get("fabric_cluster_uuid"), g.get("fabric_clique_id"),
-                                  g.get("numa") if fmt == FORMAT_V1 else g.get("gpu_numa_id")))
-        anc = need(data, "ancestor", list, "")
-        if len(anc) != len(gpus) or any(not isinstance(r, list) or len(r) != len(gpus) for r in anc):
-            raise ParseError(source, None, f"ancestor: expected a {len(gpus)}x{len(gpus)} matrix")
-        return cls(need(data, "hostname", str, ""), need(data, "driver", str, ""), tuple(gpus),
-                   tuple(tuple(r) for r in anc), FORMAT, tuple(data.get("notes") or ()))
+            top.keys(g, w, gpu_keys)
+            links = []
+            for k, ln in enumerate(top.need(g, w, "nvlinks", list)):
+                at = f"{w}nvlinks[{k}]."
+                top.keys(ln, at, _NVLINK_KEYS)
+                links.append(NvLinkEnd(top.count(ln, at, "link"), top.pci(ln, at, "remote_pci"),
+                                       top.word(ln, at, "remote_type", REMOTE_TYPE.values(), "unknown"),
+                                       top.count(ln, at, "version", optional=True)))
+            cpus = top.need(g, w, "cpu_affinity", list, optional=True) or []
+            for k in range(len(cpus)):
+                top.count(cpus, f"{w}cpu_affinity", k, below=CPU_ID_LIMIT)
+            numa = top.count(g, w, "numa", optional=True)
+            gpus.append(GpuRecord(top.count(g, w, "index"), top.need(g, w, "name", str), top.need(g, w, "uuid", str),
+                                  top.pci(g, w, "pci_bus_id"), top.count(g, w, "memory_mb"),
+                                  top.count(g, w, "minor", optional=True), tuple(cpus),
+                                  None if fmt == FORMAT_V1 else numa, tuple(links),
+                                  top.need(g, w, "fabric_cluster_uuid", str, optional=True),
+                                  top.count(g, w, "fabric_clique_id", optional=True),
+                                  numa if fmt == FORMAT_V1 else top.count(g, w, "gpu_numa_id", optional=True)))
+        for what, key in (("index", lambda g: g.index), ("pci_bus_id", lambda g: pci_key(g.pci_bus_id))):
+            firsts: dict = {}
+            for i, g in enumerate(gpus):
+                if key(g) in firsts:
+                    raise ParseError(source, None, f"gpus[{i}].{what}: the same as gpus[{firsts[key(g)]}]'s")
+                firsts[key(g)] = i
+        anc = top.need(data, "", "ancestor", list)
+        n = len(gpus)
+        if len(anc) != n or any(not isinstance(r, list) or len(r) != n for r in anc):
+            raise ParseError(source, None, f"ancestor: expected a {n}x{n} matrix")
+        for a in range(n):
+            for b in range(n):
+                cell = anc[a][b]
+                if (cell == "X") != (a == b) or cell not in _ANCESTOR_WORDS:
+                    want = "X (the GPU itself)" if a == b else f"one of {', '.join(_ANCESTOR_WORDS[1:])}"
+                    raise ParseError(source, None, f"ancestor[{a}][{b}]: expected {want}, found {_shown(cell)}")
+                if cell != anc[b][a]:
+                    raise ParseError(source, None, f"ancestor[{a}][{b}]: {cell}, but ancestor[{b}][{a}] is "
+                                                   f"{_shown(anc[b][a])}: the matrix is not symmetric")
+        notes = top.need(data, "", "notes", list, optional=True) or []
+        for k, note in enumerate(notes):
+            top.need(notes, "notes", k, str)
+        hostname = top.need(data, "", "hostname", str)
+        if not hostname or not hostname.isprintable() or any(c.isspace() for c in hostname):
+            raise ParseError(source, None, f"hostname: expected a host name, found {_shown(hostname)}")
+        return cls(hostname, top.need(data, "", "driver", str), tuple(gpus), tuple(tuple(r) for r in anc), FORMAT,
+                   tuple(notes))
+
+
+def parse_capture(text: str, source: str = "<capture>") -> NvmlCapture:
+    """Read a capture file. Python's json also takes NaN and Infinity, and keeps the last of a key given twice;
+    `capture()` writes neither, so both are refused rather than read as some value."""
+    def constant(word: str):
+        raise ParseError(source, None, f"{word} is not JSON (a capture holds only whole numbers)")
+
+    def once(pairs: list[tuple[str, Any]]) -> dict:
+        out: dict = {}
+        for key, value in pairs:
+            if key in out:
+                raise ParseError(source, None, f"key {_shown(key)} given twice in one object")
+            out[key] = value
+        return out
+
+    try:
+        data = json.loads(text, parse_constant=constant, object_pairs_hook=once)
+    except json.JSONDecodeError as exc:
+        raise ParseError(source, exc.lineno, f"not JSON: {exc.msg}", exc.colno) from None
+    except RecursionError:
+        raise ParseError(source, None, "not read: nested too deeply") from None
+    return NvmlCapture.from_dict(data, source)
+
+
+_CAPTURE_KEYS = ("format", "hostname", "driver", "gpus", "ancestor", "notes")
+_GPU_KEYS = ("index", "name", "uuid", "pci_bus_id", "memory_mb", "minor", "cpu_affinity", "numa", "nvlinks",
+             "fabric_cluster_uuid", "fabric_clique_id", "gpu_numa_id")
+_GPU_KEYS_V1 = _GPU_KEYS[:-1]
+_NVLINK_KEYS = ("link", "remote_pci", "remote_type", "version")
+_ANCESTOR_WORDS = ("X", *ANCESTOR.values(), "unknown")   # what capture() writes: X on the diagonal
+
+
+def _shown(value: Any) -> str:
+    """A JSON value in a message: short, on one line."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Json:
+    """Checks of one capture's values; each refusal names the key's path (`gpus[3].nvlinks[2].link`)."""
+
+    _SHAPES = {dict: "an object", list: "a list", str: "text", bool: "true or false", int: "a number",
+               float: "a number", type(None): "null"}
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, message: str):
+        raise ParseError(self.source, None, f"{path}: {message}")
+
+    def shape(self, value: Any) -> str:
+        return self._SHAPES.get(type(value), type(value).__name__)
+
+    def keys(self, d: Any, where: str, known: tuple[str, ...]) -> None:
+        """`d` is an object whose keys are all among `known` (a typo would leave the real key unread)."""
+        if not isinstance(d, dict):
+            self.fail(where.rstrip(".") or "top level", f"expected an object, found {self.shape(d)}")
+        for key in d:
+            if key not in known:
+                self.fail(f"{where}{key}", unknown_key(key, list(known)))
+
+    def need(self, d: Any, where: str, key: str | int, kind: type, optional: bool = False):
+        """d[key] of type `kind`: a key of an object, or a place in a list already checked; absent or null only
+        where `optional` (None then)."""
+        if isinstance(key, str):
+            path = f"{where}{key}"
+            if not isinstance(d, dict):
+                self.fail(where.rstrip(".") or "top level", f"expected an object, found {self.shape(d)}")
+            if key not in d:
+                if optional:
+                    return None
+                self.fail(path, "missing")
+        else:
+            path = f"{where}[{key}]"
+        v = d[key]
+        if v is None and optional:
+            return None
+        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+            self.fail(path, f"expected {kind.__name__}, found {self.shape(v)}")
+        return v
+
+    def count(self, d: Any, where: str, key: str | int, optional: bool = False, below: int | None = None):
+        """A whole number, 0 or more (and below `below`): ids, counts and sizes."""
+        v = self.need(d, where, key, int, optional)
+        if v is not None and (v < 0 or (below is not None and v >= below)):
+            path = f"{where}{key}" if isinstance(key, str) else f"{where}[{key}]"
+            limit = f" and below {below}" if below is not None else ""
+            self.fail(path, f"expected int, 0 or more{limit}, found {v}")
+        return v
+
+    def pci(self, d: Any, where: str, key: str) -> str:
+        """A PCI bus id such as 00000000:07:00.0, which NVML gives (GPUs are told apart and joined by it)."""
+        v = self.need(d, where, key, str)
+        if pci_key(v) is None:
+            self.fail(f"{where}{key}", f"expected a PCI bus id like 00000000:07:00.0, found {_shown(v)}")
+        return v
+
+    def word(self, d: Any, where: str, key: str, words, default: str) -> str:
+        v = self.need(d, where, key, str, optional=True)
+        if v is None:
+            return default
+        if v not in words:
+            self.fail(f"{where}{key}", f"expected one of {', '.join(words)}, found {_shown(v)}")
+        return v
 
 
 # -------------------------------------------------------------------------------------------- capture (I/O)
@@ -209,14 +344,14 @@ def _fabric(nv, h) -> tuple[str | None, int | None]:
 
 # ----------------------------------------------------------------------------------------------- decisions
 
-def _pci_key(bus_id: str) -> tuple[int, int, int, int] | None:
-    """'00000000:07:00.0' and '0000:07:00.0' are the same device."""
-    try:
-        dom, bus, rest = bus_id.strip().lower().split(":")
-        dev, fn = rest.split(".")
-        return int(dom, 16), int(bus, 16), int(dev, 16), int(fn, 16)
-    except ValueError:
-        return None
+#: a PCI bus id: domain (8 hex digits from NVML, 4 in the legacy form and NCCL's files), bus, device, function
+_PCI_BUS_ID = re.compile(r"([0-9a-fA-F]{4}|[0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])")
+
+
+def pci_key(bus_id: str) -> tuple[int, int, int, int] | None:
+    """'00000000:07:00.0' and '0000:07:00.0' are the same device; None for text that is no PCI bus id."""
+    m = _PCI_BUS_ID.fullmatch(bus_id)
+    return tuple(int(x, 16) for x in m.groups()) if m else None
 
 
 @dataclass(frozen=True)
@@ -234,17 +369,17 @@ class NvlinkLayout:
 
 
 def nvlink_layout(cap: NvmlCapture) -> NvlinkLayout:
-    gpu_at = {_pci_key(g.pci_bus_id): g.index for g in cap.gpus}
+    gpu_at = {pci_key(g.pci_bus_id): g.index for g in cap.gpus}
     seen_by: dict[tuple, set[int]] = {}
     for g in cap.gpus:
         for ln in g.nvlinks:
-            seen_by.setdefault(_pci_key(ln.remote_pci), set()).add(g.index)
+            seen_by.setdefault(pci_key(ln.remote_pci), set()).add(g.index)
     peers: dict[tuple[int, int], int] = {}
     to_switch: dict[tuple[int, str], int] = {}
     unknown = []
     for g in cap.gpus:
         for ln in g.nvlinks:
-            key = _pci_key(ln.remote_pci)
+            key = pci_key(ln.remote_pci)
             other = gpu_at.get(key)
             if ln.remote_type == "switch" or (ln.remote_type == "unknown" and other is None
                                               and len(seen_by.get(key, ())) > 1):
@@ -256,7 +391,7 @@ def nvlink_layout(cap: NvmlCapture) -> NvlinkLayout:
                 unknown.append((g.index, ln.link, ln.remote_pci))
     # each GPU-GPU link was seen from both ends
     peers = {p: (n + 1) // 2 for p, n in peers.items()}
-    switches = tuple(sorted({s for _, s in to_switch}, key=lambda s: _pci_key(s) or (0, 0, 0, 0)))
+    switches = tuple(sorted({s for _, s in to_switch}, key=lambda s: pci_key(s) or (0, 0, 0, 0)))
     return NvlinkLayout(peers, {(g, switches.index(s)): n for (g, s), n in to_switch.items()}, switches,
                         tuple(unknown))
 

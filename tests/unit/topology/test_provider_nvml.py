@@ -179,6 +179,60 @@ def test_bad_capture_files_name_the_key(inject, mutate, words):
     assert str(err.value).startswith(f"n.json: {words}")
 
 
+@pytest.mark.parametrize("mutate, words", [
+    # values of the wrong type or range were read as they came: into the graph as another fact, or a traceback
+    (lambda d: d["gpus"][0].update(cpu_affinity=[[0, 1], [2]]), "gpus[0].cpu_affinity[0]: expected int, found a list"),
+    (lambda d: d["gpus"][0].update(cpu_affinity="0-15"), "gpus[0].cpu_affinity: expected list, found text"),
+    (lambda d: d["gpus"][0].update(cpu_affinity=True), "gpus[0].cpu_affinity: expected list, found true or false"),
+    (lambda d: d["gpus"][0]["cpu_affinity"].append(70000), "gpus[0].cpu_affinity[104]: expected int, 0 or more and "
+                                                          "below 65536, found 70000"),
+    (lambda d: d["gpus"][1].update(index=True), "gpus[1].index: expected int, found true or false"),
+    (lambda d: d["gpus"][1].update(index=0), "gpus[1].index: the same as gpus[0]'s"),
+    (lambda d: d["gpus"][1].update(pci_bus_id=d["gpus"][0]["pci_bus_id"].replace("00000000:", "0000:")),
+     "gpus[1].pci_bus_id: the same as gpus[0]'s"),
+    (lambda d: d["gpus"][1].update(memory_mb=-1), "gpus[1].memory_mb: expected int, 0 or more, found -1"),
+    (lambda d: d["gpus"][1].update(numa="0"), "gpus[1].numa: expected int, found text"),
+    (lambda d: d["gpus"][1].update(fabric_cluster_uuid=["a"]), "gpus[1].fabric_cluster_uuid: expected str"),
+    (lambda d: d["gpus"][1].update(pci_bus_id="0000:1X:00.0"), "gpus[1].pci_bus_id: expected a PCI bus id"),
+    (lambda d: d["gpus"][1]["nvlinks"][0].update(version=[4]), "gpus[1].nvlinks[0].version: expected int"),
+    (lambda d: d["gpus"][1]["nvlinks"][0].update(remote_type="nvswitch"), "gpus[1].nvlinks[0].remote_type: expected "
+                                                                         "one of gpu, npu, switch, unknown"),
+    (lambda d: d["gpus"][1]["nvlinks"][0].update(remote_pci=""), "gpus[1].nvlinks[0].remote_pci: expected a PCI bus"),
+    (lambda d: d["ancestor"][0].__setitem__(1, "PCI"), 'ancestor[0][1]: expected one of internal, PIX, PXB, PHB, '
+                                                       'NODE, SYS, unknown, found "PCI"'),
+    (lambda d: d["ancestor"][0].__setitem__(1, "SYS"), "ancestor[0][1]: SYS, but ancestor[1][0] is \"PIX\""),
+    (lambda d: d["ancestor"][2].__setitem__(2, "PIX"), "ancestor[2][2]: expected X (the GPU itself)"),
+    # a misspelt key left the real one unread (numa: unknown); an empty host name made the vertex host:
+    (lambda d: d["gpus"][0].update(nuam=d["gpus"][0].pop("numa")), "gpus[0].nuam: unknown key (did you mean numa?"),
+    (lambda d: d.update(hostname=""), 'hostname: expected a host name, found ""'),
+    (lambda d: d.update(hostname="dgx01\nx"), 'hostname: expected a host name, found "dgx01\\nx"'),
+    (lambda d: d.update(notes="driver said so"), "notes: expected list, found text"),
+])
+def test_capture_values_are_what_capture_writes(inject, mutate, words):
+    inject(fake_nvml(h100_dummy_ids(), _anc(8, 2, 4)))
+    d = capture("n").to_dict()
+    NvmlCapture.from_dict(d, "n.json")
+    mutate(d)
+    with pytest.raises(ParseError) as err:
+        NvmlCapture.from_dict(d, "n.json")
+    assert str(err.value).startswith(f"n.json: {words}"), str(err.value)
+
+
+@pytest.mark.parametrize("text, words", [
+    ('{"format": "x", "format": "y"}', 'n.json: key "format" given twice in one object'),
+    ('{"numa": NaN}', "n.json: NaN is not JSON"),
+    ("[" * 100000 + "]" * 100000, "n.json: not read: nested too deeply"),
+    ('{"format": ', "n.json:1:12: not JSON: Expecting value"),
+])
+def test_capture_text_json_python_would_stretch(text, words):
+    """Python's json keeps the last of a key given twice and reads NaN; neither is in a capture."""
+    from slurmtools.topology.nvml_capture import parse_capture
+
+    with pytest.raises(ParseError) as err:
+        parse_capture(text, "n.json")
+    assert str(err.value).startswith(words), str(err.value)
+
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "topology"
 
 
