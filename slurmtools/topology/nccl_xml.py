@@ -15,6 +15,7 @@ from xml.parsers import expat
 
 from slurmtools.errors import ParseError, whole_number
 from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
+from slurmtools.topology.nvml_capture import pci_key
 
 # One 32-bit word of a cpumask: int(w, 16) alone also takes blanks, signs, `_` and a 0x prefix, and the bits of a
 # longer word past the 32nd would be lost.
@@ -136,6 +137,31 @@ def _mask(value: str, source: str, el: _El) -> tuple[int, ...]:
     return tuple(out)
 
 
+_PCI_CLASS = re.compile(r"0x[0-9a-f]{6}")
+#: Elements that hold devices, each read where NCCL reads it (system > cpu > pci... > gpu > nvlink, nic > net);
+#: one anywhere else is refused, as NCCL would skip it and all it holds.
+_DEVICE_TAGS = ("system", "cpu", "pci", "gpu", "nic", "net", "nvlink")
+_READ_INSIDE = {"gpu": "nvlink", "nic": "net"}
+
+
+def _pci_id(el: _El, key: str, source: str, required: bool = True) -> str:
+    """A PCI bus id (busid=, target=) or class (class=, tclass=) attribute, lower-cased; "" when absent and not
+    `required`. One in another form is refused: a class NCCL cannot read drops the device and all below it, a
+    bus id no device has turns an NVLink peer into an NVSwitch."""
+    value = el.attrs.get(key, "").lower()
+    if not value:
+        if required:
+            raise ParseError(source, el.line, f"<{el.tag}> needs {key}=", el.column)
+        return value
+    if key.endswith("class"):
+        ok, example = _PCI_CLASS.fullmatch(value), "a PCI class like 0x030200"
+    else:
+        ok, example = pci_key(value), "a PCI bus id like 0000:07:00.0"
+    if not ok:
+        raise ParseError(source, el.line, f"<{el.tag}> {key}= expects {example}, found {value[:40]!r}", el.column)
+    return value
+
+
 def _int(el: _El, key: str, source: str, signed: bool = False) -> int:
     """A whole-number attribute; `signed` where NCCL writes -1 for "not known" (numaid)."""
     try:
@@ -163,7 +189,14 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     bridge_numa: dict[str, int] = {}
     counters = {"gpu": 0, "nic": 0}
     unstated: list[_El] = []
-    explicit_gpu = {_int(e, "dev", source) for e in _walk(top) if e.tag == "gpu" and "dev" in e.attrs}
+    read = {id(top)}   # the elements with devices read where NCCL reads them (see _DEVICE_TAGS)
+
+    def take(el: _El) -> None:
+        """Count a <gpu> as read with its <nvlink>s, a <nic> with its <net>s."""
+        read.add(id(el))
+        read.update(id(x) for x in el.children if x.tag == _READ_INSIDE[el.tag])
+
+    explicit_gpu = {_int(e, "dev", source) for _, e in _walk(top) if e.tag == "gpu" and "dev" in e.attrs}
 
     def add(kind, el, bus, numa, path, name=None, speed=None, nvlinks=(), index=None, explicit=True, sm=None,
             layer=None, stated=False):
@@ -178,16 +211,18 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     def visit(el: _El, numa: int | None, path: list[str]):
         for ch in el.children:
             if ch.tag == "pci":
-                bus = ch.attrs.get("busid", "").lower()
-                if not bus:
-                    raise ParseError(source, ch.line, "<pci> needs busid=", ch.column)
-                cls = ch.attrs.get("class", "").lower()
+                read.add(id(ch))
+                bus = _pci_id(ch, "busid", source)
+                cls = _pci_id(ch, "class", source, required=False)
                 inner = [c.tag for c in ch.children]
                 if "gpu" in inner or "nic" in inner:
                     for c in ch.children:
+                        if c.tag in _READ_INSIDE:
+                            take(c)
                         if c.tag == "gpu":
-                            nvl = tuple((n.attrs.get("target", "").lower(), _int(n, "count", source),
-                                         n.attrs.get("tclass", "").lower()) for n in c.children if n.tag == "nvlink")
+                            nvl = tuple((_pci_id(n, "target", source), _int(n, "count", source),
+                                         _pci_id(n, "tclass", source, required=False))
+                                        for n in c.children if n.tag == "nvlink")
                             # NCCL reads the NVLinks of a <gpu> without <nvlink> children from NVML at run
                             # time; only a dump of a probed system (vendor/device ids written) states "none"
                             add("gpu", c, bus, numa, path, nvlinks=nvl,
@@ -221,13 +256,19 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     for c in top.children:
         if c.tag != "cpu":
             continue
+        read.add(id(c))
         numa = _int(c, "numaid", source, signed=True)
         cpus.append(XmlCpu(numa, _mask(c.attrs["affinity"], source, c) if "affinity" in c.attrs else (), c.line))
         visit(c, numa, [])
         for n in c.children:  # NICs NCCL attaches straight to a CPU (no PCI id known)
             if n.tag == "nic":
+                take(n)
                 for net in (x for x in n.children if x.tag == "net"):
                     add("nic", net, "", numa, [], name=net.attrs.get("name"))
+    for parent, el in _walk(top):
+        if el.tag in _DEVICE_TAGS and id(el) not in read:
+            raise ParseError(source, el.line, f"<{el.tag}> inside <{parent.tag}>: not where NCCL reads it, so it "
+                                              "and what it holds would be left out", el.column)
     if not cpus:
         raise ParseError(source, top.line, "<system> has no <cpu> element", top.column)
     seen: dict[tuple[str, int], int] = {}
@@ -250,8 +291,9 @@ def _link_layer(pci_class: str) -> str | None:
 
 
 def _walk(el: _El):
-    yield el
+    """(parent, element) for every element below `el`, in document order."""
     for c in el.children:
+        yield el, c
         yield from _walk(c)
 
 

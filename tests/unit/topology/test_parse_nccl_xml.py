@@ -123,3 +123,28 @@ def test_nesting_deeper_than_a_pcie_tree_is_refused():
     with pytest.raises(ParseError, match="elements nested more than 64 deep") as err:
         parse_nccl_xml(deep + "</cpu></system>", "x.xml")
     assert (err.value.line, err.value.column) == (1, 2691)
+
+
+@pytest.mark.parametrize("edits, line, words", [
+    # a class NCCL cannot read made the GPU an "other device": left out, with all below it
+    ([("class='0x030200'", "class='x030200'")], 3, "<pci> class= expects a PCI class like 0x030200, found 'x030200'"),
+    # bus ids no device has: the GPU's peer was taken for an NVSwitch
+    ([("busid='0000:08:00.0'", "busid='0000:08:00.٠'")], 6, "<pci> busid= expects a PCI bus id"),
+    ([("target='0000:08:00.0' ", "")], 4, "<nvlink> needs target="),
+    ([("target='0000:08:00.0'", "target='0000:08:00'")], 4, "<nvlink> target= expects a PCI bus id"),
+    # device elements where NCCL does not read them were skipped with all they hold
+    ([("  <pci busid='0000:08", "  <cpu numaid='1'><pci busid='0000:08"), (" </cpu>", " </cpu></cpu>")], 6,
+     "<cpu> inside <cpu>"),
+    ([("</gpu>\n  </pci>\n  <pci busid='0000:08", "</gpu>\n  <pci busid='0000:08"), ("</pci>\n </cpu>",
+                                                                                     "</pci></pci>\n </cpu>")], 5,
+     "<pci> inside <pci>"),
+    ([("<gpu dev='1' sm='80'>", "<gpu dev='1' sm='80'><net name='mlx5_0'/>")], 7, "<net> inside <gpu>"),
+])
+def test_devices_are_read_or_refused_never_left_out(edits, line, words):
+    text = GPU_PAIR
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    with pytest.raises(ParseError) as err:
+        parse_nccl_xml(text, "x.xml")
+    assert err.value.line == line and words in str(err.value), str(err.value)
