@@ -352,7 +352,11 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
                                  f"matrix not symmetric: {labels[i]}->{labels[j]} is {rows[i][j].token} but "
                                  f"{labels[j]}->{labels[i]} is {rows[j][i].token} (misaligned paste?)")
 
-    legend = _nic_legend(lines, header_at + 1 + n, source)
+    legend, after_legend = _nic_legend(lines, header_at + 1 + n, source)
+    unnamed = [label for label in labels if re.fullmatch(r"NIC[0-9]{1,9}", label) and int(label[3:]) not in legend]
+    if legend and unnamed:
+        raise ParseError(source, after_legend, f"the NIC Legend names no {', '.join(unnamed)} (cut short, or a "
+                                               "garbled line?)")
     devices = []
     nic_no = 0
     for label, vals in zip(labels, values):
@@ -404,13 +408,16 @@ def _affinity_values(rest, columns, label, source, lineno):
     return vals
 
 
-def _nic_legend(lines, start, source) -> dict[int, str]:
+def _nic_legend(lines, start, source) -> tuple[dict[int, str], int]:
+    """NIC number -> device name from the `NIC Legend:` block, and the line after its last entry."""
     legend: dict[int, str] = {}
     in_legend = False
+    after = start + 1
     for n in range(start, len(lines)):
         content = lines[n][1]
         if content.strip() == "NIC Legend:":
             in_legend = True
+            after = n + 2
             continue
         if in_legend:
             m = _NIC_LEGEND.match(content)
@@ -419,9 +426,10 @@ def _nic_legend(lines, start, source) -> dict[int, str]:
                 if k in legend:
                     raise ParseError(source, n + 1, f"NIC{k} appears twice in the NIC Legend")
                 legend[k] = m.group(2)
+                after = n + 2
             elif content.strip():
                 break
-    return legend
+    return legend, after
 
 
 # ---------------------------------------------------------------- nvlink -s

@@ -129,6 +129,33 @@ def test_multi_range_numa_and_gpu_numa_id():
     assert m.nics[0].name == "mlx5_0" and m.nics[0].cpu_affinity is None
 
 
+TWO_NICS = """\
+        GPU0    GPU1    NIC0    NIC1    CPU Affinity    NUMA Affinity
+GPU0     X      NV18    SYS     SYS     0-71    0
+GPU1    NV18     X      SYS     SYS     72-143  1
+NIC0    SYS     SYS      X      PIX
+NIC1    SYS     SYS     PIX      X
+
+NIC Legend:
+
+  NIC0: mlx5_0
+  NIC1: mlx5_1
+"""
+
+
+@pytest.mark.parametrize("legend, line", [
+    ("  NIC0: mlx5_0\n  NIC1 mlx5_1\n", 10),   # a garbled entry ended the legend: NIC1 stayed "NIC1"
+    ("  NIC0: mlx5_0\n", 10),                   # cut short
+])
+def test_a_nic_legend_names_every_nic_or_none(legend, line):
+    assert [n.name for n in parse_topo_matrix(TWO_NICS, "gb200.txt").nics] == ["mlx5_0", "mlx5_1"]
+    text = TWO_NICS.replace("  NIC0: mlx5_0\n  NIC1: mlx5_1\n", legend)
+    with pytest.raises(ParseError) as err:
+        parse_topo_matrix(text, "gb200.txt")
+    assert err.value.line == line and "the NIC Legend names no NIC1 (cut short, or a garbled line?)" in str(err.value)
+    assert [n.name for n in parse_topo_matrix(text[:text.index("NIC Legend")], "x").nics] == ["NIC0", "NIC1"]
+
+
 def test_comment_prefix_prompt_and_fused_cells():
     text = ("# $ nvidia-smi topo -m\n"
             "#\tGPU0\tGPU1\tGPU2\tNIC0\tCPU Affinity\tNUMA Affinity\n"
