@@ -23,6 +23,8 @@ def register_providers(topo_app: typer.Typer) -> None:
 
 
 def _read(path: str) -> str:
+    """The file's text, as UTF-8 whatever the locale, without the byte-order mark some Windows editors put first:
+    left in, it hid the first line from every provider (`\\ufeffSwitchName=` is no key) and from `detect_kind`."""
     from slurmtools.errors import ConfigError
 
     p = Path(path)
@@ -30,8 +32,8 @@ def _read(path: str) -> str:
         if p.suffix == ".gz":
             import gzip
 
-            return gzip.decompress(p.read_bytes()).decode()
-        return p.read_text()
+            return gzip.decompress(p.read_bytes()).decode("utf-8-sig")
+        return p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(path, "", "file not found") from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:

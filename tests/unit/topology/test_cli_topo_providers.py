@@ -109,3 +109,24 @@ def test_import_capture_file(tmp_path, monkeypatch):
     f.write_text("{not json")
     r = runner.invoke(app, ["topo", "import", "--from", "capture", str(f)])
     assert isinstance(r.exception, ParseError) and r.exception.line == 1
+
+
+@pytest.mark.parametrize("kind, name", [
+    ("nvidia-smi", "stas00-mlengineering_2gpu-nvlink-NV2.txt"),
+    ("ibnetdiscover", "topograph_ibnetdiscover_example.out.gz"),
+    ("topology.conf", "nvidia-circe-superpod_topology.conf"),
+    ("nccl-xml", "simai_topo_8A100_4CX6.xml"),
+    ("capture", "slurmtools-lent-h100-vm_nvml-capture.json"),
+])
+def test_a_byte_order_mark_is_no_part_of_the_text(tmp_path, kind, name):
+    """Saved by a Windows editor, a file starts with a UTF-8 BOM; it hid the first line (`\\ufeffSwitchName=` is
+    no key, the matrix header no header) and the kind from detection."""
+    import gzip
+
+    from slurmtools.cli.topo_providers import build, load_topology
+
+    text = read_data(name).encode()
+    p = tmp_path / name
+    p.write_bytes(gzip.compress(b"\xef\xbb\xbf" + text) if name.endswith(".gz") else b"\xef\xbb\xbf" + text)
+    assert build(kind, str(p)).same_as(build(kind, str(data_path(name))))
+    assert load_topology(p).same_as(build(kind, str(p)))
