@@ -195,7 +195,8 @@ def _segmentations(tok: str, most: int) -> Iterator[list[str]]:
             end = start + 2
             while end < len(tok) and tok[end] in _DIGITS:
                 end += 1
-                nexts.append(tok[start:end])
+                if _link_from_word(tok[start:end]):   # the one judge of a link word: not NV0, nor 101 digits
+                    nexts.append(tok[start:end])
         for w in reversed(nexts):   # the first reading first
             trail.append((w, last))
             stack.append((start + len(w), count + 1, len(trail) - 1))

@@ -204,6 +204,14 @@ def test_nvlink_status_speed_is_a_decimal(speed):
         parse_nvlink_status(f"GPU 0: X (UUID: GPU-1)\n\t Link 0: {speed} GB/s\n", "s.txt")
 
 
+@pytest.mark.parametrize("cell", ["NV0", "NV" + "9" * 150, "NV0X"])
+def test_fused_cells_are_split_into_link_words_only(cell):
+    """The fused-cell search made NV<digits> words of its own that the link reader refused (NV0, a count of over
+    100 digits): an AssertionError instead of a message."""
+    with pytest.raises(ParseError, match="expected a link class"):
+        parse_topo_matrix(TWO.replace("\tNV2\t0-7", f"\t{cell}\t0-7", 1), "paste.txt")
+
+
 def test_a_fused_cell_thousands_of_words_long_is_refused():
     """Fused cells are split by a search that once recursed a level per word (RecursionError past about 1000)."""
     with pytest.raises(ParseError, match="for column GPU1, found 'NV2NV2"):
