@@ -41,6 +41,15 @@ def pcie_box() -> Topology:
     return t
 
 
+def test_any_name_a_provider_accepts_sorts():
+    """Names come from the providers' files: a host gpu² (str.isdigit passed ² to int()) or a NIC number past
+    int()'s 4300 digits failed the natural sort with a traceback (`topo show`, `topo import` of such a file)."""
+    t = Topology("odd")
+    for h in ("gpu10", "gpu²", "gpu2", "gpu" + "1" * 5000, "gpu٣"):
+        t.add_host(h)
+    assert t.host_names()[:2] == ["gpu2", "gpu٣"] and t.host_names()[2] == "gpu10"
+
+
 def test_ids_are_stable_strings():
     t = pcie_box()
     assert "gpu:n1:3" in t and "nic:n1:mlx5_1" in t and "cpu:n1:1" in t and "host:n1" in t
