@@ -62,7 +62,9 @@ class ConfigError(SlurmtoolsError):
 
 
 class ParseError(SlurmtoolsError):
-    """A discovery dump (nvidia-smi, ibnetdiscover, topology.conf, sacct) could not be read faithfully."""
+    """A discovery dump (nvidia-smi, ibnetdiscover, topology.conf, sacct) could not be read faithfully. Its text is
+    one line wherever it is shown, not only through the CLI: a key or name quoted from the file may hold a line
+    break (a JSON or YAML key with `\u2028`), escaped here as `one_line` does."""
 
     exit_code = 2
 
@@ -75,7 +77,7 @@ class ParseError(SlurmtoolsError):
             where += f":{line}"
             if column is not None:
                 where += f":{column}"
-        super().__init__(f"{where}: {message}")
+        super().__init__(one_line(f"{where}: {message}"))
 
 
 class SlurmError(SlurmtoolsError):

@@ -243,6 +243,15 @@ def test_errors_name_line_column_and_field(text, line, column, words):
     assert str(err.value).startswith("t.yaml")
 
 
+def test_an_error_quoting_a_key_with_a_line_break_is_one_line():
+    """A double-quoted YAML key may hold any character; quoted in the message it split the error's text in two
+    (only the CLI escaped it)."""
+    with pytest.raises(ParseError) as err:
+        parse_topology_yaml('- topology: a\n  "x\\u2028y\\ny": 1\n  flat: true\n', "t.yaml")
+    assert str(err.value) == ("t.yaml:2:3: [0].x\\u2028y\\ny: unknown key (keys here: topology, cluster_default, tree, "
+                              "block, flat)")
+
+
 def test_what_slurm_accepts_but_an_admin_should_hear_about():
     """The same warnings as topology.conf's: a host under two leaves, a switch with nothing below it; and a host
     in two blocks. Named at the line that lists the host again."""
