@@ -149,8 +149,13 @@ def parse_capture(text: str, source: str = "<capture>") -> NvmlCapture:
             out[key] = value
         return out
 
+    def whole(digits: str) -> int:
+        if len(digits) > 100:   # int() refuses past 4300 digits with a ValueError json does not turn into its own
+            raise ParseError(source, None, f"a number of {len(digits)} digits: no value of a capture has so many")
+        return int(digits)
+
     try:
-        data = json.loads(text, parse_constant=constant, object_pairs_hook=once)
+        data = json.loads(text, parse_constant=constant, object_pairs_hook=once, parse_int=whole)
     except json.JSONDecodeError as exc:
         raise ParseError(source, exc.lineno, f"not JSON: {exc.msg}", exc.colno) from None
     except RecursionError:

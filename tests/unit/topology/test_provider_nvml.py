@@ -223,6 +223,8 @@ def test_capture_values_are_what_capture_writes(inject, mutate, words):
     ('{"numa": NaN}', "n.json: NaN is not JSON"),
     ("[" * 100000 + "]" * 100000, "n.json: not read: nested too deeply"),
     ('{"format": ', "n.json:1:12: not JSON: Expecting value"),
+    # int() refuses past 4300 digits with a ValueError json passed on as it was: a traceback
+    ('{"numa": ' + "1" * 5000 + "}", "n.json: a number of 5000 digits: no value of a capture has so many"),
 ])
 def test_capture_text_json_python_would_stretch(text, words):
     """Python's json keeps the last of a key given twice and reads NaN; neither is in a capture."""
