@@ -190,6 +190,7 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     counters = {"gpu": 0, "nic": 0}
     unstated: list[_El] = []
     read = {id(top)}   # the elements with devices read where NCCL reads them (see _DEVICE_TAGS)
+    bus_at: dict[str, int] = {}   # bus id -> the line of its <pci>
 
     def take(el: _El) -> None:
         """Count a <gpu> as read with its <nvlink>s, a <nic> with its <net>s."""
@@ -213,6 +214,10 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
             if ch.tag == "pci":
                 read.add(id(ch))
                 bus = _pci_id(ch, "busid", source)
+                if bus in bus_at:   # one id, two devices: their bridges and NVLinks would be merged
+                    raise ParseError(source, ch.line, f"<pci> busid={bus} is given twice (first at line "
+                                                      f"{bus_at[bus]})", ch.column)
+                bus_at[bus] = ch.line
                 cls = _pci_id(ch, "class", source, required=False)
                 inner = [c.tag for c in ch.children]
                 if "gpu" in inner or "nic" in inner:

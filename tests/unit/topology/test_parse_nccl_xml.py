@@ -148,3 +148,20 @@ def test_devices_are_read_or_refused_never_left_out(edits, line, words):
     with pytest.raises(ParseError) as err:
         parse_nccl_xml(text, "x.xml")
     assert err.value.line == line and words in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("edits, line", [
+    ([("busid='0000:08:00.0'", "busid='0000:07:00.0'")], 6),   # two GPUs, one id: their NVLinks merged
+    # a bridge doubled around itself: its own parent, a KeyError building the graph
+    ([("  <pci busid='0000:07:00.0'", "  <pci busid='0000:01:00.0' class='0x060400'><pci busid='0000:01:00.0' "
+                                      "class='0x060400'><pci busid='0000:07:00.0'"), (" </cpu>", "</pci></pci>\n </cpu>")],
+     3),
+])
+def test_a_pci_bus_id_names_one_device(edits, line):
+    text = GPU_PAIR
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    with pytest.raises(ParseError, match="busid=0000:0[17]:00.0 is given twice") as err:
+        to_topology(parse_nccl_xml(text, "x.xml"), "n")
+    assert err.value.line == line
