@@ -27,6 +27,8 @@ def _read(path: str) -> str:
     left in, it hid the first line from every provider (`\\ufeffSwitchName=` is no key) and from `detect_kind`."""
     from slurmtools.errors import ConfigError
 
+    import zlib
+
     p = Path(path)
     try:
         if p.suffix == ".gz":
@@ -36,7 +38,7 @@ def _read(path: str) -> str:
         return p.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(path, "", "file not found") from None
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as exc:   # zlib.error: damaged compressed data
         raise ConfigError(path, "", f"cannot read: {exc}") from None
 
 

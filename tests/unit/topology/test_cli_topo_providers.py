@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from slurmtools.cli.main import app
 from slurmtools.cli.topo_providers import detect_kind
-from slurmtools.errors import ParseError
+from slurmtools.errors import ConfigError, ParseError
 from slurmtools.topology.graph import Topology
 
 from ._data import data_path, read_data
@@ -130,3 +130,14 @@ def test_a_byte_order_mark_is_no_part_of_the_text(tmp_path, kind, name):
     p.write_bytes(gzip.compress(b"\xef\xbb\xbf" + text) if name.endswith(".gz") else b"\xef\xbb\xbf" + text)
     assert build(kind, str(p)).same_as(build(kind, str(data_path(name))))
     assert load_topology(p).same_as(build(kind, str(p)))
+
+
+def test_damaged_gzip_is_refused_in_one_line(tmp_path):
+    """Damage inside the compressed data raises zlib.error, which is no OSError: it escaped as a traceback."""
+    from slurmtools.cli.topo_providers import build
+
+    data = data_path("topograph_ibnetdiscover_example.out.gz").read_bytes()
+    p = tmp_path / "dump.out.gz"
+    p.write_bytes(data[:100] + bytes(b ^ 0xFF for b in data[100:200]) + data[200:])
+    with pytest.raises(ConfigError, match=f"^{p}: cannot read: Error -3 while decompressing data"):
+        build("ibnetdiscover", str(p))
