@@ -154,8 +154,8 @@ def test_devices_are_read_or_refused_never_left_out(edits, line, words):
     ([("busid='0000:08:00.0'", "busid='0000:07:00.0'")], 6),   # two GPUs, one id: their NVLinks merged
     # a bridge doubled around itself: its own parent, a KeyError building the graph
     ([("  <pci busid='0000:07:00.0'", "  <pci busid='0000:01:00.0' class='0x060400'><pci busid='0000:01:00.0' "
-                                      "class='0x060400'><pci busid='0000:07:00.0'"), (" </cpu>", "</pci></pci>\n </cpu>")],
-     3),
+                                      "class='0x060400'><pci busid='0000:07:00.0'"),
+      (" </cpu>", "</pci></pci>\n </cpu>")], 3),
 ])
 def test_a_pci_bus_id_names_one_device(edits, line):
     text = GPU_PAIR

@@ -173,7 +173,8 @@ def test_legacy_soc_reads_as_sys():
     assert m.link("GPU0", "GPU1").kind == "SYS" and m.link("GPU0", "GPU1").token == "SOC"
 
 
-TWO = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tNV2\t0-7\t0\tN/A\nGPU1\tNV2\t X \t8-15\t1\tN/A\n"
+TWO = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+       "GPU0\t X \tNV2\t0-7\t0\tN/A\nGPU1\tNV2\t X \t8-15\t1\tN/A\n")
 
 
 @pytest.mark.parametrize("old, new, line, words", [
