@@ -9,11 +9,11 @@ whole free leaves stay whole for the next large job.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from slurmtools.planner.view import ClusterView
+from slurmtools.topology.names import natural as _natural
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,3 @@ def leaves_of(view: ClusterView, hosts: Sequence[str]) -> list[str]:
     for h in hosts:
         seen.setdefault(view.hosts[h].leaf, None)
     return list(seen)
-
-
-def _natural(s: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))

@@ -7,12 +7,12 @@ topology graph) joined with the backend's live node state keeps the optimiser fa
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping, NamedTuple
 
 from slurmtools.gc_pause import gc_paused
 from slurmtools.slurm.model import UNSCHEDULABLE_FLAGS, UNSCHEDULABLE_STATES, NodeInfo
+from slurmtools.topology.names import natural as _nat
 from slurmtools.topology.sitefile import Fabric, NodeType, link_gbytes
 
 # GB/s per NVLink link per direction (NVLink 4); PCIe gen5 x16 per direction for GPUs without NVLink.
@@ -326,8 +326,6 @@ def _declared_layout(fabric: Fabric) -> _Layout | None:
 
 def _layout(fabric: Fabric) -> _Layout | None:
     from slurmtools.topology.links import IB_LANE_GBYTES, ib_link
-    from slurmtools.topology.names import natural as _natural
-
     link = ib_link(fabric.link)
     if fabric.rail_leaves or (IB_LANE_GBYTES[link.speed] * 64) % 1 or set(fabric.leaves) & set(fabric.spines):
         return None
@@ -345,7 +343,7 @@ def _layout(fabric: Fabric) -> _Layout | None:
     node_types = fabric.node_types
     type_of = {leaf.name: node_types[leaf.node_type] for leaf in fabric.leaves.values()}
     # as the graph lists hosts (natural order), then as from_topology sorts them
-    order = tuple((h, leaf_of[h], type_of[leaf_of[h]]) for h in sorted(sorted(leaf_of, key=_natural), key=_nat))
+    order = tuple((h, leaf_of[h], type_of[leaf_of[h]]) for h in sorted(leaf_of, key=_nat))
     leaves = tuple(sorted(fabric.leaves, key=_nat))
     ups: dict[str, list[tuple[str, float]]] = {name: [] for name in leaves}
     for sp in fabric.spines.values():
@@ -356,9 +354,9 @@ def _layout(fabric: Fabric) -> _Layout | None:
     uplink = {leaf: sum(g for _, g in ups[leaf]) or float("inf") for leaf in leaves}
     domains: dict[str, str] = {}
     declared = fabric.nvlink_domain_of_host()
-    for d in sorted(fabric.nvlink_domains, key=_natural):
+    for d in sorted(fabric.nvlink_domains, key=_nat):
         members = sorted({h for h in fabric.nvlink_domains[d] if declared.get(h) == d and h in leaf_of
-                          and type_of[leaf_of[h]].gpus}, key=_natural)
+                          and type_of[leaf_of[h]].gpus}, key=_nat)
         if len(members) > 1:
             domains.update({h: d for h in members})
     grouped: dict[str, list[str]] = {name: [] for name in leaves}
@@ -379,10 +377,3 @@ def nearest_of_type(nt: NodeType) -> dict[int, tuple[str, ...]]:
     t = Topology("one host")
     build_node(t, nt.name, nt)
     return {g: tuple(v) for g, v in q.nearest_nics(t, nt.name).items()}
-
-
-def _nat(s: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(s))
-
-
-_DIGITS = re.compile(r"(\d+)")

@@ -128,3 +128,17 @@ def test_random_fabrics_same_view_or_declined(fabric, seed, gpu_type, partition)
     assert declared == graph
     assert dict(declared.leaves) == dict(graph.leaves) and list(declared.leaves) == list(graph.leaves)
     assert list(declared.hosts) == list(graph.hosts)
+
+
+def test_names_any_provider_accepts_sort_in_both_views():
+    """Host and switch names with a superscript digit, and a digit run past int()'s limit, sort by the graph's own
+    key (`topology.names.natural`) in the planner too: both views are built and agree (the planner's own sort
+    key used to pass `²` and 5000-digit runs to int(), a traceback)."""
+    long = "9" * 5000
+    leaves = {"sw²": Leaf("sw²", ("h²", "h1²", f"h{long}"), "dgx"), "sw1": Leaf("sw1", ("h2", "h10"), "dgx")}
+    fabric = Fabric(name="odd", source=Path("odd.toml"), link="4xNDR", node_types={"dgx": DGX}, leaves=leaves,
+                    spines={"core": Spine("core", ("sw²", "sw1"), None)}, racks={}, nvlink_domains={}, rail_leaves={})
+    declared, graph = _both(fabric, None)
+    assert declared is not None and declared == graph
+    assert list(declared.leaves) == ["sw1", "sw²"]
+    assert list(declared.hosts) == ["h1²", "h2", "h10", f"h{long}", "h²"]   # a run too long for int() sorts as text
