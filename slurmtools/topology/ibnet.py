@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from slurmtools.errors import ParseError, whole_number
 from slurmtools.gc_pause import gc_paused
-from slurmtools.topology.graph import IB_LANE_GBYTES
+from slurmtools.topology.links import IB_LANE_GBYTES, IB_WIDTH_TEXTS, IB_WIDTHS
 
 DEFAULT_HOST_PATTERN = r"^(?P<host>\S+)\s+(?P<hca>\S+)$"
 AGGREGATION_NODE = "Aggregation Node"  # SHARP engine inside a switch, listed as a CA
@@ -97,6 +97,9 @@ def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
     if not x or width is None or sp not in IB_LANE_GBYTES:
         raise ParseError(source, n, f"expected the link rate (like 4xNDR) at the end of the line, "
                                     f"found {tail or 'nothing'!r}", len(line.rstrip()) - len(tail) + 1)
+    if width not in IB_WIDTHS:
+        raise ParseError(source, n, f"link rate {tail!r}: {width} lanes is no InfiniBand link width (they are "
+                                    f"{', '.join(map(str, IB_WIDTHS))})", len(line.rstrip()) - len(tail) + 1)
     return width, sp
 
 
@@ -257,8 +260,8 @@ def _pair_ends(source: str, nodes: dict[str, IbNode], port_guids: dict[str, tupl
     rates: dict[str, tuple[int, str]] = {}
     for spec in dict.fromkeys(rate):
         width, _, speed = spec.partition("x")
-        if speed not in IB_LANE_GBYTES:
-            return None
+        if speed not in IB_LANE_GBYTES or width not in IB_WIDTH_TEXTS:
+            return None                                 # the careful reader names the line
         rates[spec] = (int(width), speed)
     if len(rates) > 1:                                  # both lines of a cable at the same rate
         code = dict(zip(rates, range(len(rates))))

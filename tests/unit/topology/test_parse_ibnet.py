@@ -111,6 +111,9 @@ BAD = [
     (SMALL.replace('Ca\t1 "H-c2"', 'Cx\t1 "H-c2"'), 15, "unexpected line"),
     (SMALL + '[2](c2) \t"S-zz"[9]\t\t# lid 4 lmc 0 "x" lid 1 4xHDR\n', 17, "never lists"),
     ('[1]\t"S-aa"[3]\t\t# 4xHDR\n', 1, "before any Switch/Ca header"),
+    # lanes no IB port runs: a 0 GB/s link, or a width the spec does not have
+    (SMALL.replace("lid 4 4xHDR\n[3]", "lid 4 0xHDR\n[3]"), 5, "0 lanes is no InfiniBand link width"),
+    (SMALL.replace("lid 4 4xHDR\n[3]", "lid 4 3xHDR\n[3]"), 5, "3 lanes is no InfiniBand link width"),
 ]
 
 #: numbers as ibnetdiscover never prints them: other scripts' digits, superscripts, `_`, signs, and a port whose
@@ -199,3 +202,13 @@ def test_errors_in_entry_shaped_dumps(bad):
     with pytest.raises(ParseError) as got:
         parse_ibnetdiscover(spaced, "bad.out")
     assert str(got.value) == str(want.value) and got.value.line == want.value.line
+
+
+@pytest.mark.parametrize("spec", ["0xNDR", "3xHDR", "16xNDR", "٤xNDR", "xNDR", "4xQQR"])
+def test_fabric_file_link_widths_are_the_specs(spec):
+    """The fabric file's `link` takes the widths an IB port runs (1, 2, 4, 8, 12), as the dump reader does."""
+    from slurmtools.topology.links import ib_link
+
+    with pytest.raises(ValueError, match="widths 1, 2, 4, 8, 12"):
+        ib_link(spec)
+    assert ib_link("2xNDR").gbytes == 25.0 and ib_link("12xhdr").gbytes == 75.0
