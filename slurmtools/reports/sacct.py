@@ -148,14 +148,15 @@ class _Runs:
 
 
 def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None,
-               on_block=None) -> Accounting:
+               on_block=None, block_bytes: int = BLOCK) -> Accounting:
     """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`.
 
     A clean dump is read by arrow's streaming CSV reader. A dump with a bad row (too few fields, text in a number
     or time field, a time outside 1970-2200, End before Start, a GPU count that is not a count...) or a CR inside
     a line is read again by `_read_careful`, which skips each bad row and lists it in `Accounting.bad`.
 
-    `on_block(done_bytes, total_bytes)` is called after each block (about 16 MB), for a progress bar."""
+    `on_block(done_bytes, total_bytes)` is called after each block (`block_bytes`, 16 MB unless given), for a
+    progress bar; smaller blocks hold less of the dump in memory at once."""
     if isinstance(src, bytes) or text:
         data = src if isinstance(src, bytes) else str(src).encode()
         name = source or "sacct output"
@@ -187,10 +188,11 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     try:
         if has_cr:
             raise _Dirty()
-        runs, notes = _read_fast(opener, header, include, types, labels, name, total, on_block)
+        runs, notes = _read_fast(opener, header, include, types, labels, name, total, on_block, block_bytes)
         bad = BadRows(name, "rows", runs.rows)
     except _Dirty:
-        runs, notes, bad = _read_careful(raw_opener, header, include, types, labels, name, total, on_block)
+        runs, notes, bad = _read_careful(raw_opener, header, include, types, labels, name, total, on_block,
+                                         block_bytes)
     low_inc = set(labels)
     if "alloc_tres" not in low_inc:
         notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
@@ -200,7 +202,8 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
                       bad=bad)
 
 
-def _read_fast(opener, header: Header, include, types, labels, name, total, on_block) -> tuple[_Runs, list[str]]:
+def _read_fast(opener, header: Header, include, types, labels, name, total, on_block, block_bytes: int = BLOCK
+               ) -> tuple[_Runs, list[str]]:
     """Arrow's streaming reader over a clean dump; raises _Dirty at the first sign of a bad row."""
     names, delim = header.names, header.delimiter
     invalid: list[tuple[int, str]] = []
@@ -209,7 +212,8 @@ def _read_fast(opener, header: Header, include, types, labels, name, total, on_b
         invalid.append((row.number, row.text))
         return "skip"
 
-    ropts = pacsv.ReadOptions(column_names=names + ([""] if header.trailing else []), skip_rows=1, block_size=BLOCK)
+    ropts = pacsv.ReadOptions(column_names=names + ([""] if header.trailing else []), skip_rows=1,
+                              block_size=block_bytes)
     popts = pacsv.ParseOptions(delimiter=delim, quote_char=False, escape_char=False, newlines_in_values=False,
                                invalid_row_handler=on_bad)
     copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
@@ -229,7 +233,7 @@ def _read_fast(opener, header: Header, include, types, labels, name, total, on_b
         for i, batch in enumerate(ahead, start=1):
             take(pa.Table.from_batches([batch]))
             if on_block is not None:
-                on_block(min(i * BLOCK, total), total)
+                on_block(min(i * block_bytes, total), total)
     except pa.ArrowInvalid:
         raise _Dirty() from None
     finally:
@@ -299,7 +303,7 @@ def _read_ahead(reader, depth: int = 2):
         t.join()
 
 
-def _read_careful(opener, header: Header, include, types, labels, name, total, on_block
+def _read_careful(opener, header: Header, include, types, labels, name, total, on_block, block_bytes: int = BLOCK
                   ) -> tuple[_Runs, list[str], BadRows]:
     """The dump line by line (a line ends at LF only), in blocks, with arrow kernels over each block's lines:
     every row that cannot be read or holds what Slurm never writes is skipped and listed with its line number.
@@ -315,7 +319,7 @@ def _read_careful(opener, header: Header, include, types, labels, name, total, o
         fh.readline()
         lineno, done = 2, 0
         while True:
-            block = fh.read(BLOCK)
+            block = fh.read(block_bytes)
             if not block:
                 break
             if not block.endswith(b"\n"):

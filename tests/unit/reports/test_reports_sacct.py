@@ -124,17 +124,12 @@ def test_too_few_fields_is_listed_not_lost():
 def test_progress_callback_reaches_the_whole_file(tmp_path):
     from datetime import datetime
 
-    from slurmtools.reports import sacct as sacct_mod
     from slurmtools.reports import synth
 
     p = synth.write(tmp_path / "d.txt", 3000, datetime(2026, 11, 1), 2, nodes=16, node_fmt="gpu{:02d}")
     seen = []
-    old = sacct_mod.BLOCK
-    sacct_mod.BLOCK = 1 << 16  # small blocks: several callbacks for a small file
-    try:
-        acc = read_sacct(p, on_block=lambda done, total: seen.append((done, total)))
-    finally:
-        sacct_mod.BLOCK = old
+    # small blocks: several callbacks for a small file
+    acc = read_sacct(p, on_block=lambda done, total: seen.append((done, total)), block_bytes=1 << 16)
     size = p.stat().st_size
     assert len(seen) > 3 and seen[-1] == (size, size)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
@@ -165,24 +160,27 @@ def test_blocks_read_ahead_come_in_order_and_a_late_error_after_them():
     assert not [t for t in threading.enumerate() if t.name == "sacct-reader"]
 
 
-def test_a_dump_of_many_blocks_reads_as_one_block_and_a_bad_row_in_a_late_block_is_listed(tmp_path, monkeypatch):
+def test_a_dump_of_many_blocks_reads_as_one_block_and_a_bad_row_in_a_late_block_is_listed(tmp_path):
     """Blocks are parsed ahead by another thread: a dump read in 64 KB blocks gives the runs it gives in one block,
     and a bad row near its end sends it to the careful reader, which lists that row."""
     from datetime import datetime
 
-    from slurmtools.reports import sacct, synth
+    from slurmtools.reports import synth
 
     p = synth.write(tmp_path / "d.txt", 2000, datetime(2025, 11, 1), 5, seed=9, arrays=0.2)
     whole = read_sacct(p)
-    monkeypatch.setattr(sacct, "BLOCK", 1 << 16)
-    assert p.stat().st_size > 20 * sacct.BLOCK
-    pd.testing.assert_frame_equal(read_sacct(p).jobs, whole.jobs)
+    small = 1 << 16
+    assert p.stat().st_size > 20 * small
+    seen: list[int] = []
+    pd.testing.assert_frame_equal(read_sacct(p, block_bytes=small, on_block=lambda d, t: seen.append(d)).jobs,
+                                  whole.jobs)
+    assert len(seen) > 20   # it was read in many blocks
     lines = p.read_text().split("\n")
     at = len(lines) - 5
     parts = lines[at].split("|")
     parts[lines[0].split("|").index("NNodes")] = "two"
     lines[at] = "|".join(parts)
     p.write_text("\n".join(lines))
-    acc = read_sacct(p)
+    acc = read_sacct(p, block_bytes=small)
     assert [(b.line, b.reason) for b in acc.bad.rows] == [(at + 1, "field NNodes: 'two' is not a whole number")]
     assert len(acc.jobs) + acc.steps == len(whole.jobs) + whole.steps - 1
