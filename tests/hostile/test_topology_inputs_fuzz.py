@@ -324,6 +324,29 @@ def test_damaged_gzip_is_read_or_refused_in_one_line(tmp_path, number):
     read_or_refuse(sample, str(p), None, f"gzip {number}: {how} at byte {at}")
 
 
+def test_a_gzip_that_unpacks_past_the_cap_is_refused_in_one_line(tmp_path):
+    """A gzip bomb: 1 MiB of comment lines, packed once and repeated as members until it unpacks to one byte past
+    the cap (about a megabyte on disk). Refused by name before the text is decoded; a small one is read whole."""
+    from slurmtools.cli.topo_providers import GZ_LIMIT, _read
+
+    chunk = (b"#" * 63 + b"\n") * (1 << 14)
+    member = gzip.compress(chunk, compresslevel=9)
+    bomb = tmp_path / "fabric.ibnet.gz"
+    with bomb.open("wb") as fh:
+        for _ in range(GZ_LIMIT // len(chunk)):
+            fh.write(member)
+        fh.write(gzip.compress(b"\n"))
+    assert bomb.stat().st_size < 8 << 20
+    with pytest.raises(ConfigError) as got:
+        _read(str(bomb))
+    msg = str(got.value)
+    assert msg.startswith(f"{bomb}: unpacks to more than 1 GiB") and "\n" not in msg
+
+    fits = tmp_path / "small.ibnet.gz"
+    fits.write_bytes(member * 3)
+    assert _read(str(fits)) == (chunk * 3).decode()
+
+
 #: (provider, mutation number of its first sample) run through the real CLI, picked to be refused and read;
 #: "nvlink" is the `nvidia-smi nvlink -s` file given with --nvlink
 CLI_CASES = [("nvidia-smi", 0), ("nvidia-smi", 1), ("ibnetdiscover", 0), ("ibnetdiscover", 2), ("topology.conf", 0),
