@@ -173,6 +173,22 @@ def _int(el: _El, key: str, source: str, signed: bool = False) -> int:
                          el.column) from None
 
 
+def _links(el: _El, source: str) -> int:
+    """An <nvlink>'s count: NCCL writes an element only for a peer it has links to, so 0 is damage, not a fact."""
+    count = _int(el, "count", source)
+    if count < 1:
+        raise ParseError(source, el.line, f"<nvlink> count= must be 1 or more (an <nvlink> element stands for "
+                                          f"links to its target), found {el.attrs['count']!r}", el.column)
+    return count
+
+
+def _net_speed(el: _El, source: str) -> float | None:
+    """A <net>'s speed= (Mb/s) in GB/s. 0 is a port whose speed the dumping host could not read: the rate stays
+    unknown, as when speed= is left out, never a 0 GB/s NIC the planner would route around."""
+    mbits = _int(el, "speed", source)
+    return mbits / 8000.0 if mbits else None
+
+
 def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
     doc = _tree(text, source)
     if not doc.children:
@@ -225,7 +241,7 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                         if c.tag in _READ_INSIDE:
                             take(c)
                         if c.tag == "gpu":
-                            nvl = tuple((_pci_id(n, "target", source), _int(n, "count", source),
+                            nvl = tuple((_pci_id(n, "target", source), _links(n, source),
                                          _pci_id(n, "tclass", source, required=False))
                                         for n in c.children if n.tag == "nvlink")
                             # NCCL reads the NVLinks of a <gpu> without <nvlink> children from NVML at run
@@ -238,7 +254,7 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                             nets = [n for n in c.children if n.tag == "net"] or [None]
                             for net in nets:
                                 name = net.attrs.get("name") if net is not None else None
-                                speed = (_int(net, "speed", source) / 8000.0
+                                speed = (_net_speed(net, source)
                                          if net is not None and "speed" in net.attrs else None)
                                 add("nic", net or c, bus, numa, path, name=name, speed=speed,
                                     layer=_link_layer(cls))

@@ -165,3 +165,21 @@ def test_a_pci_bus_id_names_one_device(edits, line):
     with pytest.raises(ParseError, match="busid=0000:0[17]:00.0 is given twice") as err:
         to_topology(parse_nccl_xml(text, "x.xml"), "n")
     assert err.value.line == line
+
+
+def test_an_nvlink_element_with_no_links_is_refused():
+    """NCCL writes an <nvlink> only for a peer it has links to: count='0' was read as a 0-link NVLink edge."""
+    with pytest.raises(ParseError) as err:
+        parse_nccl_xml(GPU_PAIR.replace("count='2'", "count='0'", 1), "x.xml")
+    assert err.value.line == 4 and "<nvlink> count= must be 1 or more" in str(err.value) and "'0'" in str(err.value)
+
+
+def test_a_net_speed_of_0_leaves_the_rate_unknown():
+    """speed='0' is a port whose speed the dumping host could not read; it was a 0 GB/s NIC."""
+    text = read_data("simai_topo_8A100_4CX6.xml")
+    assert 'speed="200000"' in text
+    x = parse_nccl_xml(text.replace('speed="200000"', 'speed="0"', 1))
+    assert x.nics[0].speed_gbytes is None and x.nics[1].speed_gbytes == 25.0
+    t = to_topology(x, "ali")
+    rates = {n.name: n.rate_gbytes for n in t.nics("ali")}
+    assert rates[x.nics[0].name] is None and rates[x.nics[1].name] == 25.0
