@@ -275,11 +275,7 @@ def from_declared(fabric: Fabric, nodes: Iterable[NodeInfo] | None = None, *, gp
         keep = set(only_hosts) if only_hosts is not None else None
         rows = tuple(r for r in lay.order
                      if (gpu_type is None or r[2].gpu_type == gpu_type) and (keep is None or r[0] in keep))
-        grouped: dict[str, list[str]] = {name: [] for name in lay.leaves}
-        for h, leaf, _ in rows:
-            grouped[leaf].append(h)
-        leaves = {k: tuple(v) for k, v in grouped.items() if v}
-        types = tuple({r[2].name: r[2] for r in rows}.values())
+        leaves, types = _grouped(rows, lay.leaves)
     hosts = _host_states(rows, live)
     nearest = {nt.name: lay.nearest(nt, nearest_of) for nt in types}
     # one host's cabling to its leaf over n NICs is n cables: n x link / n is the link (exact for these speeds)
@@ -359,12 +355,20 @@ def _layout(fabric: Fabric) -> _Layout | None:
                           and type_of[leaf_of[h]].gpus}, key=_nat)
         if len(members) > 1:
             domains.update({h: d for h in members})
-    grouped: dict[str, list[str]] = {name: [] for name in leaves}
-    for h, leaf, _ in order:
-        grouped[leaf].append(h)
-    members = {k: tuple(v) for k, v in grouped.items() if v}
-    types = tuple({nt.name: nt for _, _, nt in order}.values())
+    members, types = _grouped(order, leaves)
     return _Layout(order, leaves, members, types, spines, uplink, domains, link.gbytes)
+
+
+def _grouped(rows: Iterable[tuple[str, str, NodeType]], leaves: Iterable[str]
+             ) -> tuple[dict[str, tuple[str, ...]], tuple[NodeType, ...]]:
+    """(leaf -> its hosts in row order, for `leaves` in their order, leaves without hosts left out; the rows' node
+    types in order of first appearance), for (host, leaf, node type) rows."""
+    grouped: dict[str, list[str]] = {name: [] for name in leaves}
+    types: dict[str, NodeType] = {}
+    for h, leaf, nt in rows:
+        grouped[leaf].append(h)
+        types.setdefault(nt.name, nt)
+    return {k: tuple(v) for k, v in grouped.items() if v}, tuple(types.values())
 
 
 def nearest_of_type(nt: NodeType) -> dict[int, tuple[str, ...]]:
