@@ -12,10 +12,10 @@ import re
 import shutil
 import subprocess
 from datetime import datetime, timezone
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from slurmtools.durations import parse_duration
-from slurmtools.errors import SlurmError, SlurmUnavailable
+from slurmtools.errors import ParseError, SlurmError, SlurmUnavailable, whole_number
 from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
 from slurmtools.slurm.model import (AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo, QosInfo,
@@ -302,21 +302,43 @@ def parse_kv_line(line: str) -> dict[str, str]:
     return out
 
 
+def _whole(text: str | None) -> int | None:
+    """`text` as a whole number (plain ASCII digits, `whole_number`), else None: `str.isdigit()` passes `²`, which
+    int() then refuses with a ValueError, and int() reads `٣` as 3."""
+    try:
+        return whole_number(text) if text else None
+    except ValueError:
+        return None
+
+
 def _elapsed(row: dict) -> int:
-    raw = row.get("ElapsedRaw")
-    if raw and raw.isdigit():
-        return int(raw)
+    raw = _whole(row.get("ElapsedRaw"))
+    if raw is not None:
+        return raw
     try:
         return parse_duration(row["Elapsed"]) if row.get("Elapsed") else 0
     except ValueError:
         return 0
 
 
-def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID", "JobIDRaw"),)
-                ) -> list[AcctRecord]:
+def _time(row: dict, name: str, source: str, lineno: int) -> datetime | None:
+    """A time field of a sacct line (`readers.common.ts`), one line naming it when a datetime cannot hold it."""
+    try:
+        return _ts(row.get(name))
+    except (OverflowError, OSError):   # a year 1 or 9999 moved across this machine's UTC offset
+        raise ParseError(source, lineno, f"{name}: {row[name][:40]!r} is out of range in this time zone (sacct "
+                                         f"writes local times)") from None
+
+
+def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID", "JobIDRaw"),),
+                check: Callable[[dict[str, str], int], None] | None = None) -> list[AcctRecord]:
     """`sacct --parsable2` text with a header line -> records (any column order; unknown columns kept in extra).
     The delimiter is read from the header (`-p`, `-P`, `--delimiter=X`); a header without the `required` fields
-    (a tuple: any one of them) fails in one line naming them and `source`."""
+    (a tuple: any one of them) fails in one line naming them and `source`. Without a JobID field, JobIDRaw is the
+    job's id. `check(row, line number)`, when given, sees each line's values (by field name as Slurm spells it)
+    before they are read, and may refuse the line (a reader that needs them exact: the sandbox's trace). A NodeList
+    that is not a hostlist, or a time a datetime cannot hold in this time zone, is refused in one line naming the
+    file, the line and the field."""
     from slurmtools.slurm.parsable import Splitter, read_header  # here: its patterns cost the live queries 2 ms
 
     lines = text.splitlines()
@@ -332,23 +354,31 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
         if not ln.strip():
             continue
         row = dict(zip(header, splitter.split(ln, lineno)))
-        jobid = row.get("JobID", "")
+        if check is not None:
+            check(row, lineno)
+        jobid = row["JobID"] if "JobID" in row else row.get("JobIDRaw", "")
         base, _, step = jobid.partition(".")
         raw = row.get("JobIDRaw", base).split(".")[0]
         alloc = parse_tres(row.get("AllocTRES", ""))
         req = parse_tres(row.get("ReqTRES", ""))
         tl = row.get("TimelimitRaw") or row.get("Timelimit") or ""
+        minutes = _whole(tl)
         try:
-            tl_s = int(tl) * 60 if tl.isdigit() else (parse_duration(tl) if tl and tl not in ("UNLIMITED", "Partition_Limit") else None)
+            tl_s = minutes * 60 if minutes is not None else (parse_duration(tl) if tl and tl not in ("UNLIMITED", "Partition_Limit") else None)
         except ValueError:
             tl_s = None
+        try:
+            nodes = tuple(expand(row.get("NodeList", "")) if row.get("NodeList") not in ("None assigned", "") else ())
+        except ValueError as exc:
+            raise ParseError(source, lineno, f"NodeList: {exc}") from None
         out.append(AcctRecord(
-            job_id=base, job_id_raw=int(raw) if raw.isdigit() else 0, step=step or None, name=row.get("JobName", ""),
+            job_id=base, job_id_raw=_whole(raw) or 0, step=step or None, name=row.get("JobName", ""),
             user=row.get("User", ""), account=row.get("Account", ""), partition=row.get("Partition", ""),
             qos=row.get("QOS", ""), state=(row.get("State", "").split() or [""])[0], exit_code=row.get("ExitCode", ""),
-            submit=_ts(row.get("Submit")), eligible=_ts(row.get("Eligible")), start=_ts(row.get("Start")),
-            end=_ts(row.get("End")), elapsed_s=_elapsed(row), timelimit_s=tl_s,
-            nodelist=tuple(expand(row.get("NodeList", "")) if row.get("NodeList") not in ("None assigned", "") else ()),
+            submit=_time(row, "Submit", source, lineno), eligible=_time(row, "Eligible", source, lineno),
+            start=_time(row, "Start", source, lineno), end=_time(row, "End", source, lineno),
+            elapsed_s=_elapsed(row), timelimit_s=tl_s,
+            nodelist=nodes,
             alloc_gpus=alloc.gpus, alloc_gpus_by_type=alloc.gpus_by_type, req_gpus=req.gpus,
             alloc_cpus=_num(row.get("AllocCPUS")) or 0, alloc_tres=row.get("AllocTRES", ""),
             req_tres=row.get("ReqTRES", ""), extra={k: v for k, v in row.items() if k not in ACCT_FIELDS}))
