@@ -10,6 +10,7 @@ not recorded anywhere, so the replayed job does that last run's work).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
@@ -125,19 +126,34 @@ def moment(t, history_t0: float) -> float:
     from slurmtools.durations import parse_duration_with_unit
 
     if isinstance(t, datetime):
-        return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()
+        return _in_range((t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp(), t)
     if isinstance(t, date):
         return datetime(t.year, t.month, t.day, tzinfo=timezone.utc).timestamp()
-    if isinstance(t, str):
+    if isinstance(t, str) and t.isascii():   # not `+٣h`: digits of other scripts are not read as numbers
         m = _OFFSET.match(t)
         if m:
-            return history_t0 + parse_duration_with_unit(m.group(1).strip())
+            offset = parse_duration_with_unit(m.group(1).strip())   # an int of any size: compared before adding
+            return _in_range(history_t0 + offset if offset <= LAST_S - history_t0 else math.inf, t)
         try:
-            return moment(datetime.fromisoformat(t.strip().replace("Z", "+00:00")), history_t0)
+            dt = datetime.fromisoformat(t.strip().replace("Z", "+00:00"))
         except ValueError:
-            pass
+            dt = None
+        if dt is not None:
+            return moment(dt, history_t0)
     raise ValueError(f'expected a date-time like 2026-12-01T00:00:00 or an offset like "+2h" (after the '
-                     f"history's first submission), got {t!r}")
+                     f"history's first submission), got {str(t)[:60]!r}")
+
+
+#: the first and last second a datetime can show (every time the sandbox reads is printed in its notes and reports)
+FIRST_S = datetime(1, 1, 1, tzinfo=timezone.utc).timestamp()
+LAST_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+
+
+def _in_range(seconds: float, given) -> float:
+    """`seconds` when a datetime can show it (years 1 to 9999, UTC), else ValueError naming what was `given`."""
+    if not FIRST_S <= seconds <= LAST_S:
+        raise ValueError(f"{str(given)[:60]!r} is out of range (years 1 to 9999, UTC)")
+    return float(seconds)
 
 
 def _epoch(dt) -> float | None:

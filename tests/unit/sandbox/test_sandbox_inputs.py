@@ -86,3 +86,55 @@ def test_a_year_9999_end_west_of_utc_is_refused_in_one_line(tmp_path, monkeypatc
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+# ---- campaign files and --from
+
+@pytest.fixture(scope="module")
+def site():
+    return load_site(str(REPO / "site_configs" / "example" / "site.toml"))
+
+
+@pytest.fixture
+def trace():
+    return Trace((TraceJob(key="1", submit=T0, user="bob", account="nlp", tier="standard", partition="gpu", nodes=1,
+                           gpus=8, gpu_type="h100", cpus=32, run_s=3600.0, limit_s=7200.0, state="COMPLETED",
+                           start=T0),), "hist.sacct")
+
+
+BASE = '[[campaign]]\nname = "sweep"\naccount = "vision"\njob_gpus = 16\nrun_time = "2h"\njobs = 5\n'
+
+
+@pytest.mark.parametrize("extra,where,message", [
+    ('start = "+99999999999999999999d"\n', "start", "out of range"),            # OverflowError in the notes
+    ("start = 0001-01-01T00:00:00+14:00\n", "start", "out of range"),           # ValueError: year 0
+    ('duration = "99999999999999999999d"\narrival = "uniform"\n', "duration", "years 1 to 9999"),  # submits past 9999
+    ('start = 9999-12-31T22:00:00\n', "start", "the campaign would run past 9999-12-31T23:59:59Z"),
+    ("run_time = " + "9" * 400 + "\n", "run_time", "expected a duration"),      # OverflowError in the unit hint
+    ('duration = "٣h"\narrival = "uniform"\n', "duration", "ASCII digits"),       # read as 3h
+    ('start = "+٣h"\n', "start", "expected a date-time"),                       # read as 3h
+])
+def test_campaign_values_out_of_range_or_in_other_digits_are_refused(site, trace, tmp_path, extra, where, message):
+    body = BASE.replace('run_time = "2h"\n', "") + extra if extra.startswith("run_time") else BASE + extra
+    p = tmp_path / "c.toml"
+    p.write_text(body)
+    with pytest.raises(ConfigError) as e:
+        load_campaigns(str(p), site, trace)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: campaign[0].{where}: ") and message in msg and "\n" not in msg, msg
+
+
+def test_a_campaign_number_of_5000_digits_is_refused_in_one_line(site, trace, tmp_path):
+    """tomllib's int() refuses past 4300 digits with a ValueError load_toml did not catch."""
+    p = tmp_path / "c.toml"
+    p.write_text(BASE.replace("jobs = 5", "jobs = " + "9" * 5000))
+    with pytest.raises(ConfigError, match=r"invalid TOML: a number too long to read") as e:
+        load_campaigns(str(p), site, trace)
+    assert str(e.value).startswith(f"{p}: ")
+
+
+@pytest.mark.parametrize("given", ["+99999999999999999999d", "9999-12-31T23:00:00-14:00", "+٣h"])
+def test_moment_refuses_times_a_datetime_cannot_show(given):
+    """--from and a campaign's start: past year 9999 the replay's notes could not print it."""
+    with pytest.raises(ValueError, match="out of range|expected a date-time"):
+        moment(given, T0)
