@@ -156,6 +156,10 @@ def _in_range(seconds: float, given) -> float:
     return float(seconds)
 
 
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _epoch(dt) -> float | None:
     if dt is None:
         return None
@@ -189,6 +193,9 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
         if last.end is None or last.state in ("RUNNING", "REQUEUED", "SUSPENDED", "PENDING"):
             skipped_running += 1
             continue
+        if runs[0].submit is None:
+            raise ParseError(source, None, f"job {key}: Submit is unknown, and the sandbox submits every job at its "
+                                           f"recorded submission")
         for what, value in (("User", last.user), ("Account", last.account), ("QOS", last.qos)):
             if not value:
                 raise ParseError(source, None, f"job {key}: {what} is empty; the sandbox submits every job as its "
@@ -209,8 +216,13 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
             if limit is None:
                 raise ParseError(source, None, f"job {key}: time limit is {last.extra.get('Timelimit') or 'unknown'}"
                                                f" and partition {part or '(none)'} has no max_time in the site")
-        submit = _epoch(runs[0].submit) or _epoch(runs[0].start)
-        start, end = _epoch(last.start), _epoch(last.end)
+        submit, start, end = _epoch(runs[0].submit), _epoch(last.start), _epoch(last.end)
+        if start < submit:
+            raise ParseError(source, None, f"job {key}: Start {_iso(start)} is before its Submit {_iso(submit)}")
+        if end < start:
+            raise ParseError(source, None, f"job {key}: End {_iso(end)} is before its Start {_iso(start)}")
+        if limit <= 0:
+            raise ParseError(source, None, f"job {key}: a time limit of 0 (sacct writes UNLIMITED for none)")
         array_job = array_task = None
         if "_" in key:
             a, _, t = key.partition("_")
@@ -219,7 +231,7 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
         jobs.append(TraceJob(key=key, submit=submit, user=last.user, account=last.account, tier=last.qos,
                              partition=(last.partition.split(",")[0] or None) if last.partition else None,
                              nodes=nodes, gpus=req.gpus, gpu_type=gpu_type, cpus=req.cpu or None,
-                             run_s=max(0.0, end - start), limit_s=float(limit), array_job=array_job,
+                             run_s=end - start, limit_s=float(limit), array_job=array_job,
                              array_task=array_task, state=last.state, start=start))
     notes = []
     if skipped_never:
@@ -245,5 +257,89 @@ def load_trace(path: str, *, partition_limits: dict[str, float] | None = None) -
     if not text.strip():
         raise ParseError(path, 1, "empty; expected `sacct " + " ".join(SACCT_OPTIONS[:3]) + " -o ...` output "
                                   "with its header line")
-    records = parse_sacct(text, path, TRACE_FIELDS)
+    records = parse_sacct(text, path, TRACE_FIELDS, check=_row_checker(path))
     return trace_from_records(records, path, partition_limits=partition_limits)
+
+
+# ------------------------------------------------------------------------------------------ what a dump must hold
+#
+# parse_sacct reads what it can of every line and leaves the rest unset (the reports count what they cannot read);
+# the sandbox submits every job it reads, so a value it would otherwise read as unset, as another number or as a
+# default (a Submit of 2026-02-30, a TimelimitRaw of `٣`, gres/gpu=-1, a tab in Account) is refused in one line
+# naming the file, the line and the field. Only job lines are checked: steps are not replayed. (parse_sacct itself
+# refuses a NodeList that is not a hostlist, on every line.)
+
+#: sacct's form of a time (ASCII digits); `Unknown` or `None` when unset
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
+#: a job's id as sacct writes it: 123, 123_4 (array task), 123_[0-3%2] (pending array), 123+1 (het job), .step
+_JOBID = re.compile(r"[0-9]+(?:_(?:[0-9]+|\[[0-9,%-]+\]))?(?:\+[0-9]+)?(?:\.[A-Za-z0-9_+-]+)?")
+_JOBIDRAW = re.compile(r"[0-9]+(?:\.[A-Za-z0-9_+-]+)?")
+#: a job state: Slurm's names are upper-case words (`CANCELLED by 0` names who cancelled)
+_STATE = re.compile(r"[A-Z][A-Z_]*(?: by [0-9]+)?")
+#: Slurm's largest finite time limit in minutes (INFINITE, 0xffffffff, is written UNLIMITED)
+MAX_LIMIT_MIN = 0xFFFFFFFE
+#: TRES items whose value is a count the trace reads (gres/gpu:TYPE too)
+_COUNTS = ("node", "cpu", "billing", "gres/gpu")
+def _row_checker(source: str):
+    """The `check` parse_sacct runs on each line of a trace (the comment above)."""
+    from slurmtools.durations import parse_duration
+    from slurmtools.errors import whole_number
+
+    def check(row: dict[str, str], lineno: int) -> None:
+        def bad(name: str, what: str, got: bool = True) -> ParseError:
+            return ParseError(source, lineno, f"{name}: {what}" + (f", got {row[name][:40]!r}" if got else ""))
+
+        for name, form in (("JobID", _JOBID), ("JobIDRaw", _JOBIDRAW)):
+            if name in row and not form.fullmatch(row[name]):
+                raise bad(name, "not a job id as sacct writes it (123, 123_4, 123.batch)")
+        if "." in row.get("JobID", row.get("JobIDRaw", "")):
+            return   # a step: not replayed
+        for name in ("User", "Account", "QOS", "Partition"):
+            v = row.get(name, "")
+            if not v.isprintable() or any(c.isspace() for c in v):
+                raise bad(name, "a blank or control character in a Slurm name")
+        if "State" in row and not _STATE.fullmatch(row["State"]):
+            raise bad("State", "not a Slurm job state (COMPLETED, CANCELLED by 0, ...)")
+        for name in ("Submit", "Start", "End"):
+            v = row.get(name)
+            if v in (None, "Unknown", "None"):
+                continue
+            try:
+                if not _TIME.fullmatch(v):
+                    raise ValueError
+                datetime.fromisoformat(v).astimezone(timezone.utc)
+            except ValueError:
+                raise bad(name, "not a date-time like 2026-11-02T08:00:00 (sacct's form)") from None
+            except (OverflowError, OSError):
+                raise bad(name, "out of range in this time zone (sacct writes local times)") from None
+        for name in ("TimelimitRaw", "Timelimit"):
+            v = row.get(name)
+            if v is None or v in ("UNLIMITED", "Partition_Limit"):
+                continue
+            try:
+                if not v.isascii():   # durations read `٣` as 3
+                    raise ValueError(v)
+                seconds = whole_number(v) * 60 if name == "TimelimitRaw" else parse_duration(v)
+            except ValueError:
+                raise bad(name, "not a time limit (minutes, UNLIMITED or Partition_Limit)") from None
+            if seconds > MAX_LIMIT_MIN * 60:
+                raise bad(name, f"longer than Slurm's largest time limit ({MAX_LIMIT_MIN} minutes)")
+        for name in ("ReqTRES", "AllocTRES"):
+            v = row.get(name, "")
+            if v in ("", "(null)", "None"):
+                continue
+            seen = set()
+            for item in v.split(","):
+                key, eq, value = item.partition("=")
+                if not (eq and key and value and item.isprintable()) or any(c.isspace() for c in item):
+                    raise bad(name, f"item {item[:40]!r} is not name=value", got=False)
+                if key in seen:
+                    raise bad(name, f"{key[:40]!r} twice", got=False)
+                seen.add(key)
+                if key in _COUNTS or key.startswith("gres/gpu:"):
+                    try:
+                        whole_number(value)
+                    except ValueError:
+                        raise bad(name, f"{key}={value[:40]!r} is not a count", got=False) from None
+
+    return check

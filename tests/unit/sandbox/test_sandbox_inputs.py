@@ -50,6 +50,40 @@ def test_the_good_line_is_read(tmp_path):
     assert (j.submit, j.start, j.run_s, j.limit_s, j.gpus, j.nodes, j.cpus) == (T0, T0 + 300, 3600.0, 7200.0, 8, 1, 32)
 
 
+# ---- values read as other values, or as unset and then filled with a default
+
+@pytest.mark.parametrize("field,value", [
+    ("ReqTRES", "billing=8,cpu=32,gres/gpu=-1,node=1"),     # was a job of -1 GPUs
+    ("ReqTRES", "cpu=32,gres/gpu:h100=٣,node=1"),           # int() reads ٣ as 3
+    ("ReqTRES", "cpu=32,gres/gpu=8,gres/gpu=2,node=1"),     # the last of two counts won
+    ("ReqTRES", "nan"),                                     # no TRES item: 0 GPUs, nodes from NodeList
+    ("TimelimitRaw", "٣"),                                   # 3 minutes
+    ("TimelimitRaw", "2h"),                                  # unreadable: the partition's limit instead
+    ("Submit", "2026-02-30T08:00:00"),                       # unset: the job's Start taken for its submission
+    ("Submit", "2026-11-02"),                                # a date alone, read as midnight
+    ("End", "2026-11-02T09:05:00+14:00"),                    # sacct writes no offset
+    ("End", "soon"),                                         # unset: the job left out as still running
+    ("Start", "٢٠٢٦-11-02T08:05:00"),
+    ("State", "COMPLETED\x00"),
+    ("JobID", "1\u00b2"),
+    ("Account", "vi\tsion"),                                 # into sbatch --account= and the sandbox's users
+    ("QOS", "standard\x1b"),
+    ("User", "ann bob"),
+])
+def test_a_value_the_trace_would_read_as_another_is_refused_naming_line_and_field(tmp_path, field, value):
+    refused(dump(tmp_path, **{field: value}), f"{field}: ")
+
+
+@pytest.mark.parametrize("changed,words", [
+    ({"End": "2026-11-02T08:00:00"}, ["job 10: End 2026-11-02T08:00:00Z is before its Start"]),   # was a 0 s run
+    ({"Submit": "2026-11-02T09:00:00"}, ["job 10: Start 2026-11-02T08:05:00Z is before its Submit"]),
+    ({"Submit": "Unknown"}, ["job 10: Submit is unknown"]),                     # was its Start
+    ({"TimelimitRaw": "0"}, ["job 10: a time limit of 0"]),                     # `--time=0` is no limit to Slurm
+])
+def test_times_out_of_order_or_unknown_are_refused_not_defaulted(tmp_path, changed, words):
+    refused(dump(tmp_path, **changed), *words, line=None)
+
+
 def test_a_dump_without_jobid_keys_jobs_by_jobidraw(tmp_path):
     """Every job was keyed "" and the trace held one job (the last)."""
     head = HEAD.replace("JobID|", "", 1)
@@ -57,6 +91,13 @@ def test_a_dump_without_jobid_keys_jobs_by_jobidraw(tmp_path):
     rows = ["|".join({**GOOD, "JobIDRaw": str(n)}[f] for f in head.split("|")) for n in (10, 11)]
     p.write_text("\n".join([head, *rows]) + "\n")
     assert [j.key for j in load_trace(str(p)).jobs] == ["10", "11"]
+
+
+# ---- values out of range: tracebacks before
+
+def test_a_time_limit_past_slurms_largest_is_refused(tmp_path):
+    """A 40-digit TimelimitRaw was an OverflowError (int too large to convert to float)."""
+    refused(dump(tmp_path, TimelimitRaw="9" * 40), "TimelimitRaw: ", "largest time limit")
 
 
 def test_a_nodelist_that_is_not_a_hostlist_is_refused_by_every_sacct_reader(tmp_path):
