@@ -129,6 +129,14 @@ def test_a_year_9999_end_west_of_utc_is_refused_in_one_line(tmp_path, monkeypatc
         time.tzset()
 
 
+def test_a_line_of_many_delimiters_is_refused_at_once(tmp_path):
+    """Fitting 200,000 '|' of one line to its fields took minutes (quadratic): refused before, in one line."""
+    p = dump(tmp_path, JobName="x" + "|" * (tr.MAX_EXTRA_PIECES + 1))
+    t = time.monotonic()
+    refused(p, f"{tr.MAX_EXTRA_PIECES + 14} '|' on one line for 14 fields")
+    assert time.monotonic() - t < 1
+
+
 # ---- campaign files and --from
 
 @pytest.fixture(scope="module")
