@@ -327,11 +327,13 @@ def _row_checker(source: str):
                 continue
             try:
                 if not _TIME.fullmatch(v):
-                    raise ValueError
-                datetime.fromisoformat(v).astimezone(timezone.utc)
+                    raise ValueError(v)
+                dt = datetime.fromisoformat(v)   # 2026-02-30 is not
             except ValueError:
                 raise bad(name, "not a date-time like 2026-11-02T08:00:00 (sacct's form)") from None
-            except (OverflowError, OSError):
+            try:
+                dt.astimezone(timezone.utc)
+            except (ValueError, OverflowError, OSError):
                 raise bad(name, "out of range in this time zone (sacct writes local times)") from None
         for name in ("TimelimitRaw", "Timelimit"):
             v = row.get(name)
