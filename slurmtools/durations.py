@@ -10,9 +10,13 @@ import re
 from decimal import Decimal
 
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_HUMAN = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*([smhdw])\s*)+$", re.IGNORECASE)
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
-_SLURM = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+# numbers are ASCII digits: `\d` would also match `٣`, which int() and Decimal() read as 3 (re.ASCII keeps `\s` and
+# the units to ASCII too)
+_HUMAN = re.compile(r"^\s*(?:([0-9]+(?:\.[0-9]+)?)\s*([smhdw])\s*)+$", re.IGNORECASE | re.ASCII)
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smhdw])", re.IGNORECASE | re.ASCII)
+_SLURM = re.compile(r"^(?:([0-9]+)-)?([0-9]+)(?::([0-9]+))?(?::([0-9]+))?$", re.ASCII)
+#: digits in one Slurm-form number beyond which int() refuses with a message of its own (4300); no duration needs 100
+_MAX_DIGITS = 100
 
 
 def parse_duration(text: str | int | float) -> int:
@@ -35,7 +39,7 @@ def parse_duration(text: str | int | float) -> int:
         # exact decimals: float("9" * 400) is inf, and int(inf) is not a ValueError
         return int(sum(Decimal(n) * _UNIT[u.lower()] for n, u in _PART.findall(s)))
     m = _SLURM.match(s)
-    if m:
+    if m and max(len(g or "") for g in m.groups()) <= _MAX_DIGITS:
         days, a, b, c = m.groups()
         if days is not None:
             # D-H, D-H:M, D-H:M:S
@@ -53,7 +57,7 @@ class UnitMissing(ValueError):
     """A duration written as a bare number, whose unit the reader would have to guess."""
 
 
-_BARE = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
+_BARE = re.compile(r"^\s*[0-9]+(?:\.[0-9]+)?\s*$", re.ASCII)
 
 
 def parse_duration_with_unit(text: str) -> int:

@@ -24,6 +24,14 @@ def test_bad_durations(bad):
         parse_duration(bad)
 
 
+@pytest.mark.parametrize("bad", ["٣h", "٣", "1:٣0", "٣-00:00:00", "1d٣h", "٣٠m", "9" * 5000 + "-1", "9" * 5000])
+def test_durations_are_ascii_digits(bad):
+    """`\\d` matched digits of other scripts, which int() reads as numbers: "٣h" was 3 hours. A Slurm-form number
+    of over 4300 digits was int()'s own ValueError, not the duration message."""
+    with pytest.raises(ValueError, match=r"^expected a duration like"):
+        parse_duration(bad)
+
+
 def test_slurm_time():
     assert slurm_time(172800) == "2-00:00:00" and slurm_time(90) == "00:02:00"
 

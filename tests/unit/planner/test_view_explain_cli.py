@@ -79,6 +79,7 @@ def test_cli_errors_are_one_line_without_traceback():
     me = ["--user", "labuser"]  # a user of the site's accounts, so the identity check passes
     for args, option in ((["plan", *me, "--gpus", "12", "--", "x"], "--gpus"),
                          (["plan", *me, "--gpus", "8", "--time", "soon", "--", "x"], "--time"),
+                         (["plan", *me, "--gpus", "8", "--time", "٣h", "--", "x"], "--time"),  # was 3 h
                          (["plan", *me, "--gpus", "8", "--template", "nope", "--", "x"], "nope"),
                          (["templates", "show", "nope"], "nope"),
                          (["plan", *me, "--gpus", "8", "--name", "a\nb", "--", "x"], "--name"),
