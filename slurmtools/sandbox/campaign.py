@@ -76,34 +76,15 @@ def _node_shapes(site, partition, gpu_type: str) -> list[tuple[int, int]] | None
             if nt.gpus and nt.gpu_type == gpu_type]
 
 
-def _duration(t, name: str, *default) -> int:
-    """`Table.duration`, refusing digits of other scripts (`"٣h"`), which the duration reader takes for 3, and a
-    bare number too large for a float in one line."""
-    from slurmtools.site.tomlread import shown
-
-    raw = t.data.get(name)
-    if isinstance(raw, str) and not raw.isascii():
-        raise t.error(name, f'expected a duration like "5m", "2h" or "1d" in ASCII digits, got {shown(raw)}')
-    try:
-        return t.duration(name, *default)
-    except OverflowError:   # a bare number past a float's range, which Table.duration's hint cannot show
-        raise t.error(name, f'expected a duration like "5m", "2h" or "1d", got {shown(raw)}') from None
-
-
 def load_campaigns(path: str, site, trace: Trace, notes: list[str] | None = None) -> list[TraceJob]:
     """The jobs of every `[[campaign]]` in `path`, shaped for `site` (the candidate). Raises ConfigError, one line
     naming the file and the key (`campaign[0].job_gpus: ...`); appends what a reader should know to `notes` (what
     was added, a start outside the history's span, a per-user limit the campaign's one user will hit)."""
     from slurmtools.durations import human
-    from slurmtools.errors import ConfigError
     from slurmtools.site.tomlread import Table, load_toml, shown
 
     src = str(path)
-    try:
-        doc = load_toml(Path(path))
-    except ValueError:   # not TOMLDecodeError (load_toml's own): int() refusing a number of over 4300 digits
-        raise ConfigError(src, "", "invalid TOML: a number too long to read (more than 4300 digits)") from None
-    root = Table(src, doc)
+    root = Table(src, load_toml(Path(path)))
     tables = root.table_list("campaign")
     root.check_unknown(" (a campaign file holds [[campaign]] tables)")
     if not tables:
@@ -191,14 +172,14 @@ def load_campaigns(path: str, site, trace: Trace, notes: list[str] | None = None
         if tier.max_nodes is not None and nodes > tier.max_nodes:
             raise t.error(where, f"{nodes} nodes: tier {tier_name} allows at most {tier.max_nodes} per job in "
                                  f"{site_file}")
-        run = _duration(t, "run_time")
+        run = t.duration("run_time")
         if run <= 0:
             raise t.error("run_time", "must be longer than 0s")
         cap = min(tier.max_walltime, part.max_time)
         if run > cap:
             raise t.error("run_time", f"{human(run)} is longer than tier {tier_name} and partition {part_name} "
                                       f"allow in {site_file} ({human(cap)})")
-        limit = _duration(t, "time_limit", None)
+        limit = t.duration("time_limit", None)
         if limit is None:
             limit = max(run, min(cap, math.ceil(run * 1.5 / 60) * 60))
         elif limit < run:
@@ -207,7 +188,7 @@ def load_campaigns(path: str, site, trace: Trace, notes: list[str] | None = None
         elif limit > cap:
             raise t.error("time_limit", f"{human(limit)}: tier {tier_name} and partition {part_name} allow "
                                         f"{human(cap)} in {site_file}")
-        duration = _duration(t, "duration", run)
+        duration = t.duration("duration", run)
         if duration <= 0:
             raise t.error("duration", "must be longer than 0s")
         if duration > LAST_S - FIRST_S:

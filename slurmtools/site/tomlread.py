@@ -12,6 +12,7 @@ import re
 import reprlib
 import stat
 import tomllib
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -59,6 +60,8 @@ def load_toml(path: Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(src, "", f"invalid TOML: {exc}") from None
+    except ValueError:  # not a TOMLDecodeError: int() refusing an integer of over 4300 digits inside tomllib
+        raise ConfigError(src, "", "invalid TOML: a number too long to read (more than 4300 digits)") from None
     except RecursionError:
         raise ConfigError(src, "", "nested too deeply (TOML arrays or inline tables)") from None
 
@@ -151,15 +154,21 @@ class Table:
         v = self._get(name, default)
         if v is default and default is not _MISSING:
             return v if v is None or isinstance(v, int) else parse_duration_with_unit(v)
+        like = 'a duration like "5m", "2h" or "1d"'
         try:
             return parse_duration_with_unit(v)
         except UnitMissing:
+            # a bare number: suggest it with a unit, where that is a duration (not negative, not hundreds of digits)
+            n = v.strip() if isinstance(v, str) else (int(v) if isinstance(v, int) or v.is_integer() else v)
+            size = Decimal(n) if isinstance(n, str) else n  # an int past a float's range is exact here too
+            if not 0 <= size < 10**15:
+                raise self.error(name, f"expected {like}, got {shown(v)}") from None
             written = json.dumps(v) if isinstance(v, str) else repr(v)
-            n = v.strip() if isinstance(v, str) else (int(v) if float(v).is_integer() else v)
             minutes = f"{int(n) // 60}m" if str(n).isdigit() and int(n) % 60 == 0 else f"{n}m"
             raise self.error(name, f'{name} = {written}: say the unit, e.g. "{n}s" or "{minutes}"') from None
         except ValueError:
-            raise self.error(name, f'expected a duration like "5m", "2h" or "1d", got {shown(v)}') from None
+            ascii_ = "" if not isinstance(v, str) or v.isascii() else " in ASCII digits"
+            raise self.error(name, f"expected {like}{ascii_}, got {shown(v)}") from None
 
     def str_list(self, name: str, default: Any = _MISSING) -> tuple[str, ...]:
         v = self._get(name, default)

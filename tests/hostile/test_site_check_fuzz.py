@@ -11,7 +11,9 @@ import shlex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.hostile.site_check_support import BASE, cli
+import pytest
+
+from tests.hostile.site_check_support import BASE, FABRIC, cli, edited, refusal
 
 LINES = BASE.splitlines()
 KEY_LINES = [i for i, ln in enumerate(LINES) if re.match(r"^[A-Za-z_]+\s*=", ln)]
@@ -25,7 +27,8 @@ values = st.one_of(
     st.integers(min_value=0, max_value=5000).map(str),
     st.sampled_from(["inf", "-inf", "nan", "+nan", "1e400", "0.0", "-0.5", "true", "false", "[]", "{}", '""',
                      '"/"', '"spool"', '["h100", "h100"]', "{a = 1}", '"gpu[01-20]"', '"gpu[01-04]"', '"0s"',
-                     '"production"', '"scavenger"', '["production"]', '["nobody"]', '["gpu"]', '"USR2"', '"KILL"']),
+                     '"production"', '"scavenger"', '["production"]', '["nobody"]', '["gpu"]', '"USR2"', '"KILL"',
+                     '"٣h"', '"1d٣h"', "9" * 4400, "9" * 400, "-60", "-1.5"]),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
     st.tuples(st.integers(min_value=0, max_value=10**12), st.sampled_from("smhdw")).map(lambda t: f'"{t[0]}{t[1]}"'),
     text.map(lambda s: json.dumps(s, ensure_ascii=False)),
@@ -113,3 +116,30 @@ def test_the_mutations_reach_both_outcomes(tmp_path):
     bad.write_text(BASE.replace('[partitions.gpu]', '[partitions."gpu\\nPartitionName=evil"]', 1))
     r = cli("site", "check", str(bad))
     assert r.code == 2 and r.err.count("\n") == 1 and 'partitions."gpu\\nPartitionName=evil"' in r.err
+
+
+# What the mutations above draw now and then, by hand: each once refused or misread.
+@pytest.mark.parametrize("old,new,key,says", [
+    ('grace_time = "5m"', 'grace_time = "٣h"', "grace_time",                   # was read as 3 hours
+     'expected a duration like "5m", "2h" or "1d" in ASCII digits, got \'٣h\''),
+    ('grace_time = "5m"', "grace_time = " + "9" * 400, "grace_time",            # was an OverflowError traceback
+     'expected a duration like "5m", "2h" or "1d", got 9999'),
+    ('grace_time = "5m"', "grace_time = -60", "grace_time",                     # suggested "-60s" or "-1m"
+     'expected a duration like "5m", "2h" or "1d", got -60'),
+    ("priority = 1000", "priority = " + "9" * 4400, "",                         # was a ValueError traceback
+     "invalid TOML: a number too long to read (more than 4300 digits)"),
+])
+def test_site_values_once_misread_are_refused_in_one_line(tmp_path, old, new, key, says):
+    p = edited(tmp_path, old, new)
+    line = refusal("site", "check", str(p))
+    assert line.startswith(f"{p}: " + (f"tiers.standard.{key}: " if key else "")), line
+    assert says in line, line
+    assert "-60s" not in line and "-1m" not in line
+
+
+def test_a_fabric_integer_of_4400_digits_is_refused_in_one_line(tmp_path):
+    fab = tmp_path / "fabric.toml"
+    fab.write_text(FABRIC.read_text().replace("gpus = 8", "gpus = " + "9" * 4400, 1))
+    p = edited(tmp_path, f'fabric = "{FABRIC}"', f'fabric = "{fab}"')
+    assert refusal("site", "check", str(p)) == (f"{fab}: invalid TOML: a number too long to read "
+                                                f"(more than 4300 digits)")
