@@ -18,21 +18,62 @@ import hostlist as _hl
 _NUMBERED = re.compile(r"([^\s\[\],]*?)([0-9]+)")
 
 
+#: the most names one expression expands to: the library's own cap on one range or one comma-free part, here on
+#: the whole list too (the library caps each part alone, so `n0[0-99999],n1[0-99999],...` filled the memory)
+MAX_NAMES = _hl.MAX_SIZE
+
+
+def _shown(expr: str) -> str:
+    """The expression as an error message quotes it: at most 60 characters (a garbled one can be a whole line)."""
+    return repr(expr) if len(expr) <= 60 else repr(expr[:60]) + f"... ({len(expr)} characters)"
+
+
+def _parts(expr: str):
+    """The comma-separated parts outside brackets, as the library splits them (it checks the brackets)."""
+    if "[" not in expr and "]" not in expr:
+        yield from expr.split(",")
+        return
+    depth, start = 0, 0
+    for i, ch in enumerate(expr):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            yield expr[start:i]
+            start = i + 1
+    yield expr[start:]
+
+
 def expand(expr: str) -> list[str]:
-    """`gpu[01-03]` -> ["gpu01", "gpu02", "gpu03"]. Raises ValueError on a malformed expression."""
+    """`gpu[01-03]` -> ["gpu01", "gpu02", "gpu03"]. Raises ValueError on a malformed expression, and on one of more
+    than MAX_NAMES names (counted part by part, so a runaway list is refused before it is all built)."""
     if expr is None or not str(expr).strip() or str(expr).strip() in ("(null)", "None"):
         return []
+    text = str(expr).strip()
     try:
-        return _hl.expand_hostlist(str(expr).strip())
+        if "," not in text:
+            return _hl.expand_hostlist(text)
+        names: list[str] = []
+        for part in _parts(text):
+            names.extend(_hl.expand_hostlist(part) if part else ())
+            if len(names) > MAX_NAMES:
+                raise _hl.BadHostlist(f"more than {MAX_NAMES} names")
+        return _hl.remove_duplicates(names)
     except _hl.BadHostlist as exc:
-        raise ValueError(f"bad hostlist {expr!r}: {exc}") from None
+        raise ValueError(f"bad hostlist {_shown(str(expr))}: {exc}") from None
+    except RecursionError:   # the library recurses once per [...] group of a name
+        raise ValueError(f"bad hostlist {_shown(str(expr))}: too many [...] groups in one name") from None
 
 
 def compress(hosts: Iterable[str]) -> str:
     """["gpu01", "gpu02", "gpu04"] -> "gpu[01-02,04]" (sorted and merged, as Slurm writes them)."""
     hosts = list(hosts)
-    run = compress_run([hosts])
-    return run[0] if run is not None else _hl.collect_hostlist(hosts)
+    try:
+        run = compress_run([hosts])
+        return run[0] if run is not None else _hl.collect_hostlist(hosts)
+    except ValueError:   # a run of more digits than int() converts (4300): the names one by one, sorted
+        return ",".join(sorted(set(hosts)))
 
 
 def compress_run(groups: Sequence[Sequence[str]]) -> list[str] | None:
