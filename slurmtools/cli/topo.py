@@ -267,6 +267,20 @@ def diff(discovered: str = typer.Argument(..., help="The discovered topology (JS
     _report(run_diff(want, have), json_out, f"{discovered}: agrees with {want.name}")
 
 
+def gres_text(path: Path) -> str:
+    """A gres.conf's text as slurmd reads its bytes: UTF-8 whatever the locale, no newline translation (a lone CR
+    ends no line for slurmd, so line numbers stay slurmd's), a byte-order mark kept (slurmd stops at it, so the
+    reader says so). What cannot be read is refused in one line that starts with the path."""
+    from slurmtools.errors import ConfigError
+
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(str(path), "", "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(path), "", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+
+
 @topo_app.command("lint")
 def lint(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
          gres: Optional[Path] = typer.Option(None, "--gres", help="Check this gres.conf's GPUs, Cores= and Links= "
@@ -280,11 +294,7 @@ def lint(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
     findings = run_lint(t)
     compared = None
     if gres is not None:
-        try:
-            text = gres.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"--gres: cannot read {gres}: {getattr(exc, 'strerror', None) or exc}")
-        c = compare_gres(t, text, str(gres))
+        c = compare_gres(t, gres_text(gres), str(gres))
         summary = f"{gres}: {c.summary(t.name)}"
         if c.gpus == 0:
             fail(f"--gres: nothing matched: {summary}")

@@ -11,9 +11,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from slurmtools.errors import ParseError
+from slurmtools.errors import ParseError, one_line, whole_number
 from slurmtools.hostlist import expand
 from slurmtools.topology import queries as q
+from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
 from slurmtools.topology.graph import Topology, _natural
 
 
@@ -190,24 +191,54 @@ class GresConf:
 GRES_KEYS = ("AutoDetect", "Count", "CPUs", "Cores", "File", "Files", "Flags", "Link", "Links", "MultipleFiles",
              "Name", "NodeName", "Type")
 _KEYS = {k.lower(): k for k in GRES_KEYS}
-_KV = re.compile(r'\s*([A-Za-z0-9_.]+)\s*=\s*(?:"([^"]*)"|(\S+))(?=\s|$)')  # Slurm's keyvalue_pattern
+# Slurm's keyvalue_pattern; its [[:space:]] is C's isspace, the ASCII blanks (re.ASCII: not \x85 or \u2028)
+_KV = re.compile(r'\s*([A-Za-z0-9_.]+)\s*=\s*(?:"([^"]*)"|(\S+))(?=\s|$)', re.ASCII)
+_BLANKS = " \t\n\r\f\v"
 # the GPU's device file: /dev/nvidiaN, or nvidiaN in another folder (a lab's or container's device tree)
-_NVIDIA_DEV = re.compile(r"(?:.*/)?nvidia(\d+)")
-_COUNT = re.compile(r"\d+[KMGTP]?", re.IGNORECASE)
+_NVIDIA_DEV = re.compile(r"(?:.*/)?nvidia([0-9]+)")
+_COUNT = re.compile(r"[0-9]{1,100}[KMGTP]?", re.IGNORECASE)
+#: the most (node, GPU) pairs one file may declare, about 8 times the GPUs of a 16,384-host x 8-GPU cluster:
+#: every line's NodeName= hostlist times its File= devices, so two large ranges on one line (each under the
+#: hostlist cap) would otherwise multiply into billions
+GRES_GPU_LIMIT = 1 << 20
 
 
-def _ints(value: str, source: str, lineno: int, key: str) -> tuple[int, ...]:
+def _shown(value: str) -> str:
+    """A value as a message quotes it: at most 40 characters (a garbled one can be a whole line)."""
+    return repr(value) if len(value) <= 40 else repr(value[:40]) + f"... ({len(value)} characters)"
+
+
+def _cores(value: str, source: str, lineno: int, key: str) -> tuple[int, ...]:
+    """Cores=/CPUs=: core ids and ranges `0-7,16`, ASCII digits, each range ascending, every id below
+    CPU_ID_LIMIT (a range up to `99999999999` would fill the memory)."""
     out: list[int] = []
     for part in value.split(","):
-        a, _, b = part.partition("-")
+        a, dash, b = part.partition("-")
         try:
-            if b and a:
-                out.extend(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
+            lo = whole_number(a)
+            hi = whole_number(b) if dash else lo
         except ValueError:
-            raise ParseError(source, lineno, f"{key}: expected integers and ranges, got {value!r}") from None
+            raise ParseError(source, lineno, f"{key}: expected integers and ranges such as 0-7,16, got "
+                                             f"{_shown(value)}") from None
+        if hi < lo or hi >= CPU_ID_LIMIT:
+            why = f"{part} runs backwards" if hi < lo else f"ids stay below {CPU_ID_LIMIT}"
+            raise ParseError(source, lineno, f"{key}: expected integers and ranges such as 0-7,16 ({why}), got "
+                                             f"{_shown(value)}")
+        out.extend(range(lo, hi + 1))
     return tuple(out)
+
+
+def _links(value: str, source: str, lineno: int, key: str) -> tuple[int, ...]:
+    """Links=: one NVLink count per GPU of the node, comma-separated, -1 for the GPU itself. slurmd reads each
+    with strtol and refuses a value below -2 or anything else between the commas, a range included."""
+    try:
+        out = tuple(whole_number(v, signed=True) for v in value.split(","))
+    except ValueError:
+        out = ()
+    if not out or min(out) < -2:
+        raise ParseError(source, lineno, f"{key}: expected integers, one link count per GPU such as -1,18,18 (-2 "
+                                         f"or more, no ranges), got {_shown(value)}")
+    return out
 
 
 def _logical_lines(text: str):
@@ -215,7 +246,12 @@ def _logical_lines(text: str):
     line ending in an odd number of backslashes goes on on the next line, and a backslash escapes the character
     after it."""
     buf, first = "", None
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    # slurmd reads lines up to each \n and drops the \r and \n at their end: no other character ends a line
+    rows = text.split("\n")
+    if rows and rows[-1] == "":
+        rows.pop()
+    for lineno, raw in enumerate(rows, 1):
+        raw = raw.rstrip("\r")
         line, bs = raw, 0
         for i, ch in enumerate(raw):
             if ch == "#" and bs % 2 == 0:
@@ -236,13 +272,13 @@ def _logical_lines(text: str):
 
 def _key_values(line: str, source: str, lineno: int) -> list[tuple[str, str]]:
     pairs, pos = [], 0
-    while line[pos:].strip():
+    while line[pos:].strip(_BLANKS):
         m = _KV.match(line, pos)
         if not m:
-            raise ParseError(source, lineno, f"expected Key=Value, got {line[pos:].strip()[:40]!r}")
+            raise ParseError(source, lineno, f"expected Key=Value, got {line[pos:].strip(_BLANKS)[:40]!r}")
         key = _KEYS.get(m.group(1).lower())
         if key is None:
-            raise ParseError(source, lineno, f"unknown key {m.group(1)!r}: a gres.conf line holds "
+            raise ParseError(source, lineno, f"unknown key {_shown(m.group(1))}: a gres.conf line holds "
                                              f"{', '.join(GRES_KEYS)}")
         if any(k == key for k, _ in pairs):
             raise ParseError(source, lineno, f"{key}= given twice")
@@ -254,12 +290,21 @@ def _key_values(line: str, source: str, lineno: int) -> list[tuple[str, str]]:
 def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
     """A gres.conf as slurmd reads it: comments, backslash continuations, quoted values, keys in any case, NodeName=
     hostlists, File= device lists (`/dev/nvidia[0-3]`), Cores=/CPUs=, Links=/Link=, AutoDetect= on its own line
-    or on a NodeName= line. What it cannot read fails with `file:line: what was expected`."""
+    or on a NodeName= line. What it cannot read fails with `file:line: what was expected`: numbers are ASCII
+    digits (at most 100), Cores= ids stay below CPU_ID_LIMIT, Links= holds counts of -2 or more, a hostlist
+    names at most `hostlist.MAX_NAMES` nodes or files and the file at most GRES_GPU_LIMIT (node, GPU) pairs."""
     out = GresConf([], [])
+    if text.startswith("\ufeff"):
+        raise ParseError(source, 1, "starts with a byte-order mark (U+FEFF), which slurmd reads as part of the first "
+                                    "key: save the file without it")
+    if "\x00" in text:
+        at = text.index("\x00")
+        raise ParseError(source, text.count("\n", 0, at) + 1, "a NUL character: slurmd reads the line only up to "
+                                                              "it")
     for lineno, line in _logical_lines(text):
-        if not line.strip():
+        if not line.strip(_BLANKS):
             continue
-        if re.match(r"\s*include\s", line, re.IGNORECASE):
+        if re.match(r"\s*include\s", line, re.IGNORECASE | re.ASCII):
             raise ParseError(source, lineno, "Include: the included file is not read here; check it on its own")
         pairs = _key_values(line, source, lineno)
         first = pairs[0][0]
@@ -288,11 +333,12 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
                 raise ParseError(source, lineno, "expected Name= (the GRES this line declares, e.g. Name=gpu)")
             continue
         if "Count" in kv and not _COUNT.fullmatch(kv["Count"]):
-            raise ParseError(source, lineno, f"Count: expected a number (suffix K, M, G, T or P), got {kv['Count']!r}")
+            raise ParseError(source, lineno, f"Count: expected a number (suffix K, M, G, T or P), got "
+                                             f"{_shown(kv['Count'])}")
         cores_key = "Cores" if "Cores" in kv else "CPUs"
-        cores = _ints(kv[cores_key], source, lineno, cores_key) if cores_key in kv else None
+        cores = _cores(kv[cores_key], source, lineno, cores_key) if cores_key in kv else None
         links_key = "Links" if "Links" in kv else "Link"
-        links = _ints(kv[links_key], source, lineno, links_key) if links_key in kv else None
+        links = _links(kv[links_key], source, lineno, links_key) if links_key in kv else None
         if kv["Name"].lower() != "gpu":
             out.other += 1
             continue
@@ -312,11 +358,21 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
         devices = [_NVIDIA_DEV.fullmatch(f) for f in files]
         if not all(devices):
             bad = files[devices.index(None)]
+            bad = bad if len(bad) <= 60 else f"{bad[:60]}... ({len(bad)} characters)"
             out.skipped.append((lineno, f"{file_key}={bad} is not an NVIDIA device /dev/nvidiaN, so no GPU index"))
             continue
-        for m in devices:
+        try:
+            indices = [whole_number(m.group(1)) for m in devices]
+        except ValueError:
+            bad = next(m.group(0) for m in devices if len(m.group(1)) > 100)
+            raise ParseError(source, lineno, f"{file_key}: the device number of {_shown(bad)} has more than 100 "
+                                             f"digits") from None
+        if len(out.gpus) + len(indices) * len(nodes) > GRES_GPU_LIMIT:
+            raise ParseError(source, lineno, f"more than {GRES_GPU_LIMIT} (node, GPU) pairs in the file: this line "
+                                             f"adds {len(nodes)} node(s) x {len(indices)} device(s)")
+        for i in indices:
             for n in nodes:
-                out.gpus.append(GresGpu(n, int(m.group(1)), lineno, kv.get("Type"), cores, links))
+                out.gpus.append(GresGpu(n, i, lineno, kv.get("Type"), cores, links))
     return out
 
 
@@ -359,7 +415,7 @@ class GresCheck:
             parts.append(f"host(s) {compress(self.no_gpus)} have no GPU in the topology")
         for lineno, why in self.conf.skipped:
             parts.append(f"line {lineno} skipped: {why}")
-        return "; ".join(parts)
+        return one_line("; ".join(parts))   # names and values from the file may hold \x85, \u2028, a CR
 
 
 def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck:

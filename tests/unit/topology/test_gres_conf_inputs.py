@@ -1,0 +1,156 @@
+"""gres.conf values the reader once took wrongly or crashed on, one test per class the seeded fuzz
+(tests/hostile/test_gres_conf_fuzz.py) found: each is now read as slurmd reads it, or refused with a ParseError
+whose one line starts with the file's name."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from slurmtools.errors import ParseError
+from slurmtools.hostlist import MAX_NAMES, expand
+from slurmtools.topology.checks import GRES_GPU_LIMIT, compare_gres, read_gres_conf
+from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
+from slurmtools.topology.graph import Topology
+
+
+def refusal(text: str) -> str:
+    with pytest.raises(ParseError) as got:
+        read_gres_conf(text, "g")
+    msg = str(got.value)
+    assert msg.startswith("g:") and "\n" not in msg and len(msg) < 300, msg
+    return msg
+
+
+def one_host(name: str = "n1", gpus: int = 2) -> Topology:
+    t = Topology("t")
+    cpu = t.add_cpu(name, 0, 0, cpus=range(8), cores=range(8))
+    for i in range(gpus):
+        t.add_gpu(name, i, parent=cpu)
+    return t
+
+
+@pytest.mark.parametrize("cores, why", [
+    ("0-99999999999", f"ids stay below {CPU_ID_LIMIT}"),         # filled the memory
+    ("0-99999999999999999999", f"ids stay below {CPU_ID_LIMIT}"),  # OverflowError
+    (str(CPU_ID_LIMIT), f"ids stay below {CPU_ID_LIMIT}"),
+    ("7-0", "7-0 runs backwards"),                                # was read as no core at all
+])
+def test_a_core_range_past_any_node_or_backwards_is_refused(cores, why):
+    assert refusal(f"Name=gpu File=/dev/nvidia0 Cores={cores}") == (
+        f"g:1: Cores: expected integers and ranges such as 0-7,16 ({why}), got {cores!r}")
+
+
+@pytest.mark.parametrize("text", [
+    "Name=gpu File=/dev/nvidia0 Cores=-1",    # was read as core -1
+    "Name=gpu File=/dev/nvidia0 CPUs=٣",      # int() reads other scripts' digits: was core 3
+    "Name=gpu File=/dev/nvidia0 Cores=1_0",   # was core 10
+    "Name=gpu File=/dev/nvidia0 Cores=+7",
+    "Name=gpu File=/dev/nvidia0 Links=-1,٣",
+    "Name=gpu File=/dev/nvidia0 Links=-1,+7",
+    "Name=gpu File=/dev/nvidia0 Count=٣",
+])
+def test_numbers_are_ascii_digits(text):
+    assert "expected" in refusal(text)
+
+
+def test_a_device_number_in_other_digits_names_no_gpu():
+    """`/dev/nvidia٣` is no device slurmd opens: skipped and said so, not read as GPU 3."""
+    c = read_gres_conf("Name=gpu File=/dev/nvidia٣\n", "g")
+    assert c.gpus == [] and c.skipped == [(1, "File=/dev/nvidia٣ is not an NVIDIA device /dev/nvidiaN, so no GPU "
+                                              "index")]
+
+
+def test_links_are_counts_as_slurmd_reads_them():
+    """slurmd reads Links= with strtol between commas: no range (`0-3` was read as 0,1,2,3), nothing below -2."""
+    assert read_gres_conf("Name=gpu File=/dev/nvidia0 Links=-1,18,-2,0", "g").gpus[0].links == (-1, 18, -2, 0)
+    for links in ("-1,0-3", "-1,-99999999999999999999", "-1,,18", "-1,"):
+        assert refusal(f"Name=gpu File=/dev/nvidia0 Links={links}").startswith(
+            "g:1: Links: expected integers, one link count per GPU such as -1,18,18 (-2 or more, no ranges), got ")
+
+
+def test_digit_runs_past_what_int_converts_are_refused_or_named():
+    """int() refuses 4,300 digits and more with a ValueError of its own: a device number that long was one, and
+    so was a node name holding such a run when the summary compressed the names."""
+    assert refusal("Name=gpu File=/dev/nvidia" + "9" * 5000).startswith(
+        "g:1: File: the device number of '/dev/nvidia99999999999999999999999999999'... (5011 characters) has more "
+        "than 100 digits")
+    name = "n" + "9" * 5000
+    c = compare_gres(one_host(), f"NodeName={name} Name=gpu File=/dev/nvidia0\n", "g")
+    assert c.gpus == 0 and c.absent == [name] and f"node(s) {name} not in the topology" in c.summary("t")
+
+
+def test_hostlists_that_run_away_are_refused_in_one_line():
+    """The hostlist library caps one range and one comma-free part at MAX_NAMES names, not the list: fifty
+    ranges of 100,000 filled the memory. And it recurses once per [...] group of a name (RecursionError)."""
+    many = ",".join(f"n{i}[0-99999]" for i in range(50))
+    assert refusal(f"NodeName={many} Name=gpu File=/dev/nvidia0") == (
+        f"g:1: NodeName: bad hostlist {many[:60]!r}... ({len(many)} characters): more than {MAX_NAMES} names")
+    assert "more than" in refusal(f"Name=gpu File=/dev/nvidia[0-99999],/dev/nvidia[100000-199999]")
+    assert refusal("NodeName=n" + "[1]" * 3000 + " Name=gpu File=/dev/nvidia0").endswith(
+        "too many [...] groups in one name")
+    # a list of parts as the library reads it: duplicates dropped, order kept
+    assert expand("n[1-3],m[01-02],n2") == ["n1", "n2", "n3", "m01", "m02"]
+
+
+def test_nodes_times_devices_past_the_limit_is_refused_before_it_is_built():
+    """Each hostlist under the cap, their product on one line 1.1 million pairs (two such lines: billions)."""
+    text = "NodeName=n[00000-99999] Name=gpu File=/dev/nvidia[0-10]\n"
+    assert refusal(text) == (f"g:1: more than {GRES_GPU_LIMIT} (node, GPU) pairs in the file: this line adds 100000 "
+                             f"node(s) x 11 device(s)")
+
+
+def test_only_newline_ends_a_line():
+    """slurmd splits at \\n and drops a \\r before it; \\v, \\f, \\x85, U+2028 and a lone \\r end no line, so the line
+    numbers are the editor's (str.splitlines counted them as line ends: an error on line 2 said line 3)."""
+    for brk in ("\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\r"):
+        text = f"Name=gpu File=/dev/nvidia0 Type=a{brk}\r\nName=gpu File=/dev/nvidia1 Cores=x\r\n"
+        assert refusal(text).startswith("g:2: Cores: "), repr(brk)
+    c = read_gres_conf("Name=gpu File=/dev/nvidia0\r\nName=gpu File=/dev/nvidia1\r\n", "g")
+    assert [(g.index, g.line) for g in c.gpus] == [(0, 1), (1, 2)]
+
+
+def test_what_slurmd_would_stop_at_is_refused():
+    """A byte-order mark is part of the first key to slurmd, and it reads a line only up to a NUL: refused by
+    name, not read as something else (the NUL made `File=/dev/nvidia0` an unknown device)."""
+    assert refusal("\ufeffName=gpu File=/dev/nvidia0\n") == (
+        "g:1: starts with a byte-order mark (U+FEFF), which slurmd reads as part of the first key: save the file "
+        "without it")
+    assert refusal("AutoDetect=off\nName=gpu File=/dev/nvidia0\x00\n") == (
+        "g:2: a NUL character: slurmd reads the line only up to it")
+
+
+def test_long_values_are_quoted_short():
+    key = "x" * 5000
+    assert refusal(f"Name=gpu {key}=1") .startswith(f"g:1: unknown key {key[:40]!r}... (5000 characters): ")
+    assert refusal("Name=gpu File=/dev/nvidia0 Count=" + "1," * 100000).startswith(
+        "g:1: Count: expected a number (suffix K, M, G, T or P), got '1,1,1,")
+    assert len(refusal("NodeName=n[" + "1" * 5000 + "-0] Name=gpu File=/dev/nvidia0")) < 200
+
+
+def test_the_summary_is_one_line_whatever_the_file_holds():
+    """Names and values from the file reach the summary `topo lint --gres` prints: control characters (a terminal
+    escape, \\x85) are escaped as in error messages."""
+    text = 'Name=gpu File=/dev/nvidia0\nName=gpu File="/dev/x\x1bc\x85y"\nNodeName=a\x85b Name=gpu File=/dev/nvidia1\n'
+    s = compare_gres(one_host(), text, "g").summary("t")
+    assert "\x1b" not in s and "\x85" not in s and len(s.splitlines()) == 1
+    assert "line 2 skipped: File=/dev/x\\x1bc\\x85y is not an NVIDIA device" in s and "a\\x85b" in s
+
+
+def test_the_cli_reads_the_file_as_slurmd_does(tmp_path):
+    """`topo lint --gres`: bytes as UTF-8 whatever the locale, no newline translation (a lone CR made line 2 line
+    3), and a file it cannot read named first in the one line."""
+    topo = tmp_path / "t.json"
+    topo.write_text(one_host().to_json())
+    g = tmp_path / "gres.conf"
+    g.write_bytes(b"Name=gpu\rFile=/dev/nvidia0\nName=gpu File=/dev/nvidia1 Cores=x\n")
+    run = [sys.executable, "-m", "slurmtools", "topo", "lint", str(topo), "--gres", str(g)]
+    r = subprocess.run(run, capture_output=True, text=True)
+    assert (r.returncode, r.stderr) == (2, f"slurmtools: error: {g}:2: Cores: expected integers and ranges such as "
+                                           f"0-7,16, got 'x'\n")
+    g.write_bytes(b"# caf\xe9\nName=gpu File=/dev/nvidia0\n")
+    r = subprocess.run(run, capture_output=True, text=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 2 and r.stderr.startswith(f"slurmtools: error: {g}: cannot read: 'utf-8' codec can't "
+                                                     f"decode byte 0xe9") and len(r.stderr.splitlines()) == 1
