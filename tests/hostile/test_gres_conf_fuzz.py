@@ -31,7 +31,7 @@ from slurmtools.errors import ConfigError, ParseError
 from slurmtools.topology.checks import GRES_GPU_LIMIT, GresCheck, check_gres, compare_gres, read_gres_conf
 from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
 from slurmtools.topology.graph import Topology
-from tests.hostile.test_topology_inputs_fuzz import BAD_UTF8, GARBAGE, Hang, bounded
+from tests.hostile.mutations import BAD_UTF8, GARBAGE, Hang, bounded, line_edit
 from tests.unit.topology._data import TEST_DATA
 from tests.unit.topology.test_gres_lint import BCM, LAMBDA, NVL72
 
@@ -127,25 +127,9 @@ def _mutate(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     op = rng.choice(("cut-bytes", "cut-lines", "drop-line", "double-line", "swap-lines", "token", "token", "value",
                      "value", "value", "value", "key", "insert", "crlf", "bom", "blanks", "long-line", "blank-line",
                      "indent", "backslash", "hash", "quote"))
-    if op == "cut-bytes" and data:
-        at = rng.randrange(len(data))
-        return data[:at], f"cut at byte {at}"
-    if op == "cut-lines" and lines:
-        k = rng.randrange(len(lines))
-        return b"".join(lines[:k]), f"cut after line {k}"
-    if op in ("drop-line", "double-line", "indent") and lines:
-        k = rng.randrange(len(lines))
-        if op == "drop-line":
-            new = lines[:k] + lines[k + 1:]
-        elif op == "double-line":
-            new = lines[:k + 1] + lines[k:]
-        else:
-            new = lines[:k] + [lines[k].lstrip(b" \t") if lines[k][:1] in b" \t" else b"  " + lines[k]] + lines[k + 1:]
-        return b"".join(new), f"{op} {k + 1}"
-    if op == "swap-lines" and len(lines) > 1:
-        a, b = sorted(rng.sample(range(len(lines)), 2))
-        lines[a], lines[b] = lines[b], lines[a]
-        return b"".join(lines), f"swap lines {a + 1} and {b + 1}"
+    edited = line_edit(op, data, lines, rng)
+    if edited is not None:
+        return edited
     if op == "token":
         spans = [m.span() for m in re.finditer(rng.choice((rb"\S+", rb"[0-9]+", rb"[A-Za-z0-9_]+")), data)]
         if spans:

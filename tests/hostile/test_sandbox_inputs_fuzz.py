@@ -22,11 +22,8 @@ import json
 import math
 import random
 import re
-import resource
-import signal
 import subprocess
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
@@ -41,6 +38,7 @@ from slurmtools.sandbox.submission import build
 from slurmtools.sandbox.timescale import Scale, default_speedup
 from slurmtools.sandbox.trace import Trace, load_trace
 from slurmtools.site import load_site
+from tests.hostile.mutations import BAD_UTF8, bounded, line_edit
 
 REPO = Path(__file__).resolve().parents[2]
 SITE_FILE = REPO / "site_configs" / "example" / "site.toml"
@@ -131,7 +129,6 @@ FIELD_VALUES = GARBAGE + (
     "CANCELLED by 0", "REQUEUED", "gpu[0-99999999]", "gpu[01-03", "gpu[03-01]", "None assigned",
     "node=0", "gres/gpu=-1", "gres/gpu:h100=٣", "gres/gpu=99999999999999999999", "gres/gpu:a=1,gres/gpu:b=1",
     "cpu=-4,node=1", "node=1_0,gres/gpu=2", "billing=1,cpu=1,gres/gpu=2,node=-1", "1_0", "1200_٣", "12_[0-3]")
-BAD_UTF8 = (b"\xff", b"\x80", b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80")
 TOKEN = (rb"\S+", rb"[0-9]+", rb"[A-Za-z0-9_]+", rb"[^|,=\s]+")
 #: TOML values a campaign key may get instead of its own: another type, out of range, not finite, lookalikes
 TOML_VALUES = ("", -1, 0, 1, 3, 7, 99999999999999999999, 2 ** 63, 1e308, float("inf"), float("nan"), -0.0, 2.5,
@@ -244,20 +241,9 @@ def _mutate(data: bytes, rng: random.Random, kind: str) -> tuple[bytes, str]:
         return _mutate_field(data, rng)
     if op == "toml":
         return _mutate_toml(data, rng)
-    if op == "cut-bytes" and data:
-        at = rng.randrange(len(data))
-        return data[:at], f"cut at byte {at}"
-    if op == "cut-lines" and lines:
-        k = rng.randrange(len(lines))
-        return b"".join(lines[:k]), f"cut after line {k}"
-    if op in ("drop-line", "double-line") and lines:
-        k = rng.randrange(len(lines))
-        new = lines[:k] + lines[k + 1:] if op == "drop-line" else lines[:k + 1] + lines[k:]
-        return b"".join(new), f"{op} {k + 1}"
-    if op == "swap-lines" and len(lines) > 1:
-        a, b = sorted(rng.sample(range(len(lines)), 2))
-        lines[a], lines[b] = lines[b], lines[a]
-        return b"".join(lines), f"swap lines {a + 1} and {b + 1}"
+    edited = line_edit(op, data, lines, rng)
+    if edited is not None:
+        return edited
     if op == "token":
         pattern = rng.choice(TOKEN)
         spans = [m.span() for m in re.finditer(pattern, data)]
@@ -297,30 +283,6 @@ def mutation(sample: Sample, number: int) -> tuple[bytes, list[str]]:
 
 # ------------------------------------------------------------------------------------------------- checks
 
-class Hang(Exception):
-    pass
-
-
-@contextmanager
-def bounded(seconds: int, memory: int):
-    """Run the body with an alarm after `seconds` and `memory` more bytes of address space than the process has
-    now: a hang or a runaway allocation fails the case (Hang, MemoryError) instead of stalling the machine."""
-    def alarm(_signum, _frame):
-        raise Hang(f"no answer in {seconds} s")
-
-    with open("/proc/self/statm") as f:
-        used = int(f.read().split()[0]) * resource.getpagesize()
-    limits = resource.getrlimit(resource.RLIMIT_AS)
-    cap = used + memory if limits[1] == resource.RLIM_INFINITY else min(used + memory, limits[1])
-    old = signal.signal(signal.SIGALRM, alarm)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, limits[1]))
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        resource.setrlimit(resource.RLIMIT_AS, limits)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _shown(t: float, why: str, what: str) -> None:

@@ -15,11 +15,8 @@ import gzip
 import json
 import random
 import re
-import resource
-import signal
 import subprocess
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +26,7 @@ from slurmtools.cli.topo_providers import _summary, build, detect_kind
 from slurmtools.errors import ConfigError, ParseError
 from slurmtools.topology.describe import describe_host
 from slurmtools.topology.graph import Topology
+from tests.hostile.mutations import BAD_UTF8, GARBAGE, bounded, line_edit
 from tests.unit.topology._data import TEST_DATA, shared_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,13 +93,6 @@ SAMPLES = samples()
 
 # ------------------------------------------------------------------------------------------------- mutations
 
-#: what replaces a token: empty, out of range, signed, not a number, digits of other scripts, letters, blanks and
-#: control characters, the format's own punctuation, and a very long word
-GARBAGE = ("", "99999999999999999999", "-1", "-0", "+7", "1_0", "0x1f", "1e999", "NaN", "nan", "inf", "٣", "²",
-           "Ω", "é", "\t", "\x00", "\x0b", "\x85", "\u2028", '"', "'", "[", "]", "<", ">", "&", "#", "=", ":", ",",
-           "-", "\\", "{}", "*", "x" * 5000, "9" * 400)
-#: bytes that are not UTF-8: a lone continuation byte, a cut sequence, an encoded surrogate
-BAD_UTF8 = (b"\xff", b"\x80", b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80")
 TOKEN = (rb"\S+", rb"[0-9]+", rb"[A-Za-z0-9_]+")
 JSON_VALUES = (None, "", -1, 0, 99999999999999999999, 1e308, float("nan"), True, [], {}, "٣", "x" * 300, [1, "a"],
                {"a": 1}, "NV18", "PIX", "0000:00:00.0")
@@ -159,25 +150,9 @@ def _mutate(data: bytes, rng: random.Random, kind: str) -> tuple[bytes, str]:
     op = rng.choice(ops)
     if op == "json":
         return _mutate_json(data, rng)
-    if op == "cut-bytes" and data:
-        at = rng.randrange(len(data))
-        return data[:at], f"cut at byte {at}"
-    if op == "cut-lines" and lines:
-        k = rng.randrange(len(lines))
-        return b"".join(lines[:k]), f"cut after line {k}"
-    if op in ("drop-line", "double-line", "indent") and lines:
-        k = rng.randrange(len(lines))
-        if op == "drop-line":
-            new = lines[:k] + lines[k + 1:]
-        elif op == "double-line":
-            new = lines[:k + 1] + lines[k:]
-        else:
-            new = lines[:k] + [lines[k].lstrip(b" \t") if lines[k][:1] in b" \t" else b"  " + lines[k]] + lines[k + 1:]
-        return b"".join(new), f"{op} {k + 1}"
-    if op == "swap-lines" and len(lines) > 1:
-        a, b = sorted(rng.sample(range(len(lines)), 2))
-        lines[a], lines[b] = lines[b], lines[a]
-        return b"".join(lines), f"swap lines {a + 1} and {b + 1}"
+    edited = line_edit(op, data, lines, rng)
+    if edited is not None:
+        return edited
     if op == "token":
         pattern = rng.choice(TOKEN)
         spans = [m.span() for m in re.finditer(pattern, data)]
@@ -226,30 +201,6 @@ def write(tmp_path: Path, sample: Sample, data: bytes) -> tuple[str, str | None]
 
 # ------------------------------------------------------------------------------------------------- checks
 
-class Hang(Exception):
-    pass
-
-
-@contextmanager
-def bounded(seconds: int, memory: int):
-    """Run the body with an alarm after `seconds` and `memory` more bytes of address space than the process has
-    now: a hang or a runaway allocation fails the case (Hang, MemoryError) instead of stalling the machine."""
-    def alarm(_signum, _frame):
-        raise Hang(f"no answer in {seconds} s")
-
-    with open("/proc/self/statm") as f:
-        used = int(f.read().split()[0]) * resource.getpagesize()
-    limits = resource.getrlimit(resource.RLIMIT_AS)
-    cap = used + memory if limits[1] == resource.RLIM_INFINITY else min(used + memory, limits[1])
-    old = signal.signal(signal.SIGALRM, alarm)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, limits[1]))
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        resource.setrlimit(resource.RLIMIT_AS, limits)
-        signal.signal(signal.SIGALRM, old)
 
 
 def read_or_refuse(sample: Sample, path: str, nvlink: str | None, why: str) -> Topology | None:
