@@ -257,7 +257,6 @@ def load_trace(path: str, *, partition_limits: dict[str, float] | None = None) -
     if not text.strip():
         raise ParseError(path, 1, "empty; expected `sacct " + " ".join(SACCT_OPTIONS[:3]) + " -o ...` output "
                                   "with its header line")
-    _check_line_pieces(text, path)
     records = parse_sacct(text, path, TRACE_FIELDS, check=_row_checker(path))
     return trace_from_records(records, path, partition_limits=partition_limits)
 
@@ -281,26 +280,6 @@ _STATE = re.compile(r"[A-Z][A-Z_]*(?: by [0-9]+)?")
 MAX_LIMIT_MIN = 0xFFFFFFFE
 #: TRES items whose value is a count the trace reads (gres/gpu:TYPE too)
 _COUNTS = ("node", "cpu", "billing", "gres/gpu")
-#: more pieces on one line than the header has fields, beyond which no value holding the delimiter explains them
-#: (sacct keeps 255 characters of a job name; `--delimiter=,` splits TRES and hostlists into a few hundred pieces at
-#: most): such a line is refused before the pieces are fitted to the fields, which takes time quadratic in them
-MAX_EXTRA_PIECES = 10_000
-
-
-def _check_line_pieces(text: str, source: str) -> None:
-    from slurmtools.slurm.parsable import read_header
-
-    h = read_header((text.split("\n", 1)[0].splitlines() or [""])[0], source)   # parse_sacct's first line
-    if text.count(h.delimiter) <= MAX_EXTRA_PIECES:   # the usual case, counted at C speed
-        return
-    most = len(h.names) - 1 + h.trailing + MAX_EXTRA_PIECES
-    for lineno, line in enumerate(text.splitlines()[1:], start=2):
-        n = line.count(h.delimiter)
-        if n > most:
-            raise ParseError(source, lineno, f"{n} {h.delimiter!r} on one line for {len(h.names)} fields: no "
-                                             f"value holds that many; is this a `sacct --parsable2` dump?")
-
-
 def _row_checker(source: str):
     """The `check` parse_sacct runs on each line of a trace (the comment above)."""
     from slurmtools.durations import parse_duration

@@ -85,6 +85,11 @@ _HOSTS = re.compile(rf"None assigned|{_BRACKETED}(?:,{_BRACKETED})*|")
 _JOBID = re.compile(rf"{_BRACKETED}|")
 _LIST = re.compile(r"[^,=\s]+(?:,[^,=\s]+)*|")
 _MANY = ("text", "tres", "usage", "hosts", "list", "jobid")  # kinds whose value may span pieces
+#: more pieces on one line than the header has fields, beyond which no value holding the delimiter explains them
+#: (sacct keeps 255 characters of a job name; `--delimiter=,` splits TRES and hostlists into a few hundred pieces
+#: at most): such a line is refused before the pieces are fitted to the fields, which takes time growing faster
+#: than the pieces (200,000 of them took minutes)
+MAX_EXTRA_PIECES = 10_000
 
 
 def _kind(name: str) -> str:
@@ -118,6 +123,9 @@ class Splitter:
         n, d = len(self.kinds), self.header.delimiter
         if len(parts) == n:
             return parts
+        if len(parts) - n > MAX_EXTRA_PIECES:
+            raise ParseError(self.source, lineno, f"{len(parts) - 1} {d!r} on one line for {n} fields: no value "
+                                                  f"holds that many; is this a `sacct --parsable2` dump?")
         found = self._splits(parts) if len(parts) > n else []
         if len(found) == 1:
             return found[0]
@@ -142,6 +150,14 @@ class Splitter:
         out: list[list[str]] = []
         dead: set[tuple[int, int, bool, bool]] = set()
         acc: list[str] = []
+        # how many pieces the fields after each one take when each takes exactly one (None: one of them may take
+        # more): the field before them must take the rest, so only that length is tried
+        after: list[int | None] = [None] * n
+        fixed = 0
+        for ci in range(n - 1, -1, -1):
+            after[ci] = fixed
+            if fixed is not None:
+                fixed = None if self.kinds[ci] in _MANY else fixed + 1
 
         def go(ci: int, pi: int, several: bool, started: bool) -> None:
             if ci == n:
@@ -153,7 +169,8 @@ class Splitter:
             before = len(out)
             kind = self.kinds[ci]
             most = m - pi - (n - ci - 1) if kind in _MANY else 1
-            for k in range(1, most + 1):
+            least = 1 if after[ci] is None else max(1, m - pi - after[ci])
+            for k in range(least, most + 1):
                 value = d.join(parts[pi:pi + k])
                 ok = _fits(kind, value, d)
                 if ok is None:
@@ -191,5 +208,7 @@ def _fits(kind: str, value: str, d: str) -> bool | None:
         if kind == "usage" and ("node" in keys or "billing" in keys):
             return None  # usage is measured (cpu, mem, energy, gres/gpuutil...); nodes and billing are allocated
         return True
+    if kind in ("hosts", "list", "jobid") and ("=" in value or (kind == "list" and ",," in value)):
+        return None  # no host, list item or job id holds `=`, nor a list an empty item: more pieces keep them
     pattern = {"hosts": _HOSTS, "list": _LIST, "jobid": _JOBID, "time": _TIME, "int": _INT, "exit": _EXIT}[kind]
     return pattern.fullmatch(value) is not None

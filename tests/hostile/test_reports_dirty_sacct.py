@@ -70,6 +70,22 @@ def test_each_kind_of_bad_row_is_skipped_with_line_and_reason(kind):
     assert any(n.startswith("1 of 9 rows of dump.txt were bad and skipped") for n in rep.notes)
 
 
+def test_a_line_of_50000_extra_delimiters_is_a_bad_row_at_once():
+    """Fitting that many pieces to the fields took time growing with their square (200,000: minutes); the shared
+    splitter refuses more than `MAX_EXTRA_PIECES` before fitting, so the report lists the line and goes on."""
+    import time
+
+    bad_line = d.row(999, 50, name="x" + "|" * 50_000)
+    lines = d.clean_lines()
+    lines.insert(3, bad_line)
+    t = time.monotonic()
+    acc, rep = _report(d.dump(lines))
+    assert time.monotonic() - t < 2
+    assert [(b.line, b.text) for b in acc.bad.rows] == [(5, bad_line)]
+    assert "50018 '|' on one line for 19 fields: no value holds that many" in acc.bad.rows[0].reason
+    assert rep.summary["gpu_hours"] == pytest.approx(CLEAN_GPU_HOURS)
+
+
 def test_gres_gpu_above_2_32_is_not_wrapped_into_a_small_count():
     """Before: 4294967304 GPUs were read as 8 (int32 wrap), silently."""
     acc = read_sacct(d.dump([d.row(1, 8, AllocTRES="cpu=1,gres/gpu=4294967304,node=1")]), source="x")

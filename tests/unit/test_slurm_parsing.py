@@ -170,3 +170,30 @@ def test_scheduled_starts_from_a_real_squeue_start_capture():
     assert got[38].qos == "standard"
     assert got[41].start is None and got[41].nodes == ()
     assert got[42].start is None and got[42].qos == "production"
+
+
+def test_parse_sacct_refuses_a_line_of_50000_extra_delimiters_at_once():
+    """Every reader of a parsable dump (policy replay's --sacct-file, the sandbox, the reports) fitted the pieces
+    in time growing with their square; the shared splitter now refuses past MAX_EXTRA_PIECES first."""
+    import time
+
+    from slurmtools.errors import ParseError
+
+    text = "JobID|JobName|State\n1|x" + "|" * 50_000 + "|COMPLETED\n"
+    t = time.monotonic()
+    with pytest.raises(ParseError, match=r"^dump:2: 50002 '\|' on one line for 3 fields: no value holds that many"):
+        parse_sacct(text, "dump")
+    assert time.monotonic() - t < 2
+
+
+def test_a_comma_dump_fits_thousands_of_pieces_quickly():
+    """Under `--delimiter=,` the fields after a job name (a TRES list, a hostlist) were tried at every length for
+    every split of the name: 1,000 extra pieces took 2 s, 5,000 minutes. The last fields take what is left, and a
+    hostlist holding `=` is not tried longer."""
+    import time
+
+    text = "JobID,JobName,State,AllocTRES,NodeList\n1,x" + "," * 3000 + ",COMPLETED,cpu=1,n1\n"
+    t = time.monotonic()
+    (rec,) = parse_sacct(text, "dump")
+    assert time.monotonic() - t < 2
+    assert rec.name == "x" + "," * 3000 and rec.state == "COMPLETED" and rec.nodelist == ("n1",)
