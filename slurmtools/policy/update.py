@@ -191,11 +191,23 @@ def record_request(show: dict[str, str], script: str = "") -> tuple[JobRequest, 
 
 
 def parse_show_job(text: str) -> dict[str, str]:
-    """`scontrol show job -o` of one job -> its KEY=VALUE fields (values here never hold blanks)."""
+    """`scontrol show job -o` of one job -> its KEY=VALUE fields, as far as they can be told apart.
+
+    scontrol prints a job's name, comment, command, paths and (25.11) sbatch line as they were given, blanks
+    included, so a job named `a QOS=production` prints `JobName=a QOS=production ... QOS=standard`: its own words
+    read as the job's fields (22.05 has no `scontrol --json`). Account, QOS, Partition, TimeLimit, NumNodes, TRES and the memory fields are
+    printed for every job, so such words show as a field given twice, and the record is refused in one line naming
+    it rather than read either way. Not caught: a name holding a field scontrol prints only when set (`TresPerNode=`
+    on a job without GRES). Words without `=` (the rest of a value with blanks) are passed over."""
     out: dict[str, str] = {}
     for word in text.split():
         k, eq, v = word.partition("=")
-        if eq and k not in out:
-            out[k] = v
+        if not eq:
+            continue
+        if k in out:
+            raise RequestError(f"scontrol show job: {k}= is printed twice: the job's name, comment, a path or its "
+                               f"sbatch line holds ' {k}=', so its own fields cannot be told apart; check this "
+                               f"update by hand")
+        out[k] = v
     return out
 

@@ -163,6 +163,22 @@ def test_scontrol_update_is_refused_like_submission(lab, enforcing, args, script
 
 
 @pytest.mark.lab
+def test_a_job_named_like_its_own_fields_is_not_checked_as_another_job(lab, enforcing):
+    """A name with blanks holding `QOS=... Partition=...` printed before the job's own fields in `scontrol show job
+    -o`, and check-update judged that other job: the update of a standard job read as one of a production job.
+    (25.11 also prints the sbatch line as SubmitLine=, so there the words stay in the record after a rename.)"""
+    job = _submit(lab, "-A vision -q standard -J 'a b QOS=production Partition=evil' --gres=gpu:h100:1", SIG)
+    try:
+        shown = lab.sh(f"scontrol show job -o {job}").stdout
+        assert "JobName=a b QOS=production Partition=evil " in shown and " QOS=standard " in shown, shown
+        pre = _check_update(lab, job, "TimeLimit=30")
+        assert pre.returncode == 2 and pre.stdout == "", pre.stdout + pre.stderr
+        assert pre.stderr.count("\n") == 1 and "QOS= is printed twice" in pre.stderr, pre.stderr
+    finally:
+        lab.sh(f"scancel {job}")
+
+
+@pytest.mark.lab
 def test_scontrol_update_within_the_rules_passes(lab, enforcing):
     job = _submit(lab, "-A vision -q production --gres=gpu:h100:8", NOSIG)
     try:
