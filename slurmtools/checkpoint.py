@@ -171,14 +171,15 @@ def slurm_job_fields(job_id: str, timeout: float = 10.0) -> dict[str, str] | Non
     return parse_scontrol_line(out.stdout)
 
 
-def parse_scontrol_line(text: str) -> dict[str, str]:
-    """Key=Value pairs of one `scontrol -o` record. Values never contain spaces except after the last key."""
-    fields: dict[str, str] = {}
-    for tok in text.strip().split():
-        k, sep, v = tok.partition("=")
-        if sep and k and k not in fields:
-            fields[k] = v
-    return fields
+def parse_scontrol_line(text: str) -> dict[str, str] | None:
+    """The fields of one `scontrol show job -o` record (`slurm.show_job`), or None when the job's own name, comment
+    or paths hold its field names: then why the job was signalled is not known, rather than read from the name."""
+    from slurmtools.slurm.show_job import AmbiguousRecord, parse_show_job
+
+    try:
+        return parse_show_job(text)
+    except AmbiguousRecord:
+        return None
 
 
 def parse_slurm_duration(s: str) -> int | None:
@@ -194,7 +195,8 @@ def classify(sig: str, fields: dict[str, str] | None, warning_signal: str, lead:
              received_at: float) -> StopCause:
     """Decide preempted / time_limit / cancelled from the signal and Slurm's job record. Pure; tested alone."""
     if fields is None:
-        return StopCause("unknown", sig, received_at, "no Slurm job record (scontrol unavailable or not in a job)")
+        return StopCause("unknown", sig, received_at, "no Slurm job record it can read (scontrol unavailable, "
+                                                      "not in a job, or the job's name or paths hold its field names)")
     preempt = fields.get("PreemptTime", "None")
     state = fields.get("JobState", "")
     if (preempt and preempt not in ("None", "Unknown", "0")) or state == "PREEMPTED":

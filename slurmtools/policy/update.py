@@ -191,23 +191,12 @@ def record_request(show: dict[str, str], script: str = "") -> tuple[JobRequest, 
 
 
 def parse_show_job(text: str) -> dict[str, str]:
-    """`scontrol show job -o` of one job -> its KEY=VALUE fields, as far as they can be told apart.
+    """`scontrol show job -o` of one job -> its fields (`slurm.show_job`); RequestError in one line when text the
+    job's owner chose holds one of its field names, so the check never judges another job than the real one."""
+    from slurmtools.slurm.show_job import AmbiguousRecord, parse_show_job as fields
 
-    scontrol prints a job's name, comment, command, paths and (25.11) sbatch line as they were given, blanks
-    included, so a job named `a QOS=production` prints `JobName=a QOS=production ... QOS=standard`: its own words
-    read as the job's fields (22.05 has no `scontrol --json`). Account, QOS, Partition, TimeLimit, NumNodes, TRES and the memory fields are
-    printed for every job, so such words show as a field given twice, and the record is refused in one line naming
-    it rather than read either way. Not caught: a name holding a field scontrol prints only when set (`TresPerNode=`
-    on a job without GRES). Words without `=` (the rest of a value with blanks) are passed over."""
-    out: dict[str, str] = {}
-    for word in text.split():
-        k, eq, v = word.partition("=")
-        if not eq:
-            continue
-        if k in out:
-            raise RequestError(f"scontrol show job: {k}= is printed twice: the job's name, comment, a path or its "
-                               f"sbatch line holds ' {k}=', so its own fields cannot be told apart; check this "
-                               f"update by hand")
-        out[k] = v
-    return out
+    try:
+        return fields(text)
+    except AmbiguousRecord as exc:
+        raise RequestError(f"scontrol show job: {exc}; check this update by hand") from None
 

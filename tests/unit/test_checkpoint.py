@@ -336,6 +336,16 @@ def test_parse_helpers():
     assert f["JobId"] == "5" and f["PreemptTime"] == "None"
 
 
+def test_a_job_named_like_its_own_fields_is_not_classified_from_its_name():
+    """`JobName=x PreemptTime=2026-11-25T06:00:00` printed before the real `PreemptTime=None` and read first-wins,
+    a time-limit warning was taken for a preemption."""
+    line = ("JobId=5 JobName=x PreemptTime=2026-11-25T06:00:00 UserId=u(1) JobState=RUNNING "
+            "PreemptTime=None TimeLimit=01:00:00 RunTime=00:55:00\n")
+    assert C.parse_scontrol_line(line) is None
+    c = classify("USR1", C.parse_scontrol_line(line), "USR1", 300, 0.0)
+    assert c.kind == "unknown" and "field names" in c.evidence
+
+
 def test_atomic_write_replaces_and_refuses_planted_temp_symlink(tmp_path):
     (tmp_path / "f").write_bytes(b"old")
     p = C.atomic_write(tmp_path / "f", lambda f: f.write(b"abc"))
