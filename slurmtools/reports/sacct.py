@@ -818,7 +818,8 @@ def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray)
     keep = frame[~multi]
     rows = []
     for i in np.flatnonzero(multi):
-        t = parse_tres(alloc[i])
+        # its GPU items only: they passed `_bad_gpu_counts`; the rest of the list is not read here
+        t = parse_tres(",".join(it for it in alloc[i].split(",") if it.startswith("gres/gpu") and "=" in it))
         total = sum(t.gpus_by_type.values()) or 1
         for typ, cnt in t.gpus_by_type.items():
             r = frame.iloc[i].copy()

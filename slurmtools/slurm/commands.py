@@ -157,7 +157,11 @@ class CommandBackend(Backend):
         wanted = set(job_ids) if job_ids else None
         out = []
         for j in data.get("jobs", []):
-            info = reader.job(j)
+            try:
+                info = reader.job(j)
+            except ValueError as exc:   # a count, time or TRES Slurm does not write (`readers.common`, `tres`)
+                raise ParseError(f"{argv[0]} {rel.json_flag()}", None, f"job {str(j.get('job_id'))[:20]}: {exc}") \
+                    from None
             if wanted is not None and info.job_id not in wanted:
                 continue
             if states and info.state not in states:
@@ -181,7 +185,10 @@ class CommandBackend(Backend):
         _check_errors(argv[0], data)
         seen: dict[str, NodeInfo] = {}
         for n in reader.nodes(data):
-            info = reader.node(n)
+            try:
+                info = reader.node(n)
+            except ValueError as exc:   # a GRES count or GPU index Slurm does not write (`tres.parse_gres`)
+                raise ParseError(" ".join(argv), None, f"node {str(n.get('name'))[:40]}: {exc}") from None
             seen.setdefault(info.name, info)
         return list(seen.values())
 
@@ -311,20 +318,41 @@ def _whole(text: str | None) -> int | None:
         return None
 
 
-def _elapsed(row: dict) -> int:
-    raw = _whole(row.get("ElapsedRaw"))
-    if raw is not None:
-        return raw
+def _field(row: dict, name: str, read, source: str, lineno: int):
+    """`read(row[name])`, or one line naming the file, the line and the field: a value sacct does not write is not
+    read as another, nor as unset."""
     try:
-        return parse_duration(row["Elapsed"]) if row.get("Elapsed") else 0
-    except ValueError:
-        return 0
+        return read(row.get(name))
+    except ValueError as exc:
+        raise ParseError(source, lineno, f"{name}: {exc}") from None
+
+
+def _elapsed_of(row: dict, source: str, lineno: int) -> int:
+    if row.get("ElapsedRaw"):
+        return _field(row, "ElapsedRaw", whole_number, source, lineno)
+    if row.get("Elapsed"):
+        return _field(row, "Elapsed", parse_duration, source, lineno)
+    return 0
+
+
+def _limit_of(row: dict, source: str, lineno: int) -> int | None:
+    """TimelimitRaw (minutes) or Timelimit (D-HH:MM:SS), in seconds; None when UNLIMITED, Partition_Limit or absent."""
+    name = "TimelimitRaw" if row.get("TimelimitRaw") else "Timelimit"
+    tl = row.get(name) or ""
+    if not tl or tl in ("UNLIMITED", "Partition_Limit"):
+        return None
+    if name == "TimelimitRaw":
+        return _field(row, name, whole_number, source, lineno) * 60
+    return _field(row, name, parse_duration, source, lineno)
 
 
 def _time(row: dict, name: str, source: str, lineno: int) -> datetime | None:
-    """A time field of a sacct line (`readers.common.ts`), one line naming it when a datetime cannot hold it."""
+    """A time field of a sacct line (`readers.common.ts`), one line naming it when it is not a date-time or a
+    datetime cannot hold it."""
     try:
         return _ts(row.get(name))
+    except ValueError as exc:   # 2026-02-30: not a time, and not an unset one either
+        raise ParseError(source, lineno, f"{name}: {exc}") from None
     except (OverflowError, OSError):   # a year 1 or 9999 moved across this machine's UTC offset
         raise ParseError(source, lineno, f"{name}: {row[name][:40]!r} is out of range in this time zone (sacct "
                                          f"writes local times)") from None
@@ -337,8 +365,9 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
     (a tuple: any one of them) fails in one line naming them and `source`. Without a JobID field, JobIDRaw is the
     job's id. `check(row, line number)`, when given, sees each line's values (by field name as Slurm spells it)
     before they are read, and may refuse the line (a reader that needs them exact: the sandbox's trace). A NodeList
-    that is not a hostlist, or a time a datetime cannot hold in this time zone, is refused in one line naming the
-    file, the line and the field."""
+    that is not a hostlist, a time that is not one (2026-02-30) or that a datetime cannot hold in this time zone, a
+    count, id, TRES list or time limit that is not what sacct writes (`٣`, `-1`, `gres/gpu=x`) is refused in one
+    line naming the file, the line and the field: never read as another value or as unset."""
     from slurmtools.slurm.parsable import Splitter, read_header  # here: its patterns cost the live queries 2 ms
 
     lines = text.splitlines()
@@ -359,14 +388,11 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
         jobid = row["JobID"] if "JobID" in row else row.get("JobIDRaw", "")
         base, _, step = jobid.partition(".")
         raw = row.get("JobIDRaw", base).split(".")[0]
-        alloc = parse_tres(row.get("AllocTRES", ""))
-        req = parse_tres(row.get("ReqTRES", ""))
-        tl = row.get("TimelimitRaw") or row.get("Timelimit") or ""
-        minutes = _whole(tl)
-        try:
-            tl_s = minutes * 60 if minutes is not None else (parse_duration(tl) if tl and tl not in ("UNLIMITED", "Partition_Limit") else None)
-        except ValueError:
-            tl_s = None
+        if "JobIDRaw" in row and _whole(raw) is None:
+            raise ParseError(source, lineno, f"JobIDRaw: {row['JobIDRaw'][:40]!r} is not a job id (123, 123.batch)")
+        alloc = _field(row, "AllocTRES", lambda v: parse_tres(v or ""), source, lineno)
+        req = _field(row, "ReqTRES", lambda v: parse_tres(v or ""), source, lineno)
+        tl_s = _limit_of(row, source, lineno)
         try:
             nodes = tuple(expand(row.get("NodeList", "")) if row.get("NodeList") not in ("None assigned", "") else ())
         except ValueError as exc:
@@ -377,10 +403,10 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
             qos=row.get("QOS", ""), state=(row.get("State", "").split() or [""])[0], exit_code=row.get("ExitCode", ""),
             submit=_time(row, "Submit", source, lineno), eligible=_time(row, "Eligible", source, lineno),
             start=_time(row, "Start", source, lineno), end=_time(row, "End", source, lineno),
-            elapsed_s=_elapsed(row), timelimit_s=tl_s,
+            elapsed_s=_elapsed_of(row, source, lineno), timelimit_s=tl_s,
             nodelist=nodes,
             alloc_gpus=alloc.gpus, alloc_gpus_by_type=alloc.gpus_by_type, req_gpus=req.gpus,
-            alloc_cpus=_num(row.get("AllocCPUS")) or 0, alloc_tres=row.get("AllocTRES", ""),
+            alloc_cpus=_field(row, "AllocCPUS", _num, source, lineno) or 0, alloc_tres=row.get("AllocTRES", ""),
             req_tres=row.get("ReqTRES", ""), extra={k: v for k, v in row.items() if k not in ACCT_FIELDS}))
     return out
 

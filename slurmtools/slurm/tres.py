@@ -13,14 +13,20 @@ from dataclasses import dataclass, field
 _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024, "P": 1024 ** 3}
 
 
+#: a size as Slurm prints it: ASCII digits, maybe a fraction (`1.50G`), maybe a unit
+_MEM = re.compile(r"([0-9]{1,30}(?:\.[0-9]{1,30})?)([KMGTP]?)")
+
+
 def parse_mem_mb(text: str) -> float:
-    """'2000M' -> 2000.0, '250G' -> 256000.0, '4096' (MB) -> 4096.0."""
+    """'2000M' -> 2000.0, '250G' -> 256000.0, '4096' (MB) -> 4096.0; '' -> 0.0. ValueError for anything Slurm does
+    not print (`٣G`, `-1M`, `inf`, `1e3`: float() reads them all)."""
     s = text.strip().upper()
     if not s:
         return 0.0
-    if s[-1] in _MEM_UNITS:
-        return float(s[:-1]) * _MEM_UNITS[s[-1]]
-    return float(s)
+    m = _MEM.fullmatch(s)
+    if not m:
+        raise ValueError(f"not a size like 2000M or 1.50G: {text[:40]!r}")
+    return float(m.group(1)) * _MEM_UNITS.get(m.group(2), 1)
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,13 @@ class Tres:
 
 
 def parse_tres(text: str | None) -> Tres:
-    """Parse `key=value,...` TRES (AllocTRES, ReqTRES, CfgTRES). Unknown keys are kept in `other`."""
+    """Parse `key=value,...` TRES (AllocTRES, ReqTRES, CfgTRES). Unknown keys are kept in `other`, verbatim.
+
+    ValueError, naming the item, for what Slurm does not print: an item without `=`, or a count (cpu, node,
+    billing, gres/gpu) that is not ASCII digits (`٣`, `-1`) or a mem that is not a size; never read as another
+    number or as none."""
+    from slurmtools.errors import whole_number
+
     if not text or text in ("(null)", "None"):
         return Tres()
     cpu = nodes = billing = 0
@@ -47,26 +59,34 @@ def parse_tres(text: str | None) -> Tres:
     other: dict[str, str] = {}
     for part in text.split(","):
         part = part.strip()
-        if not part or "=" not in part:
+        if not part:
             continue
-        k, v = part.split("=", 1)
-        try:
-            if k == "cpu":
-                cpu = int(v)
-            elif k == "mem":
+        k, eq, v = part.partition("=")
+        if not eq or not k:
+            raise ValueError(f"TRES item {part[:40]!r} is not name=value")
+        if k == "mem":
+            try:
                 mem = parse_mem_mb(v)
-            elif k == "node":
-                nodes = int(v)
-            elif k == "billing":
-                billing = int(v)
-            elif k == "gres/gpu":
-                gpus_total = int(v)
-            elif k.startswith("gres/gpu:"):
-                by_type[k.split(":", 1)[1]] = int(v)
-            else:
-                other[k] = v
-        except ValueError:
+            except ValueError:
+                raise ValueError(f"TRES mem={v[:40]!r} is not a size like 2000M or 1.50G") from None
+            continue
+        if k not in ("cpu", "node", "billing", "gres/gpu") and not k.startswith("gres/gpu:"):
             other[k] = v
+            continue
+        try:
+            n = whole_number(v)
+        except ValueError:
+            raise ValueError(f"TRES {k}={v[:40]!r} is not a count") from None
+        if k == "cpu":
+            cpu = n
+        elif k == "node":
+            nodes = n
+        elif k == "billing":
+            billing = n
+        elif k == "gres/gpu":
+            gpus_total = n
+        else:
+            by_type[k.split(":", 1)[1]] = n
     typed = sum(by_type.values())
     if gpus_total is None:
         gpus_total = typed
@@ -77,7 +97,7 @@ def parse_tres(text: str | None) -> Tres:
                 other=other)
 
 
-_GRES_ITEM = re.compile(r"^(?:gres[:/])?(?P<name>[A-Za-z_][\w.-]*)(?::(?P<type>[A-Za-z_][\w.-]*))?(?::(?P<count>\d+))?"
+_GRES_ITEM = re.compile(r"^(?:gres[:/])?(?P<name>[A-Za-z_][\w.-]*)(?::(?P<type>[A-Za-z_][\w.-]*))?(?::(?P<count>[0-9]+))?"
                         r"(?P<suffix>\(.*\))?$")
 
 
@@ -92,8 +112,12 @@ class Gres:
     @property
     def indexes(self) -> list[int]:
         """Indexes from an `IDX:` detail (`IDX:0-2,5` -> [0, 1, 2, 5])."""
-        m = re.search(r"IDX:([\d,\-]+)", self.detail)
-        return _ranges(m.group(1)) if m else []
+        m = re.search(r"IDX:([^()\s]*)", self.detail)
+        if m is None or m.group(1) in ("", "N/A"):
+            return []
+        if not re.fullmatch(r"[0-9,\-]+", m.group(1)):   # `\d` would read `٣` as 3
+            raise ValueError(f"GPU indexes {m.group(1)[:40]!r} are not numbers and ranges (IDX:0-2,5)")
+        return _ranges(m.group(1))
 
 
 def _ranges(spec: str) -> list[int]:
@@ -103,6 +127,8 @@ def _ranges(spec: str) -> list[int]:
             continue
         if "-" in piece:
             a, b = piece.split("-", 1)
+            if not (a and b) or int(a) > int(b):
+                raise ValueError(f"GPU indexes {spec[:40]!r}: {piece[:20]!r} is not a range")
             out.extend(range(int(a), int(b) + 1))
         else:
             out.append(int(piece))

@@ -33,6 +33,8 @@ BAD = {
                             "field AllocTRES: a GPU count that is not a count"),
     "negative GPU count": (d.row(999, 50, AllocTRES="cpu=1,gres/gpu=-8,node=1"),
                            "field AllocTRES: a GPU count that is not a count"),
+    "GPU count in other digits": (d.row(999, 50, AllocTRES="cpu=1,gres/gpu:h100=\u0663,gres/gpu=\u0663,node=1"),
+                                  "field AllocTRES: a GPU count that is not a count"),   # int() read ٣ as 3
     "negative node count": (d.row(999, 50, NNodes="-3"), "field NNodes: -3 is negative"),
     "not a job id": (d.row(999, 50, JobIDRaw="abc"), "field JobIDRaw: 'abc' is not a job id"),
     # both used to end the report with pyarrow's "Failed to parse string" (digits, but no 64-bit job id)
@@ -84,6 +86,15 @@ def test_a_line_of_50000_extra_delimiters_is_a_bad_row_at_once():
     assert [(b.line, b.text) for b in acc.bad.rows] == [(5, bad_line)]
     assert "50018 '|' on one line for 19 fields: no value holds that many" in acc.bad.rows[0].reason
     assert rep.summary["gpu_hours"] == pytest.approx(CLEAN_GPU_HOURS)
+
+
+def test_a_job_of_two_gpu_types_is_split_whatever_its_other_tres_items_hold():
+    """The split by GPU type reads the GPU items only (checked as counts before): parse_tres now refuses `cpu=٣`,
+    which the report does not read, and must not end the report."""
+    alloc = "cpu=\u0663,gres/gpu:a100=2,gres/gpu:h100=6,gres/gpu=8,mem=x,node=1"
+    acc = read_sacct(d.dump([d.row(1, 8, AllocTRES=alloc)]), source="x")
+    assert sorted(zip(acc.jobs["gpu_type"].astype(str), acc.jobs["gpus"])) == [("a100", 2), ("h100", 6)]
+    assert not acc.bad.rows
 
 
 def test_gres_gpu_above_2_32_is_not_wrapped_into_a_small_count():

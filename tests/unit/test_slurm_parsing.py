@@ -197,3 +197,86 @@ def test_a_comma_dump_fits_thousands_of_pieces_quickly():
     (rec,) = parse_sacct(text, "dump")
     assert time.monotonic() - t < 2
     assert rec.name == "x" + "," * 3000 and rec.state == "COMPLETED" and rec.nodelist == ("n1",)
+
+
+@pytest.mark.parametrize("text", ["cpu=٣", "gres/gpu=-1", "gres/gpu:h100=٣", "node=+2", "billing=1_0", "gres/gpu",
+                                  "mem=inf", "mem=-1M", "mem=٣G", "mem=1e3M", "cpu=2,=3"])
+def test_tres_counts_are_ascii_digits(text):
+    """int() read `٣` as 3 and took -1, `+2` and `1_0`; float() took inf and 1e3; a GPU count it refused went to
+    `other`, so the job had 0 GPUs; an item without `=` was dropped. Slurm writes none of these."""
+    with pytest.raises(ValueError, match=r"^TRES "):
+        parse_tres(text)
+
+
+def test_tres_keeps_what_slurm_writes():
+    t = parse_tres("billing=2,cpu=2,gres/gpu:h100=16,gres/gpu=16,mem=1.50G,node=2,energy=٣,license/x=1")
+    assert (t.cpu, t.mem_mb, t.nodes, t.gpus, t.gpus_by_type) == (2, 1536.0, 2, 16, {"h100": 16})
+    assert t.other == {"energy": "٣", "license/x": "1"}   # not read as numbers: kept verbatim
+
+
+@pytest.mark.parametrize("text", ["gpu:h100:٣", "gpu:٣", "gpu:-1", "gpu:h100:3(IDX:٣)", "gpu:h100:3(IDX:2-0)",
+                                  "gpu:h100:3(IDX:-1)"])
+def test_gres_counts_and_indexes_are_ascii_digits(text):
+    """`\\d` matched `٣`, read as 3 GPUs or GPU 3; a reversed range was no GPUs."""
+    with pytest.raises(ValueError):
+        for g in parse_gres(text):
+            g.indexes
+
+
+def test_gres_idx_not_applicable_is_no_index():
+    assert [g.indexes for g in parse_gres("gpu:h100:0(IDX:N/A)")] == [[]]
+
+
+@pytest.mark.parametrize("field,value", [("Submit", "2026-02-30T00:00:00"), ("End", "soon"),
+                                         ("AllocCPUS", "٣"), ("AllocCPUS", "-1"), ("TimelimitRaw", "٣"),
+                                         ("Timelimit", "soon"), ("ElapsedRaw", "-5"), ("JobIDRaw", "abc"),
+                                         ("AllocTRES", "gres/gpu=x")])
+def test_parse_sacct_refuses_what_sacct_does_not_write(field, value):
+    """Each was read as unset, 0 or another number (a Submit of Feb 30 as no Submit, `٣` CPUs as 3)."""
+    from slurmtools.errors import ParseError
+
+    head = ["JobID", "JobIDRaw", "State", "Submit", "End", "AllocCPUS", "ElapsedRaw", "AllocTRES",
+            "TimelimitRaw" if field != "Timelimit" else "Timelimit"]
+    good = {"JobID": "5", "JobIDRaw": "5", "State": "COMPLETED", "Submit": "2026-11-01T00:00:00",
+            "End": "2026-11-01T01:00:00", "AllocCPUS": "2", "ElapsedRaw": "3600", "AllocTRES": "cpu=2,gres/gpu=1",
+            "TimelimitRaw": "60", "Timelimit": "01:00:00"}
+    row = {**good, field: value}
+    text = "|".join(head) + "\n" + "|".join(row[h] for h in head) + "\n"
+    with pytest.raises(ParseError, match=rf"^d:2: {field}: "):
+        parse_sacct(text, "d")
+    (r,) = parse_sacct("|".join(head) + "\n" + "|".join(good[h] for h in head) + "\n", "d")
+    assert (r.alloc_cpus, r.timelimit_s, r.elapsed_s, r.alloc_gpus) == (2, 3600, 3600, 1)
+
+
+@pytest.mark.parametrize("value", ["٣", "-1", -1, 3.5, True, "x", float("nan")])
+def test_json_counts_are_refused_not_unset(value):
+    """`readers.common.num` read `٣` as 3 and -1 as -1, and anything else as unset."""
+    from slurmtools.slurm.readers.common import num
+
+    with pytest.raises(ValueError, match="not a count"):
+        num(value)
+    with pytest.raises(ValueError, match="not a count"):
+        num({"set": True, "infinite": False, "number": value})
+
+
+@pytest.mark.parametrize("value", ["2026-02-30T00:00:00", "soon", -5, 1.5, True, 10**30, float("inf")])
+def test_json_times_are_refused_not_unset(value):
+    """`readers.common.ts` read an invalid date as unset, and a huge epoch was an OverflowError."""
+    from slurmtools.slurm.readers.common import ts
+
+    with pytest.raises(ValueError, match="not a"):
+        ts(value)
+
+
+def test_squeue_json_with_a_count_slurm_does_not_write_is_one_line(monkeypatch):
+    import json
+
+    from slurmtools.errors import ParseError
+    from slurmtools.slurm.releases import release_for
+
+    job = {"job_id": 7, "node_count": {"set": True, "infinite": False, "number": -1}, "job_state": ["RUNNING"]}
+    b = CommandBackend()
+    monkeypatch.setattr(b, "slurm_release", lambda: release_for("25.11"))
+    monkeypatch.setattr(b, "run", lambda argv, *a, **k: json.dumps({"jobs": [job]}))
+    with pytest.raises(ParseError, match=r"^squeue --json\S*: job 7: not a count: -1$"):
+        b.jobs()

@@ -8,35 +8,55 @@ from slurmtools.errors import SlurmError
 
 
 def ts(value) -> datetime | None:
-    """Epoch seconds (JSON) or ISO text (sacct) -> aware datetime; 0/Unknown/None/unset -> None."""
-    if value in (None, "", 0, "Unknown", "None", "N/A"):
+    """Epoch seconds (JSON) or ISO text (sacct) -> aware datetime; 0/Unknown/None/unset -> None. ValueError for
+    what Slurm does not print (`2026-02-30`, a negative or fractional epoch, true), never None: an unreadable time is
+    not an unset one. A text time a datetime cannot hold in this time zone is OverflowError (`parse_sacct` names
+    it)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if (not number and value in (None, "", "Unknown", "None", "N/A")) or (number and value == 0):
         return None
     if isinstance(value, dict):  # data_parser: {"set": .., "infinite": .., "number": ..}
         if not value.get("set", True) or value.get("infinite"):
             return None
         value = value.get("number")
-        if not value:
+        if value is None or (type(value) in (int, float) and value == 0):
             return None
-    if isinstance(value, (int, float)):
-        return datetime.fromtimestamp(value, tz=timezone.utc)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if (isinstance(value, float) and not value.is_integer()) or value < 0:   # nan, inf, fractions
+            raise ValueError(f"not a time (seconds since 1970): {value!r}")
+        try:
+            return datetime.fromtimestamp(int(value), tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"not a time a date can show (seconds since 1970): {value!r}") from None
+    if not isinstance(value, str):
+        raise ValueError(f"not a time: {value!r}"[:80])
     try:
-        return datetime.fromisoformat(str(value)).astimezone(timezone.utc)
+        return datetime.fromisoformat(value).astimezone(timezone.utc)
     except ValueError:
-        return None
+        raise ValueError(f"not a date-time like 2026-11-02T08:00:00: {value[:40]!r}") from None
 
 
 def num(value) -> int | None:
-    """A count or limit; None when unset, infinite or not a number."""
+    """A count or limit; None when unset or infinite. ValueError for what Slurm does not print (`٣`, `-1`, `3.5`,
+    true, text): never read as another number or as unset."""
+    from slurmtools.errors import whole_number
+
     if isinstance(value, dict):
         if not value.get("set", True) or value.get("infinite"):
             return None
         value = value.get("number")
-    if value in (None, "", "UNLIMITED", "Partition_Limit", "NOT_SET"):
+    if value in (None, "", "UNLIMITED", "Partition_Limit", "NOT_SET") and type(value) is not bool:
         return None
-    try:
+    if type(value) is int and value >= 0:
+        return value
+    if type(value) is float and value >= 0 and value.is_integer():
         return int(value)
-    except (TypeError, ValueError):
-        return None
+    if isinstance(value, str):
+        try:
+            return whole_number(value)
+        except ValueError:
+            pass
+    raise ValueError(f"not a count: {value!r}"[:80])
 
 
 def check_errors(cmd: str, data: dict) -> None:

@@ -141,3 +141,33 @@ def test_preflight_writes_refusals_to_the_decision_log(site, tmp_path, monkeypat
     recs = list(audit.read(log))
     assert [r["event"] for r in recs] == ["admission_refused", "admission_modified"]
     assert recs[1]["details"]["changes"] == {"partition": "gpu"} and {r["policy"] for r in recs} == {policy_hash(site, load_fabric_for(site))}
+
+
+def test_replay_refuses_a_value_sacct_does_not_write_naming_the_line(tmp_path: Path):
+    """Policy replay reads --sacct-file through parse_sacct: `gres/gpu:h100=٣` was 3 GPUs, `-1` was -1 GPUs, a
+    TimelimitRaw of `٣` and a Submit of 2026-02-30 were unset. Each is refused in one line naming file, line, field."""
+    import pytest
+
+    from slurmtools.cli.main import app
+    from slurmtools.errors import ParseError
+    from slurmtools.site import find_site_path
+
+    site = str(find_site_path(None))
+    header = "JobID|JobIDRaw|User|Account|Partition|QOS|State|Submit|Start|End|TimelimitRaw|ReqTRES|AllocCPUS"
+    good = {"JobID": "10", "JobIDRaw": "10", "User": "alice", "Account": "vision", "Partition": "gpu",
+            "QOS": "standard", "State": "COMPLETED", "Submit": "2026-11-01T00:00:00", "Start": "2026-11-01T00:00:00",
+            "End": "2026-11-01T01:00:00", "TimelimitRaw": "60", "ReqTRES": "cpu=8,gres/gpu:h100=8,node=1",
+            "AllocCPUS": "8"}
+    for field, value in (("ReqTRES", "cpu=8,gres/gpu:h100=٣,node=1"), ("ReqTRES", "cpu=8,gres/gpu=-1,node=1"),
+                         ("ReqTRES", "cpu=8,mem=inf,node=1"), ("TimelimitRaw", "٣"), ("AllocCPUS", "-1"),
+                         ("Submit", "2026-02-30T00:00:00")):
+        f = tmp_path / "sacct.txt"
+        f.write_text(header + "\n" + "|".join({**good, field: value}[k] for k in header.split("|")) + "\n")
+        res = CliRunner().invoke(app, ["admin", "policy", "replay", "--site", site, "--sacct-file", str(f)])
+        assert isinstance(res.exception, ParseError), (field, value, res.output)
+        assert str(res.exception).startswith(f"{f}:2: {field}: "), str(res.exception)
+        with pytest.raises(ParseError):
+            from slurmtools.policy.replay import REPLAY_FIELDS
+            from slurmtools.slurm.commands import parse_sacct
+
+            parse_sacct(f.read_text(), str(f), REPLAY_FIELDS)

@@ -110,11 +110,15 @@ def test_a_nodelist_that_is_not_a_hostlist_is_refused_by_every_sacct_reader(tmp_
 
 
 def test_superscript_digits_in_sacct_numbers_are_not_a_traceback():
-    """`'²'.isdigit()` is true and int('²') a ValueError: JobIDRaw and ElapsedRaw of `²` ended parse_sacct."""
+    """`'²'.isdigit()` is true and int('²') a ValueError: JobIDRaw and ElapsedRaw of `²` ended parse_sacct. Then
+    they were read as job 0 and 0 s; now each is refused in one line naming the line and the field."""
     head = HEAD + "|ElapsedRaw"
     row = "|".join({**GOOD, "JobIDRaw": "²", "ElapsedRaw": "²"}[f] for f in head.split("|"))
-    (r,) = parse_sacct(head + "\n" + row, "s")
-    assert (r.job_id_raw, r.elapsed_s) == (0, 0)   # unreadable, as for any other text (the reports count them)
+    with pytest.raises(ParseError, match=r"^s:2: JobIDRaw: '²' is not a job id"):
+        parse_sacct(head + "\n" + row, "s")
+    row = "|".join({**GOOD, "ElapsedRaw": "²"}[f] for f in head.split("|"))
+    with pytest.raises(ParseError, match=r"^s:2: ElapsedRaw: not a whole number: '²'"):
+        parse_sacct(head + "\n" + row, "s")
 
 
 def test_a_year_9999_end_west_of_utc_is_refused_in_one_line(tmp_path, monkeypatch):
