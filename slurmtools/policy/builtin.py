@@ -25,6 +25,9 @@ MESSAGES = {
     "gpus_per_job": "tier {qos} allows at most {limit} GPUs per job; this job asks for {gpus}",
     "walltime": "tier {qos} allows a time limit of at most {limit}; this job asks for {time}",
     "nodes": "tier {qos} allows at most {limit} nodes per job; this job asks for {nodes}",
+    "gpus_on_cpu_partition": "partition {partition} is a CPU partition: it gives no GPUs, and this job asks for "
+                             "{gpus}; {where}",
+    "gpus_required": "partition {partition} is for GPU jobs: ask for GPUs (e.g. --gres=gpu:{example}:1); {where}",
     "gpu_type_missing": "partition {partition} needs a GPU type: ask for e.g. --gres=gpu:{example}:N "
                         "instead of an untyped GPU count (GPU types here: {types})",
     "gpu_type_unknown": "partition {partition} has no GPU type {type} (GPU types here: {types})",
@@ -120,6 +123,49 @@ class Routing(Policy):
             return Decision.deny(fmt("tier_partition", qos=qos, partition=partition,
                                      partitions=_names(p["tiers"][qos]["partitions"])))
         return Decision.modify(self.name, **changes)
+
+
+class PartitionGpus(Policy):
+    """GPUs only through GPU partitions: a GPU request on a CPU partition (`gpu_types = []`) is refused, since on a
+    CPU partition that overlays GPU hosts Slurm would hand out the hosts' GPUs through it, outside the GPU
+    partitions' types and rules. With `policy.require_gpus_on_gpu_partitions`, a job without GPUs on a GPU partition
+    is refused too, pointing to the CPU partitions (a site decision: many sites let CPU work use spare cores)."""
+
+    name = "partition_gpus"
+    lua = True
+
+    def configure(self, site, fabric):
+        parts = list(site.partitions.values())
+        return {
+            "cpu_partitions": [p.name for p in parts if p.cpu_only],
+            "gpu_partitions": {p.name: {"example": p.gpu_types[0]} for p in parts if not p.cpu_only},
+            "gpu_names": [p.name for p in parts if not p.cpu_only],
+            "require_gpus": site.policy.require_gpus_on_gpu_partitions,
+        }
+
+    @property
+    def active(self) -> bool:
+        return bool(self.params["cpu_partitions"]) or self.params["require_gpus"]
+
+    def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        p = self.params
+        partition = r.partition or ""
+        gpus = r.gpus
+        if gpus > 0 and partition in p["cpu_partitions"]:
+            gpu = p["gpu_names"]
+            where = f"GPU jobs go to {_either(gpu)}" if gpu else "this site has no GPU partition"
+            return Decision.deny(fmt("gpus_on_cpu_partition", partition=partition, gpus=str(gpus), where=where))
+        if gpus == 0 and p["require_gpus"] and partition in p["gpu_partitions"]:
+            cpu = p["cpu_partitions"]
+            where = f"CPU jobs go to {_either(cpu)}" if cpu else "this site has no CPU partition"
+            return Decision.deny(fmt("gpus_required", partition=partition,
+                                     example=p["gpu_partitions"][partition]["example"], where=where))
+        return Decision.allow()
+
+
+def _either(xs: list[str]) -> str:
+    """Names as a message lists alternatives: `a`, `a or b`, `a, b or c`."""
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " or " + xs[-1]
 
 
 class Budget(Policy):
@@ -352,5 +398,5 @@ class CheckpointSignal(Policy):
         return Decision.deny(fmt("checkpoint_signal", qos=r.qos, signal=t["signal"], lead=str(t["lead"])))
 
 
-BUILTINS: tuple[type[Policy], ...] = (Routing, Budget, TierLimits, GpuType, GpuTypeLimits, CpuMemPerGpu,
-                                      CheckpointSignal)
+BUILTINS: tuple[type[Policy], ...] = (Routing, PartitionGpus, Budget, TierLimits, GpuType, GpuTypeLimits,
+                                      CpuMemPerGpu, CheckpointSignal)

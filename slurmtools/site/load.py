@@ -78,6 +78,7 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
         require_checkpoint_signal=pol.bool("require_checkpoint_signal", True),
         cpu_mem_tolerance=pol.float("cpu_mem_tolerance", 1.0, minimum=1.0),
         fail_mode=pol.str("fail_mode", "closed", choices=("closed", "open")),
+        require_gpus_on_gpu_partitions=pol.bool("require_gpus_on_gpu_partitions", False),
         enabled=pol.str_list("enabled", ()),
         extra=_policy_extra(pol),
     )

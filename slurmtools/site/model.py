@@ -110,6 +110,9 @@ class PolicySettings:
     #: what job_submit.lua does with a job when the policy itself fails: "closed" refuses it (no input that breaks
     #: the evaluator gets a job past admission), "open" admits it; audited either way (docs/policy.md)
     fail_mode: str = "closed"
+    #: refuse a job without GPUs on a GPU partition (policy `partition_gpus`), pointing to the CPU partitions; off by
+    #: default: many sites let CPU-only work (data preparation, evaluation) use the GPU hosts' spare cores
+    require_gpus_on_gpu_partitions: bool = False
     enabled: tuple[str, ...] = ()
     extra: dict = field(default_factory=dict)
 

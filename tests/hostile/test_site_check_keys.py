@@ -30,7 +30,7 @@ def test_unknown_keys_are_named_with_the_keys_that_exist(tmp_path, old, new, key
 def test_unknown_policy_name(tmp_path):
     p = edited(tmp_path, "[policy]", '[policy]\nenabled = ["routing", "budgte"]')
     line = refusal("site", "check", str(p))
-    assert line.startswith(f"{p}: policy.enabled: unknown policy 'budgte' (known: routing, budget, tier_limits, "), line
+    assert line.startswith(f"{p}: policy.enabled: unknown policy 'budgte' (known: routing, partition_gpus, budget, "), line
 
 
 def test_policy_settings_are_checked_by_site_check(tmp_path):

@@ -124,3 +124,25 @@ def test_cpu_jobs_run_on_the_cpu_partitions(cpu_lab):
         assert sorted(int(t.split()[1]) for t in tasks) == [0, 1, 2, 3] and all(" of 4 on gpu" in t for t in tasks)
     finally:
         cpu_lab.sh("scancel -u labuser", check=False)
+
+
+def test_job_submit_keeps_gpus_to_the_gpu_partition(cpu_lab):
+    """The generated job_submit.lua in the real slurmctld (policy partition_gpus): GPUs asked through the CPU overlay
+    partition, whose hosts have GPUs (so Slurm alone would hand them out, outside the GPU partition's rules), and
+    a GPU-less job on the GPU partition (the site sets require_gpus_on_gpu_partitions) are refused with the policy's
+    own line; the same CPU job on the overlay is admitted."""
+    base = "sbatch -H --parsable -t 5 -q production -A vision -o /dev/null"
+    script = "--wrap 'true'"
+    try:
+        gpus = cpu_lab.sh(f"{base} -p gpucpu --gres=gpu:h100:1 {script}", user="labuser", check=False)
+        assert gpus.returncode != 0 and gpus.stderr.splitlines()[0] == (
+            "sbatch: error: partition gpucpu is a CPU partition: it gives no GPUs, and this job asks for 1; GPU jobs "
+            "go to gpu"), gpus.stderr
+        bare = cpu_lab.sh(f"{base} -p gpu -c 2 {script}", user="labuser", check=False)
+        assert bare.returncode != 0 and bare.stderr.splitlines()[0] == (
+            "sbatch: error: partition gpu is for GPU jobs: ask for GPUs (e.g. --gres=gpu:h100:1); CPU jobs go to cpu "
+            "or gpucpu"), bare.stderr
+        ok = cpu_lab.sh(f"{base} -p gpucpu -c 2 {script}", user="labuser", check=False)
+        assert ok.returncode == 0 and ok.stdout.strip().split(";")[0].isdigit(), ok.stdout + ok.stderr
+    finally:
+        cpu_lab.sh("scancel -u labuser", check=False)

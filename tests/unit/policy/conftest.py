@@ -23,3 +23,14 @@ def policies(site, fabric):
 @pytest.fixture
 def ctx(site, fabric):
     return PolicyContext(site=site, fabric=fabric, usage={"vision": 100.0, "nlp": 100.0}, month="2026-11")
+
+
+@pytest.fixture(scope="session")
+def cpu_site():
+    """(site, fabric, policies) of tests/data/sites/cpu: a GPU partition, a CPU partition and a CPU overlay of the
+    GPU hosts, with GPUs required on the GPU partition."""
+    from pathlib import Path
+
+    s = load_site(Path(__file__).resolve().parents[2] / "data" / "sites" / "cpu" / "site.toml")
+    f = load_fabric_for(s)
+    return s, f, load_policies(s, f)

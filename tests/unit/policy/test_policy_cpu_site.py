@@ -1,6 +1,7 @@
 """Admission of CPU jobs on a site with CPU partitions (tests/data/sites/cpu): the Python policies and the generated
-job_submit.lua (run by a real Lua 5.1) admit the CPU jobs the planner writes on CPU partitions, and agree on every
-case, GPU-less jobs on the GPU partition included (no rule refuses those today: docs/planner.md says why)."""
+job_submit.lua (run by a real Lua 5.1) admit the CPU jobs the planner writes on CPU partitions, refuse GPUs asked
+through a CPU partition and (the site sets `require_gpus_on_gpu_partitions`) GPU-less jobs on the GPU partition,
+and agree on every case."""
 
 from __future__ import annotations
 
@@ -49,16 +50,29 @@ def test_cpu_jobs_are_admitted_on_cpu_partitions_and_lua_agrees(tmp_path):
         d = evaluate(r, pols, ctx)
         assert d.action == "allow", (r, d.message)
     by_hand = [
-        ["-A", "vision", "-p", "gpu", "-q", "standard", "-c", "8"],  # GPU-less on the GPU partition: admitted
+        ["-A", "vision", "-p", "gpu", "-q", "standard", "-c", "8"],  # GPU-less on the GPU partition
         ["-A", "vision", "-p", "cpu", "-q", "standard", "-c", "8", "-t", "1441"],  # over the tier's walltime
         ["-A", "vision", "-p", "cpu", "-q", "standard", "-N", "3"],  # over the tier's node limit
         ["-A", "vision", "-p", "gpu", "-q", "standard", "--gres=gpu:1"],  # untyped GPU: refused as before
-        ["-A", "vision", "-q", "standard", "-c", "4"],  # no partition: the default (gpu)
+        ["-A", "vision", "-q", "standard", "--gres=gpu:h100:1", "-c", "4"],  # no partition: the default (gpu)
+        ["-A", "vision", "-q", "standard", "-c", "4"],  # no partition, no GPUs: the default (gpu) refuses it
+        ["-A", "vision", "-p", "gpucpu", "-q", "standard", "--gres=gpu:h100:1"],  # GPUs through the overlay
+        ["-A", "vision", "-p", "cpu", "-q", "production", "--gpus=2"],
+        ["-A", "vision", "-p", "cpu", "-q", "standard", "-c", "8"],  # a CPU job where it belongs
     ]
     reqs += [JobRequest.from_sbatch(a, script=SIG, user="alice", default_account="vision") for a in by_hand]
     decisions = [evaluate(r, pols, ctx) for r in reqs]
-    assert [d.action for d in decisions[4:]] == ["allow", "deny", "deny", "deny", "modify"], \
-        [(d.action, d.message) for d in decisions[4:]]
+    assert [d.action for d in decisions[4:]] == ["deny", "deny", "deny", "deny", "modify", "deny", "deny", "deny",
+                                                 "allow"], [(d.action, d.message) for d in decisions[4:]]
+    required = ("partition gpu is for GPU jobs: ask for GPUs (e.g. --gres=gpu:h100:1); CPU jobs go to cpu or "
+                "gpucpu")
+    assert (decisions[4].policy, decisions[4].message) == ("partition_gpus", required)
+    assert decisions[9].message == required
+    assert [(d.policy, d.message) for d in decisions[10:12]] == [
+        ("partition_gpus", "partition gpucpu is a CPU partition: it gives no GPUs, and this job asks for 1; GPU jobs "
+                           "go to gpu"),
+        ("partition_gpus", "partition cpu is a CPU partition: it gives no GPUs, and this job asks for 2; GPU jobs "
+                           "go to gpu")]
     text = render_job_submit(site, fabric, audit_log=str(tmp_path / "audit.jsonl")).text
     got = run_lua(text, [job_desc(r) for r in reqs], tmp_path)
     for r, d, lua in zip(reqs, decisions, got):
@@ -68,3 +82,28 @@ def test_cpu_jobs_are_admitted_on_cpu_partitions_and_lua_agrees(tmp_path):
             assert lua["rc"] == 0 and lua["user"] == "", (r, lua)
             assert lua["partition"] == d.changes.get("partition", r.partition or ""), r
             assert lua["qos"] == d.changes.get("qos", r.qos or ""), r
+
+
+def test_gpus_required_on_a_site_without_cpu_partitions(tmp_path):
+    """The example site has no CPU partition: with `require_gpus_on_gpu_partitions` a GPU-less job is refused and
+    told so (not pointed to a partition that does not exist); without the setting the rule does not run at all."""
+    from dataclasses import replace
+
+    site = load_site(None)
+    fabric = load_fabric(site.fabric_path)
+    assert "partition_gpus" not in [p.name for p in load_policies(site, fabric)]
+    strict = replace(site, policy=replace(site.policy, require_gpus_on_gpu_partitions=True))
+    pols = load_policies(strict, fabric)
+    ctx = PolicyContext(site=strict, fabric=fabric, usage=None)
+    reqs = [JobRequest.from_sbatch(a, script=SIG, user="alice", default_account="vision") for a in (
+        ["-A", "vision", "-q", "standard", "-c", "4"],
+        ["-A", "vision", "-p", "gpu", "-q", "standard", "--gres=gpu:h100:1", "-c", "4"])]
+    decisions = [evaluate(r, pols, ctx) for r in reqs]
+    assert (decisions[0].action, decisions[0].policy, decisions[0].message) == (
+        "deny", "partition_gpus",
+        "partition gpu is for GPU jobs: ask for GPUs (e.g. --gres=gpu:h100:1); this site has no CPU partition")
+    assert decisions[1].action == "allow", decisions[1].message
+    text = render_job_submit(strict, fabric, audit_log=str(tmp_path / "audit.jsonl")).text
+    got = run_lua(text, [job_desc(r) for r in reqs], tmp_path)
+    assert (got[0]["rc"], got[0]["user"]) == (-1, decisions[0].message)
+    assert (got[1]["rc"], got[1]["user"]) == (0, "")

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("require_lua")  # a missing Lua fails, neve
 
 ints = st.one_of(st.none(), st.integers(min_value=0, max_value=65533), st.sampled_from([0, 1, 4, 8, 9, 14, 15]))
 names = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(
-    ["production", "standard", "scavenger", "gpu", "vision", "nlp", "students", "", "normal"]))
+    ["production", "standard", "scavenger", "gpu", "vision", "nlp", "students", "", "normal", "cpu", "gpucpu"]))
 gres = st.one_of(st.none(), st.text(alphabet="gpu:res/h10a,0123456789 \t=", max_size=24), st.builds(
     lambda t, n: f"gres:gpu:{t}{n}", st.sampled_from(["", "h100:", "a100:", ":", "x:y:"]),
     st.integers(min_value=0, max_value=9999)), st.builds(  # the `name:type=count` form of newer releases
@@ -47,6 +47,19 @@ requests = st.builds(
 @settings(max_examples=25, deadline=None)
 @given(st.lists(requests, min_size=40, max_size=40), st.booleans())
 def test_random_requests_same_in_lua_and_python(site, fabric, policies, tmp_path_factory, reqs, with_usage):
+    _same_in_lua_and_python(site, fabric, policies, tmp_path_factory, reqs, with_usage)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(requests, min_size=40, max_size=40), st.booleans())
+def test_random_requests_on_a_site_with_cpu_partitions(cpu_site, tmp_path_factory, reqs, with_usage):
+    """The CPU test site: CPU partitions (one an overlay of the GPU hosts) and GPUs required on the GPU one, so the
+    partition_gpus rule decides too."""
+    site, fabric, policies = cpu_site
+    _same_in_lua_and_python(site, fabric, policies, tmp_path_factory, reqs, with_usage)
+
+
+def _same_in_lua_and_python(site, fabric, policies, tmp_path_factory, reqs, with_usage):
     tmp = tmp_path_factory.mktemp("luafuzz")
     month = datetime.now().strftime("%Y-%m")
     usage = {"vision": 25000.0, "nlp": 39999.9, "students": 2000.0} if with_usage else None
