@@ -68,7 +68,7 @@ def detect_kind(text: str) -> str | None:
         return "topology.conf"
     if re.search(r"^\s*(?:-\s+)?topology\s*:", head, re.M) and re.search(r"^\s*(?:tree|block|flat)\s*:", head, re.M):
         return "topology.yaml"
-    if re.search(r"^[#\s]*GPU0\b", head, re.M):
+    if re.search(r"^[#>\s]*GPU0\b", head, re.M):
         return "nvidia-smi"
     return None
 

@@ -65,6 +65,7 @@ class TopoMatrix:
     devices: tuple[Device, ...]
     links: tuple[tuple[Link, ...], ...]
     columns: tuple[str, ...] = ()    # affinity columns present: cpu, numa, gpu_numa
+    pcie_only: bool = False          # `nvidia-smi topo -mp`: PCIe paths only, NVLinks not shown (see _pcie_only)
 
     @property
     def gpus(self) -> tuple[Device, ...]:
@@ -139,21 +140,21 @@ class TopoMatrix:
 # ---------------------------------------------------------------- parsing helpers
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# What a paste puts before each line of the output: a comment sign (`#`, `# `), or the quote markers of a markdown
+# or e-mail reply (`> `, `> > `, `>>> `). No line nvidia-smi prints starts with either.
+_PREFIX = re.compile(r"[ \t]*(?:#|>(?:[ \t]*>)*)")
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
-    """(offset, content) per line: a leading `#` (comment-prefixed paste) is dropped, keeping real columns.
-    Terminal escapes (newer nvidia-smi underlines its header even into a pipe) become blanks of the same width,
-    so columns stay where they were."""
+    """(offset, content) per line: a leading `#` (comment-prefixed paste) or run of `>` (quoted reply) is dropped,
+    keeping real columns. Terminal escapes (newer nvidia-smi underlines its header even into a pipe) become blanks
+    of the same width, so columns stay where they were."""
     out = []
     for raw in text.splitlines():
         raw = _ANSI.sub(lambda m: " " * len(m.group()), raw)
-        stripped = raw.lstrip()
-        if stripped.startswith("#"):
-            off = len(raw) - len(stripped) + 1
-            out.append((off, raw[off:]))
-        else:
-            out.append((0, raw))
+        m = _PREFIX.match(raw)
+        off = m.end() if m else 0
+        out.append((off, raw[off:]))
     return out
 
 
@@ -372,7 +373,32 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     if legend:
         extra = ", ".join(f"NIC{k}" for k in sorted(legend))
         raise ParseError(source, None, f"NIC Legend names {extra}, which the matrix does not have")
-    return TopoMatrix(source, tuple(devices), tuple(tuple(r) for r in rows), tuple(columns))
+    pcie_only = not any(c.kind == "NV" for r in rows for c in r) and _pcie_only(lines, header_at, header_at + 1 + n)
+    return TopoMatrix(source, tuple(devices), tuple(tuple(r) for r in rows), tuple(columns), pcie_only)
+
+
+_MP_COMMAND = re.compile(r"\btopo\s+(?:-mp|--matrix_pci)\b")
+_LEGEND_ENTRY = re.compile(r"^\s*(X|SOC|SYS|NODE|PHB|PXB|PIX|NV#)\s*=")
+
+
+def _pcie_only(lines: list[tuple[int, str]], header_at: int, after: int) -> bool:
+    """Whether the matrix is `nvidia-smi topo -mp` (`--matrix_pci`): the link classes of the PCIe tree only, with
+    no NV# cell even between NVLinked GPUs. It says so on the command line pasted above it, or by its legend,
+    which has no `NV#` entry (`topo -m` has listed one since there were NVLinks)."""
+    if any(_MP_COMMAND.search(content) for _, content in lines[:header_at]):
+        return True
+    entries: set[str] = set()
+    in_legend = False
+    for _, content in lines[after:]:
+        if content.strip() == "Legend:":
+            in_legend = True
+        elif content.strip().startswith("NIC Legend"):
+            break
+        elif in_legend:
+            m = _LEGEND_ENTRY.match(content)
+            if m:
+                entries.add(m.group(1))
+    return "PIX" in entries and "NV#" not in entries
 
 
 def _affinity_values(rest, columns, label, source, lineno):
@@ -694,6 +720,8 @@ def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, 
     if not gpu_type and not names:
         topology.mark_unknown(host, "gpu_model")
     gpus = [d.label for d in m.gpus]
+    if m.pcie_only:
+        topology.mark_unknown(host, "nvlink")   # `topo -mp` shows no NVLink cell, whatever the GPUs have
     any_nvlink = any(m.link(a, b).nvlinks for a in gpus for b in gpus if a != b)
     if any_nvlink and nvlink_gbytes is None:
         topology.mark_unknown(host, "nvlink_speed")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmtools.errors import ParseError
+from slurmtools.errors import ConfigError, ParseError
 from slurmtools.topology.nvsmi import parse_cpulist, parse_nvlink_status, parse_topo_matrix
 
 from ._data import read_data, shared_files
@@ -316,8 +316,15 @@ def test_graph_agrees_with_the_matrix(path):
             elif not (a.kind == b.kind == "gpu" and cell.kind != "SYS" and _nv_hidden(m, a, b)):
                 assert q.path_class(t, vid[a.label], vid[b.label]) == cell.kind, (a.label, b.label, cell.token)
     # gres.conf Links= rows are the matrix's NVLink counts, -1 for the GPU itself, hence symmetric; a one-GPU host
-    # has no peers and its line no Links= (the lent H100's capture)
-    lines = gres_lines_for_host(t, "node1")
+    # has no peers and its line no Links= (the lent H100's capture); `topo -mp` shows no NVLinks at all, so its
+    # Links= are not written
+    if m.pcie_only:
+        assert "nvlink" in t.unknown("node1")
+        with pytest.raises(ConfigError, match="NVLink connects is unknown"):
+            gres_lines_for_host(t, "node1")
+        lines = gres_lines_for_host(t, "node1", assume_no_nvlink=True)
+    else:
+        lines = gres_lines_for_host(t, "node1")
     if len(m.gpus) == 1:
         assert len(lines) == 1 and "Links=" not in lines[0]
     else:
@@ -364,3 +371,50 @@ def test_sixteen_gpus_space_aligned():
     m = parse_topo_matrix(head + rows, "dgx2.txt")
     assert len(m.gpus) == 16 and m.nvlinks(3, 15) == 12 and m.gpu(12).numa_affinity == frozenset({1})
     assert m.gpu(15).cpu_affinity == frozenset(range(48, 96))
+
+
+# ---------------------------------------------------------------- paste forms and `topo -mp`
+
+@pytest.mark.parametrize("prefix", ["> ", ">", "> > ", ">>> ", "# ", "#"])
+@pytest.mark.parametrize("name", ["unknown-repo_gb200x4-presto-gcn_8nic-all-SYS_topo-m.txt",
+                                  "princeton-della-pli-h100_della-k17g3.txt"])
+def test_quoted_pastes_read_as_the_plain_paste(name, prefix):
+    """A paste quoted in a markdown or e-mail reply (every line behind `> `, `>>> `...) was refused as having no
+    `topo -m` header, and `topo lint FILE` did not know it for nvidia-smi output; a `#`-prefixed one was read."""
+    from slurmtools.cli.topo_providers import detect_kind
+
+    plain = read_data(name)
+    quoted = "".join(prefix + line for line in plain.splitlines(keepends=True))
+    m, q = parse_topo_matrix(plain, name), parse_topo_matrix(quoted, name)
+    assert (q.devices, q.links, q.columns, q.pcie_only) == (m.devices, m.links, m.columns, m.pcie_only)
+    assert detect_kind(quoted) == "nvidia-smi"
+
+
+TOPO_MP = "handwritten_a100x4_topo-mp_hash-prefixed.txt"
+
+
+def test_topo_mp_leaves_the_nvlinks_unknown():
+    """`nvidia-smi topo -mp` prints the PCIe classes only, SYS between NVLinked A100s (the form of a real paste
+    from a JUWELS Booster job script): it was read as a node without NVLink, and gres.conf got Links=0 for every
+    pair."""
+    from slurmtools.topology.nvsmi import to_topology
+    from slurmtools.topology.render_slurm import gres_lines_for_host
+
+    text = read_data(TOPO_MP)
+    m = parse_topo_matrix(text, TOPO_MP)
+    assert m.pcie_only and len(m.gpus) == 4 and m.nearest_nics(2) == ("PIX", ("mlx5_2",))
+    assert m.gpu(0).numa_affinity == frozenset({1}) and m.link("GPU0", "GPU1").kind == "SYS"
+    t = to_topology(m, "jwb0001")
+    assert "nvlink" in t.unknown("jwb0001")
+    with pytest.raises(ConfigError, match="NVLink connects is unknown"):
+        gres_lines_for_host(t, "jwb0001")
+    # either sign is enough: the command line above the matrix, or a legend without `NV#`; with neither, the
+    # cells are those of a node without NVLink (docs/topology.md, what a provider cannot see)
+    command, matrix, legend = text.partition("\n")[0], text[text.index("# \t GPU0"):text.index("#\n# Legend")], \
+        text[text.index("#\n# Legend"):]
+    assert parse_topo_matrix(matrix + legend).pcie_only and parse_topo_matrix(command + "\n" + matrix).pcie_only
+    assert not parse_topo_matrix(matrix).pcie_only
+    # `topo -m` lists NV# in its legend: a node without NVLink is read as one
+    phb = read_data("club-3090-issue1229_rtx5090x2-PHB.txt")
+    assert "NV#" in phb and not parse_topo_matrix(phb).pcie_only
+    assert "nvlink" not in to_topology(parse_topo_matrix(phb), "ws").unknown("ws")
