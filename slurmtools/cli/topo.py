@@ -96,7 +96,10 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
 
         _host(t, host)
         info = describe_host(t, host)
-        info.update({"pcie_groups": [v for v in q.pcie_groups(t, host).values()],
+        # GPUs under a PCIe switch by switch; one attached straight to a bridge or CPU shares no switch with another
+        by_switch = q.pcie_groups(t, host)
+        groups = [v for k, v in by_switch.items() if k is not None] + [[i] for i in by_switch.get(None, [])]
+        info.update({"pcie_groups": sorted(groups),
                      "nvlink_matrix": None if "nvlink" in t.unknown(host) else q.nvlink_matrix(t, host),
                      "uplinks": q.uplinks(t, host), "nvlink_domains": q.domain_of(t, host)})
         if json_out:

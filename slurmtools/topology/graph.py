@@ -38,7 +38,8 @@ UNKNOWN_FACTS = {
     "cores": "Slurm core ids of the local CPUs (the thread layout is not stated)",
     "nic_link_layer": "whether each NIC is InfiniBand or Ethernet",
     "nics": "which network adapters the host has and where (the source sees GPUs only)",
-    "devices": "which GPUs and NICs sit in some PCI slots (the file lists the slots without devices)",
+    "devices": "which GPUs and NICs the host has beyond the file's (it lists PCI slots without devices, or NVLinks "
+               "to GPUs it does not list)",
 }
 
 

@@ -138,6 +138,9 @@ def _mask(value: str, source: str, el: _El) -> tuple[int, ...]:
 
 
 _PCI_CLASS = re.compile(r"0x[0-9a-f]{6}")
+#: The `target=` NCCL writes for NVLinks whose far end the dumping host cannot see (NVSwitches hidden from a VM),
+#: with tclass 0x068000; NCCL reads them as links into an NVSwitch (graph/xml.cc).
+HIDDEN_NVLINK_TARGET = "fffffff:ffff:ff"
 #: Elements that hold devices, each read where NCCL reads it (system > cpu > pci... > gpu > nvlink, nic > net);
 #: one anywhere else is refused, as NCCL would skip it and all it holds.
 _DEVICE_TAGS = ("system", "cpu", "pci", "gpu", "nic", "net", "nvlink")
@@ -152,6 +155,8 @@ def _pci_id(el: _El, key: str, source: str, required: bool = True) -> str:
     if not value:
         if required:
             raise ParseError(source, el.line, f"<{el.tag}> needs {key}=", el.column)
+        return value
+    if key == "target" and value == HIDDEN_NVLINK_TARGET:
         return value
     if key.endswith("class"):
         ok, example = _PCI_CLASS.fullmatch(value), "a PCI class like 0x030200"
@@ -183,8 +188,11 @@ def _links(el: _El, source: str) -> int:
 
 
 def _net_speed(el: _El, source: str) -> float | None:
-    """A <net>'s speed= (Mb/s) in GB/s. 0 is a port whose speed the dumping host could not read: the rate stays
-    unknown, as when speed= is left out, never a 0 GB/s NIC the planner would route around."""
+    """A <net>'s speed= (Mb/s) in GB/s. 0, and the -1 some network plugins report (NCCL reads both as "not
+    known", graph/topo.cc), is a port whose speed the dumping host could not read: the rate stays unknown, as when
+    speed= is left out, never a 0 GB/s NIC the planner would route around. Other negative numbers are damage."""
+    if el.attrs.get("speed") == "-1":
+        return None
     mbits = _int(el, "speed", source)
     return mbits / 8000.0 if mbits else None
 
@@ -302,6 +310,19 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                     bridge_numa, tuple(ch.attrs["busid"].lower() for ch in unstated))
 
 
+def nvlink_peer(tclass: str) -> str | None:
+    """What NCCL takes an NVLink's far end for, by its tclass= (`kvDictPciClass` in graph/topo.cc): "gpu" for a
+    display or 3D controller (0x03...), which NCCL links only when that GPU is in the file; "cpu" for 0x068001, the
+    GPU's own CPU (POWER9's NVLink to the CPU); "nvswitch" for any other class (0x068000, and what NCCL cannot
+    place). None without tclass=: NCCL reads the class on the live node, so only a target among the file's GPUs
+    is known to be one."""
+    if not tclass:
+        return None
+    if tclass.startswith("0x03"):
+        return "gpu"
+    return "cpu" if tclass.startswith("0x068001") else "nvswitch"
+
+
 def _link_layer(pci_class: str) -> str | None:
     """PCI class 0x0207xx is an InfiniBand controller, 0x0200xx an Ethernet one (RoCE, EFA)."""
     if pci_class.startswith("0x0207"):
@@ -364,19 +385,30 @@ def add_to(topology, topo: NcclTopo, host: str, gpu_type: str | None = None,
     if any(not d.nvlinks_stated for d in topo.gpus):
         topology.mark_unknown(host, "nvlink")
     nvs: dict[str, str] = {}
+    # NVLink targets name GPUs by bus id; the same device may be written 0000:07:00.0 or 00000000:07:00.0
+    gpu_at = {pci_key(bus) or bus: vid for bus, vid in gpu_vid.items()}
     for d in topo.gpus:
-        for target, count, _cls in d.nvlinks:
+        me = gpu_vid[d.bus_id]
+        for target, count, cls in d.nvlinks:
             if nvlink_gbytes is None:
                 topology.mark_unknown(host, "nvlink_speed")
-            if target == d.bus_id:
+            peer_vid = gpu_at.get(pci_key(target) or target)
+            if peer_vid == me:
                 continue   # a GPU listed as its own NVLink peer (Azure NC A100 v4 VM files): no link to draw
-            if target in gpu_vid:
-                if gpu_vid[d.bus_id] < gpu_vid[target]:   # each GPU pair is listed from both ends
-                    topology.link_nvlink(gpu_vid[d.bus_id], gpu_vid[target], count, nvlink_gbytes)
+            peer = nvlink_peer(cls)
+            if peer == "gpu" or (peer is None and peer_vid):
+                if peer_vid is None:
+                    # a GPU the file does not list: NCCL dumps the GPUs of its ranks only, with every NVLink of
+                    # each, so a job on some of a node's GPUs names the others only here. No NVSwitch stands there.
+                    topology.mark_unknown(host, "devices")
+                elif me < peer_vid:   # each GPU pair is listed from both ends
+                    topology.link_nvlink(me, peer_vid, count, nvlink_gbytes)
+            elif peer == "cpu":
+                continue   # the GPU's NVLinks to its CPU (POWER9): the graph holds NVLinks between GPUs only
             else:
                 if target not in nvs:
                     nvs[target] = topology.add_nvswitch(host, len(nvs))
-                topology.link_nvlink(gpu_vid[d.bus_id], nvs[target], count, nvlink_gbytes)
+                topology.link_nvlink(me, nvs[target], count, nvlink_gbytes)
     if nvs:
         topology.add_nvlink_domain(host, list(gpu_vid.values()))
     fill_cores(topology, host, threads_per_core)

@@ -183,3 +183,76 @@ def test_a_net_speed_of_0_leaves_the_rate_unknown():
     t = to_topology(x, "ali")
     rates = {n.name: n.rate_gbytes for n in t.nics("ali")}
     assert rates[x.nics[0].name] is None and rates[x.nics[1].name] == 25.0
+
+
+# ---------------------------------------------------------------- NVLink targets, read by their class as NCCL does
+
+def test_nvlinks_to_gpus_outside_the_dump_make_no_nvswitch():
+    """NCCL dumps the GPUs of its ranks only, with every NVLink of each: a 2-GPU job on a DGX-1 names four other
+    cube-mesh peers by bus id. Each became an NVSwitch, and GPU 0 and 1 "shared" two of them: Links=4 for a pair
+    with one NVLink, and an NVLink domain that is not there."""
+    x = parse_nccl_xml(read_data("handwritten_dgx1-v100_2-of-8-gpus_nccl-topo.xml"), "dgx1.xml")
+    t = to_topology(x, "dgx1")
+    assert not list(t.of_kind("nvswitch")) and not list(t.of_kind("nvlink_domain"))
+    assert q.nvlink_matrix(t, "dgx1") == [[-1, 1], [1, -1]] and q.nvlink_islands(t, "dgx1") == [[0, 1]]
+    assert "devices" in t.unknown("dgx1")   # the node has GPUs the file does not list
+    assert q.nearest_nics(t, "dgx1")[0] == ["mlx5_0"]
+
+
+def test_nvlinks_to_the_cpu_make_no_nvswitch():
+    """tclass 0x068001 is NCCL's class for the GPU's own CPU (POWER9's NVLinks to the CPU): each such target was
+    read as an NVSwitch, and the four GPUs of two sockets as one NVLink domain."""
+    x = parse_nccl_xml(read_data("handwritten_power9-ac922-v100x4_gpu-cpu-nvlink_nccl-topo.xml"), "ac922.xml")
+    t = to_topology(x, "ac922")
+    assert not list(t.of_kind("nvswitch")) and not list(t.of_kind("nvlink_domain"))
+    assert q.nvlink_islands(t, "ac922") == [[0, 1], [2, 3]] and q.nvlink_count(t, "gpu:ac922:2", "gpu:ac922:3") == 3
+    assert q.gpu_numa(t, "ac922") == {0: [0], 1: [0], 2: [8], 3: [8]} and "devices" not in t.unknown("ac922")
+
+
+def test_nvswitches_hidden_from_a_vm_are_one_nvswitch():
+    """`fffffff:ffff:ff` is the target NCCL writes for NVLinks whose far end a VM cannot see (it reads them as
+    NVSwitch links); the dump was refused as naming no PCI bus id."""
+    x = parse_nccl_xml(read_data("handwritten_h100-vm_hidden-nvswitch_nccl-topo.xml"), "vm.xml")
+    assert x.gpus[0].nvlinks == (("fffffff:ffff:ff", 18, "0x068000"),)
+    t = to_topology(x, "vm")
+    assert len(list(t.of_kind("nvswitch"))) == 1 and q.nvlink_matrix(t, "vm") == [[-1, 18], [18, -1]]
+    assert [d.name for d in t.of_kind("nvlink_domain")] == ["vm"] and q.nearest_nics(t, "vm")[1] == ["mlx5_ib1"]
+    with pytest.raises(ParseError, match="<pci> busid= expects a PCI bus id"):   # a target's marker, not a slot's
+        parse_nccl_xml(GPU_PAIR.replace("busid='0000:08:00.0'", "busid='fffffff:ffff:ff'"), "x.xml")
+
+
+def test_nvlink_targets_match_gpus_whatever_the_domain_width():
+    """NVML writes bus ids with an 8-digit domain, sysfs with 4: a peer named either way is the same GPU."""
+    t = to_topology(parse_nccl_xml(GPU_PAIR.replace("target='0000:08:00.0'", "target='00000000:08:00.0'"), "x.xml"),
+                    "n")
+    assert q.nvlink_matrix(t, "n") == [[-1, 2], [2, -1]] and not list(t.of_kind("nvswitch"))
+
+
+def test_a_net_speed_of_minus_1_leaves_the_rate_unknown():
+    """Some network plugins report speed -1, which NCCL reads as "not known" (graph/topo.cc); the dump was
+    refused. Other negative speeds are still damage."""
+    text = read_data("simai_topo_8A100_4CX6.xml")
+    x = parse_nccl_xml(text.replace('speed="200000"', 'speed="-1"', 1))
+    assert x.nics[0].speed_gbytes is None and x.nics[1].speed_gbytes == 25.0
+    with pytest.raises(ParseError, match="speed= expects a number, found '-2'"):
+        parse_nccl_xml(text.replace('speed="200000"', 'speed="-2"', 1))
+
+
+def test_show_does_not_group_gpus_that_share_no_pcie_switch():
+    """`topo show --host` listed every GPU attached straight to a CPU as one "PCIe switch group": the four GPUs
+    of an AC922, under two sockets, looked like one switch's."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from slurmtools.cli.main import app
+
+    from ._data import data_path
+
+    path = data_path("handwritten_power9-ac922-v100x4_gpu-cpu-nvlink_nccl-topo.xml")
+    r = CliRunner().invoke(app, ["topo", "show", str(path), "--host", path.stem, "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["pcie_groups"] == [[0], [1], [2], [3]]
+    plx = data_path("panlichen-nccl-tests_rtx3090x8-plx_1nic_nccl-topo.xml")   # four GPUs per PLX switch
+    r = CliRunner().invoke(app, ["topo", "show", str(plx), "--host", plx.stem, "--json"])
+    assert json.loads(r.stdout)["pcie_groups"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
