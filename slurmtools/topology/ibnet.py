@@ -94,6 +94,12 @@ def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
         width = whole_number(w)
     except ValueError:
         width = None
+    if x and "?" in tail:
+        # infiniband-diags prints ?? for a width and ??? for a speed it does not know: a tool older than the fabric
+        raise ParseError(source, n, f"link rate {tail!r}: this ibnetdiscover does not know the link's "
+                                    f"{'width' if width is None else 'speed'} (infiniband-diags older than the "
+                                    "fabric prints ?? and ???); rerun it with a newer rdma-core",
+                         len(line.rstrip()) - len(tail) + 1)
     if not x or width is None or sp not in IB_LANE_GBYTES:
         raise ParseError(source, n, f"expected the link rate (like 4xNDR) at the end of the line, "
                                     f"found {tail or 'nothing'!r}", len(line.rstrip()) - len(tail) + 1)

@@ -212,3 +212,14 @@ def test_fabric_file_link_widths_are_the_specs(spec):
     with pytest.raises(ValueError, match="widths 1, 2, 4, 8, 12"):
         ib_link(spec)
     assert ib_link("2xNDR").gbytes == 25.0 and ib_link("12xhdr").gbytes == 75.0
+
+
+@pytest.mark.parametrize("rate, what", [("4x???", "speed"), ("??xHDR", "width"), ("??x???", "width")])
+def test_a_rate_older_diags_cannot_name_says_so(rate, what):
+    """infiniband-diags prints `???` for a speed (and `??` for a width) newer than itself, as an old ibnetdiscover
+    does on an HDR or NDR fabric: the cable's rate is not in the dump, and the one line says why."""
+    bad = SMALL.replace("lid 4 4xHDR\n[3]", f"lid 4 {rate}\n[3]")
+    with pytest.raises(ParseError) as err:
+        parse_ibnetdiscover(bad, "old-diags.out")
+    assert err.value.line == 5 and f"does not know the link's {what}" in str(err.value), str(err.value)
+    assert "\n" not in str(err.value)
