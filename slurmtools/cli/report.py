@@ -134,7 +134,7 @@ def report(
     # columnar.LARGE_RUNS runs on, the DuckDB engine computes the report (proven equal to `metrics.compute`)
     jobs, history, notes, _ = ingest.load_jobs(s, u, history_since=load_since, sacct_file=sacct_file,
                                                backend=backend, cache_dir=cache_dir, progress=progress, bad_rows=bad,
-                                               lazy=cache_dir is not None)
+                                               lazy=cache_dir is not None, cluster=site.cluster_name)
     compute, first_job = metrics.compute, ingest.first_job
     if cache_dir is not None:
         from slurmtools.reports.columnar import engine_for
@@ -203,7 +203,8 @@ def _add_right_sizing(rep, site, since, until, sacct_file, backend, epilog_dir, 
         rep.notes.append(f"right-sizing left out: {exc}")
         return
     rep.tables["right_sizing"] = right_sizing_table(advice)
-    rep.notes.extend(f"right-sizing: {n}" for n in notes[:3])
+    # the sacct dump's own notes (read by the same reader) are the report's already
+    rep.notes.extend(f"right-sizing: {n}" for n in [n for n in notes if n not in rep.notes][:3])
 
 
 def _max_bad_share(option: float | None, site) -> tuple[float, str]:

@@ -236,14 +236,31 @@ def _runs_table(con, site, until: datetime, lo: int, hi: int) -> tuple[int, list
                      ("pos", "job_id_raw", *_ENUMS, "gpus", "start_s", "end_s", "ref_s", "gpu_util_slurm",
                       "gpu_mem_slurm_mb", "energy_slurm_j"))
     # a run's number among its job's runs, and whether a later one followed: a window, but only over the jobs
-    # that ran more than once (a few percent): sorting every run would spill past the memory cap at 10 M runs
-    con.execute("CREATE OR REPLACE TEMP TABLE multi AS SELECT job_id_raw FROM k GROUP BY 1 HAVING count(*) > 1")
+    # that ran more than once (a few percent): sorting every run would spill past the memory cap at 10 M runs.
+    # One run may be several rows (a row per GPU type, same start; a row after a resize: the row before ended
+    # RESIZING): the rule of `metrics.run_numbers`
+    # A job is its cluster and JobIDRaw (a dump of several clusters numbers each one's jobs apart)
+    con.execute("CREATE OR REPLACE TEMP TABLE multi AS SELECT job_id_raw, cluster FROM k GROUP BY 1, 2 "
+                "HAVING count(*) > 1")
     con.execute("""CREATE OR REPLACE TEMP TABLE nth AS
-        SELECT pos, (row_number() OVER w - 1)::INTEGER AS run, lead(pos) OVER w IS NOT NULL AS requeued
-        FROM k SEMI JOIN multi USING (job_id_raw) WINDOW w AS (PARTITION BY job_id_raw ORDER BY start_s, pos)""")
+        WITH o AS (
+            SELECT pos, job_id_raw, cluster, start_s, state,
+                CASE WHEN lag(pos) OVER w IS NULL THEN 1 WHEN lag(start_s) OVER w = start_s THEN 0
+                     WHEN lag(state) OVER w = 'RESIZING' THEN 0 ELSE 1 END AS new_run
+            FROM k SEMI JOIN multi USING (job_id_raw, cluster)
+            WINDOW w AS (PARTITION BY job_id_raw, cluster ORDER BY start_s, pos)),
+        r AS (
+            SELECT pos, job_id_raw, cluster, state,
+                (sum(new_run) OVER (PARTITION BY job_id_raw, cluster ORDER BY start_s, pos
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - 1)::INTEGER AS run
+            FROM o)
+        SELECT pos, run,
+            run < max(run) OVER (PARTITION BY job_id_raw, cluster) AND state IS DISTINCT FROM 'RESIZING' AS requeued
+        FROM r""")
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE runs AS
-        SELECT {cols}, coalesce(n.run, 0)::INTEGER AS run, coalesce(n.requeued, false) AS requeued
+        SELECT {cols}, coalesce(n.run, 0)::INTEGER AS run, coalesce(n.requeued, false) AS requeued,
+            n.run IS NULL AS lone
         FROM k LEFT JOIN nth n USING (pos)""")
     con.execute("DROP TABLE multi")
     con.execute("DROP TABLE nth")
@@ -343,15 +360,15 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
     # the whole-window figures in one pass
     # (no DISTINCT here: it would serialise the pass; jobs, users and accounts are counted apart)
     s = con.execute("""SELECT count(*), coalesce(sum(gpu_hours), 0),
-        count(*) FILTER (WHERE run = 0 AND NOT requeued), NULL, NULL, coalesce(sum(cost), 0),
+        count(*) FILTER (WHERE lone), NULL, NULL, coalesce(sum(cost), 0),
         coalesce(sum(gpu_hours) FILTER (WHERE util IS NOT NULL), 0),
         coalesce(sum(idle) FILTER (WHERE util IS NOT NULL), 0),
         count(*) FILTER (WHERE state = 'FAILED' AND NOT pre),
         count(*) FILTER (WHERE gpu_mem_slurm_mb IS NOT NULL AND NOT isnan(gpu_mem_slurm_mb)),
         count(*) FILTER (WHERE energy_slurm_j IS NOT NULL AND NOT isnan(energy_slurm_j)) FROM w""").fetchall()[0]
     n_runs = int(s[0])
-    # a run of a job that ran once is a job of its own: only the others need a DISTINCT
-    jobs = int(s[2]) + int(con.execute("SELECT count(DISTINCT job_id_raw) FROM w WHERE run > 0 OR requeued"
+    # a job of one row is a job of its own: only the others (runs, rows per GPU type) need a DISTINCT
+    jobs = int(s[2]) + int(con.execute("SELECT count(DISTINCT (job_id_raw, cluster)) FROM w WHERE NOT lone"
                                        ).fetchall()[0][0])
     if unknown_types and n_runs:
         run_notes.append(f"GPU type(s) without a price in the site file, costed at 0: {', '.join(unknown_types)}")

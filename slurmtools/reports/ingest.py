@@ -52,10 +52,12 @@ def _day(ts) -> date:
 def load_jobs(since: datetime, until: datetime, *, history_since: datetime | None = None,
               sacct_file: str | Path | None = None, backend=None, cache_dir: str | Path | None = None,
               now: datetime | None = None, progress: Progress | None = None, bad_rows: list | None = None,
-              lazy: bool = False) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
+              lazy: bool = False, cluster: str | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
     """(runs, history, notes, timings): every run active in [since, until) and whatever else the sources held;
     `history` is the cached daily usage of runs that ended in [history_since, since) and are not among the runs.
     The rows of the fetched dump that were skipped as bad are appended to `bad_rows` (`badrows.BadRows`).
+    `cluster`: the site's, kept of a dump holding several clusters (`sacct.read_sacct`).
 
     With a cache, only the days not cached yet are fetched (a --sacct-file is trusted to cover the window asked
     for), and the finished days of what was fetched are stored. With `lazy`, the runs come back as a
@@ -97,14 +99,15 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
     t = time.perf_counter()
     if sacct_file is not None:
         progress(f"reading {sacct_file}")
-        acc = read_sacct(sacct_file, on_block=progress.bar)
+        acc = read_sacct(sacct_file, on_block=progress.bar, cluster=cluster)
     elif backend is not None:
         dump = getattr(backend, "accounting_dump", None)
         if dump is None:
             raise SlurmError("sacct", "this backend cannot dump accounting text; use --sacct-file PATH")
         progress(f"sacct {fetch_from} .. {pd.Timestamp(until)}")
         acc = read_sacct(dump(fetch_from.to_pydatetime(), pd.Timestamp(until).to_pydatetime(),
-                              list(SACCT_FIELDS)), text=True, source="sacct", on_block=progress.bar)
+                              list(SACCT_FIELDS)), text=True, source="sacct", on_block=progress.bar,
+                         cluster=cluster)
     else:
         raise SlurmError("sacct", "no accounting source: give --sacct-file PATH or run where sacct works")
     timings["parse_s"] = time.perf_counter() - t

@@ -115,11 +115,55 @@ def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.D
     })
     for c in ("user", "account", "partition", "state", "gpu_type"):
         out[c] = out[c].astype("category")
-    # requeue: every run of a job but its last was restarted (rows come ordered by job, then start)
-    last = ~out["job_id_raw"].duplicated(keep="last").to_numpy()
-    out["requeued"] = ~last
-    out["run"] = out.groupby("job_id_raw", sort=False).cumcount().to_numpy(dtype=np.int32)
+    cl = out["cluster"].cat
+    run, requeued = run_numbers(out["job_id_raw"].to_numpy(), start, (j["state"] == "RESIZING").to_numpy(),
+                                cl.codes.to_numpy() if len(cl.categories) > 1 else None)
+    out["requeued"] = requeued
+    out["run"] = run
     return out
+
+
+def run_numbers(job: np.ndarray, start: np.ndarray, resizing: np.ndarray, cluster: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's run among its job's runs, whether a later run followed it), runs in order of start (then place
+    in the frame); `resizing`: the row ended RESIZING; `cluster`: codes of each row's cluster where a frame holds
+    several (a job is then its cluster and JobIDRaw).
+
+    One run may be several rows: a job holding GPUs of several types is a row per type (same Start), and a job
+    resized while it ran (`scontrol update ... NumNodes=`) gets a new row from the resize on, after a row that
+    ended RESIZING (`sacct -D`). Neither is a requeue; every run of a job but its last was requeued. Only jobs of
+    more than one row are sorted. The DuckDB engine (`columnar._runs_table`) numbers runs by the same rule."""
+    n = len(job)
+    run, requeued = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=bool)
+    keys = pd.DataFrame({"j": job}) if cluster is None else pd.DataFrame({"j": job, "c": cluster})
+    idx = np.flatnonzero(keys.duplicated(keep=False).to_numpy())
+    if not len(idx):
+        return run, requeued
+    sort_keys = (idx, start[idx], job[idx]) if cluster is None else (idx, start[idx], cluster[idx], job[idx])
+    o = idx[np.lexsort(sort_keys)]
+    j, st, rs = job[o], start[o], resizing[o]
+    first = np.ones(len(o), dtype=bool)
+    first[1:] = j[1:] != j[:-1]
+    if cluster is not None:
+        c = cluster[o]
+        first[1:] |= c[1:] != c[:-1]
+    new = first.copy()
+    new[1:] |= (st[1:] != st[:-1]) & ~rs[:-1]
+    seq = np.cumsum(new) - 1
+    r = (seq - np.maximum.accumulate(np.where(first, seq, 0))).astype(np.int32)
+    # the last run of each job: the run of the job's last row, carried back over its rows
+    ends = np.flatnonzero(np.r_[first[1:], True])
+    last_run = np.repeat(r[ends], np.diff(np.r_[-1, ends]))
+    run[o] = r
+    requeued[o] = (r < last_run) & ~rs
+    return run, requeued
+
+
+def _jobs(runs: pd.DataFrame) -> int:
+    """How many jobs the runs are of: a job is its JobIDRaw, and its cluster where the runs are of several."""
+    if len(runs["cluster"].cat.remove_unused_categories().cat.categories) > 1:
+        return int(len(runs[["cluster", "job_id_raw"]].drop_duplicates()))
+    return int(runs["job_id_raw"].nunique())
 
 
 def overlap_hours(r: pd.DataFrame, lo: int, hi: int) -> np.ndarray:
@@ -356,7 +400,11 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
 
     # --- waste
     known = runs[~np.isnan(runs["gpu_util_pct"].to_numpy())]
-    wasters = known[known["gpu_util_pct"] < WASTE_UTIL_PCT].sort_values("idle_gpu_hours", ascending=False)
+    wasters = known[known["gpu_util_pct"] < WASTE_UTIL_PCT]
+    # most idle first; ties in job, start and dump order, as the DuckDB engine orders them (a sort that is not
+    # stable put tied runs in either order)
+    wasters = wasters.iloc[np.lexsort((wasters["row"].to_numpy(), wasters["start_s"].to_numpy(),
+                                       wasters["job_id_raw"].to_numpy(), -wasters["idle_gpu_hours"].to_numpy()))]
     w5 = wasters.head(top * 5)
     text = jobs.iloc[w5["row"].to_numpy()]
     tables["top_waste_jobs"] = pd.DataFrame({
@@ -471,7 +519,7 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
 
     summary = {
         "since": str(pd.Timestamp(since)), "until": str(pd.Timestamp(until)),
-        "runs": int(len(runs)), "jobs": int(runs["job_id_raw"].nunique()),
+        "runs": int(len(runs)), "jobs": _jobs(runs),
         "users": int(runs["user"].nunique()), "accounts": int(runs["account"].nunique()),
         "gpu_hours": total_gh, "cost": float(runs["cost"].sum()),
         "installed_gpu_hours": cap_total, "available_gpu_hours": cap_avail,

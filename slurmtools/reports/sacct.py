@@ -100,6 +100,11 @@ TIME_MIN, TIME_MAX = pa.scalar(1, pa.timestamp("s")), pa.scalar(7258118400, pa.t
 #: a GPU count in a TRES list that is not 1 to 9 digits (negative, text, 2^32 and more) makes the row bad
 _BAD_GPU = r"(?:^|,)gres/gpu(?::[^=,]*)?=(?:[^,]*[^0-9,][^,]*|\d{10,}|)(?:,|$)"
 _NUMBER = r"^\d{1,12}(?:\.\d+)?$"
+#: a GPU type that is a MIG slice, as Slurm names it: `1g.10gb` (gres.conf) or, from AutoDetect=nvml, the GPU's
+#: name and the profile, `nvidia_a100-sxm4-80gb_3g.40gb` (a compute-instance profile adds `1c.`)
+_MIG = re.compile(r"(?:^|_)(?:\d+c\.)?[1-8]g\.\d+gb$")
+#: a share of a GPU in a TRES list: gres/shard or gres/mps with a count above 0 (typed or not)
+_SHARE = r"(?:^|,)gres/(?:shard|mps)(?::[^=,]*)?=0*[1-9]"
 
 
 class _Dirty(Exception):
@@ -127,28 +132,42 @@ class _Runs:
     step_ids: list = field(default_factory=list)
     step_utils: list = field(default_factory=list)
     step_mems: list = field(default_factory=list)
+    #: each step's Cluster ("" without the field), as arrow text (no Python string per step): job ids are per
+    #: cluster (`sacct -L`, `-M a,b`)
+    step_clusters: list = field(default_factory=list)
     steps: int = 0
     rows: int = 0
 
     def take(self, t: pa.Table, check: bool = False) -> None:
         """A block of rows, columns already renamed to ours (`check`: raise _Dirty on a bad row)."""
-        jobs_t, ids, utils, mems, n = _reduce(t, check)
+        jobs_t, ids, utils, mems, n, clusters = _reduce(t, check)
         self.parts.append(jobs_t)
         self.step_ids.append(ids)
         self.step_utils.append(utils)
         self.step_mems.append(mems)
+        self.step_clusters.append(clusters)
         self.steps += n
         self.rows += t.num_rows
 
-    def frame(self, have_raw: bool) -> pd.DataFrame:
+    def frame(self, have_raw: bool, cluster: str | None = None, source: str = "") -> tuple[pd.DataFrame, list[str]]:
+        """(the job runs, notes on the rows left out and on GPUs the report counts in its own way)."""
         table = pa.concat_tables(self.parts) if self.parts else None
         cat = lambda xs, dt: np.concatenate(xs) if xs else np.array([], dt)  # noqa: E731
-        return _finish(table, None, cat(self.step_ids, np.int64), cat(self.step_utils, np.float64), have_raw,
-                       cat(self.step_mems, np.float64))
+        notes: list[str] = []
+        frame = _finish(table, None, cat(self.step_ids, np.int64), cat(self.step_utils, np.float64), have_raw,
+                        cat(self.step_mems, np.float64),
+                        pa.concat_arrays(self.step_clusters) if self.step_clusters else None, cluster, source,
+                        notes)
+        mig = [str(t) for t in frame["gpu_type"].cat.categories if _MIG.search(str(t))] if len(frame) else []
+        if mig:
+            n = int(frame["gpu_type"].isin(mig).sum())
+            notes.append(f"{n} job run row(s) held MIG slices ({', '.join(mig)}): each slice counts as one GPU, as "
+                         f"Slurm's gres/gpu counts it, not as a fraction of one")
+        return frame, notes
 
 
 def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None,
-               on_block=None, block_bytes: int = BLOCK) -> Accounting:
+               on_block=None, block_bytes: int = BLOCK, cluster: str | None = None) -> Accounting:
     """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`.
 
     A clean dump is read by arrow's streaming CSV reader. A dump with a bad row (too few fields, text in a number
@@ -156,7 +175,12 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     a line is read again by `_read_careful`, which skips each bad row and lists it in `Accounting.bad`.
 
     `on_block(done_bytes, total_bytes)` is called after each block (`block_bytes`, 16 MB unless given), for a
-    progress bar; smaller blocks hold less of the dump in memory at once."""
+    progress bar; smaller blocks hold less of the dump in memory at once.
+
+    A dump of several clusters (`sacct -L`, `-M a,b`, a federation) keys jobs and steps by (Cluster, JobIDRaw):
+    job ids are per cluster. With `cluster` (the site's), such a dump keeps that cluster's rows and says how many
+    of the others it left out; a ParseError when it holds none of that cluster's. A dump of one cluster is read
+    whole, whatever its name."""
     if isinstance(src, bytes) or text:
         data = src if isinstance(src, bytes) else str(src).encode()
         name = source or "sacct output"
@@ -198,8 +222,8 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
     if "job_id_raw" not in low_inc:
         notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
-    return Accounting(jobs=runs.frame("job_id_raw" in low_inc), steps=runs.steps, source=name, notes=notes,
-                      bad=bad)
+    jobs, more = runs.frame("job_id_raw" in low_inc, cluster, name)
+    return Accounting(jobs=jobs, steps=runs.steps, source=name, notes=notes + more, bad=bad)
 
 
 def _read_fast(opener, header: Header, include, types, labels, name, total, on_block, block_bytes: int = BLOCK
@@ -664,10 +688,11 @@ def _int_of(arr, pattern: str, missing: str = "0") -> np.ndarray:
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
-def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, int]:
-    """One block: allocation rows with TRES reduced to GPU counts and type; steps reduced to (job, gpuutil,
-    gpumem MB). With `check` (the fast path), raise _Dirty on a row `_problems` would list, reusing what the
-    reduction computes anyway."""
+def _reduce(table: pa.Table, check: bool = False
+            ) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, int, pa.Array]:
+    """One block: allocation rows with TRES reduced to GPU counts and type (and `gpu_share`: a share of a GPU and
+    no whole one); steps reduced to (job, gpuutil, gpumem MB, cluster). With `check` (the fast path), raise _Dirty
+    on a row `_problems` would list, reusing what the reduction computes anyway."""
     if check and any(m.any() for m, _ in _row_problems(table, {})):
         raise _Dirty()
     raw_col = table["job_id_raw"] if "job_id_raw" in table.column_names else table["job_id"]
@@ -676,7 +701,7 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, np.ndarray,
     jobs = table.filter(pc.invert(is_step))
     if check and "job_id_raw" in steps.column_names and _bad_step_ids(steps["job_id_raw"]).any():
         raise _Dirty()
-    ids, utils, mems = _step_gpu_util(steps, check)
+    ids, utils, mems, clusters = _step_gpu_util(steps, check)
     n = jobs.num_rows
     if "job_id" not in jobs.column_names:
         jobs = jobs.append_column("job_id", jobs["job_id_raw"])
@@ -729,15 +754,42 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, np.ndarray,
         "req_gpus": pa.array(req_gpus.astype(np.int32)), "cluster": _col(jobs, "cluster", ""),
         "energy_slurm_j": pa.array(np.where(energy >= 0, energy, np.nan).astype(np.float64)),
         "alloc_multi": pc.if_else(multi, alloc, ""),
+        "gpu_share": pa.array((gpus == 0) & _flag(_by_value(alloc, lambda v: pc.match_substring_regex(v, _SHARE)))),
     }
     return pa.table({k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in out.items()}), \
-        ids, utils, mems, steps.num_rows
+        ids, utils, mems, steps.num_rows, clusters
 
 
 def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np.ndarray,
-            have_raw: bool, step_mems: np.ndarray | None = None) -> pd.DataFrame:
+            have_raw: bool, step_mems: np.ndarray | None = None, step_clusters: pa.Array | None = None,
+            cluster: str | None = None, source: str = "", notes: list[str] | None = None) -> pd.DataFrame:
     if table is None or table.num_rows == 0:
         return empty_jobs()
+    if step_clusters is None or len(step_clusters) != len(step_ids):
+        step_clusters = _blank(len(step_ids))
+    names = [c for c in pc.unique(table["cluster"]).to_pylist() if c]
+    several = len(names) > 1
+    if several and cluster is not None:
+        # job ids are per cluster: the site's own rows, the others counted in a note (`sacct -M` dumps one)
+        from slurmtools.slurm.parsable import pick_cluster
+
+        pick_cluster(source, names, cluster)
+        mine = pc.equal(table["cluster"], cluster)
+        left = table.num_rows - pc.sum(mine).as_py()
+        table = table.filter(mine)
+        at = _flag(pc.equal(step_clusters, cluster))
+        step_ids, step_utils, step_clusters = step_ids[at], step_utils[at], step_clusters.filter(pa.array(at))
+        step_mems = step_mems[at] if step_mems is not None and len(step_mems) == len(at) else step_mems
+        if notes is not None:
+            notes.append(f"{left} job run row(s) of other clusters ({', '.join(n for n in names if n != cluster)}) "
+                         f"left out: the site file names cluster {cluster} (the dump holds {len(names)} clusters)")
+        several = False
+    shared = pc.fill_null(table["gpu_share"], False)
+    if notes is not None and pc.any(shared).as_py():
+        first = table["job_id"].filter(shared)[0].as_py()
+        notes.append(f"{pc.sum(shared).as_py()} job run(s) held shares of a GPU (gres/shard or gres/mps) and no whole "
+                     f"GPU: not counted in GPU-hours, which count whole GPUs (first: job {first})")
+    table = table.drop_columns(["gpu_share"])
     if not have_raw:
         # without JobIDRaw, "123_4" is not a number: plain ids keep their value, others get a negative code
         ids = table["job_id"].to_numpy().astype(str)
@@ -748,6 +800,9 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
     alloc_multi = table["alloc_multi"]
     multi = pc.not_equal(alloc_multi, "").to_numpy(zero_copy_only=False)
     table = table.drop_columns(["alloc_multi"])
+    # a dump of several clusters: a job is (Cluster, JobIDRaw), each cluster counts its own ids
+    by = pc.fill_null(pc.index_in(table["cluster"], value_set=pa.array(names, pa.string())), -1).to_numpy(
+        zero_copy_only=False) if several else None
     cols = {}
     for k in table.column_names:
         # categories in order of first appearance in the dump (encoded before the rows are sorted)
@@ -755,35 +810,50 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
     table = pa.table(cols)
     if not multi.any():
         # sorted by job and start here, in arrow, before pandas makes its columns
-        table = table.take(_run_order(table["start"].to_numpy(), table["job_id_raw"].to_numpy()))
+        table = table.take(_run_order(table["start"].to_numpy(), table["job_id_raw"].to_numpy(), by))
     frame = table.to_pandas()
+    if several:
+        key = pd.MultiIndex.from_arrays([frame["cluster"].astype(str).to_numpy(), frame["job_id_raw"].to_numpy()])
+        step_key = [step_clusters.to_numpy(zero_copy_only=False).astype(str), step_ids]
+    else:
+        key, step_key = frame["job_id_raw"].to_numpy(), step_ids
     frame["gpu_util_slurm"] = np.float32(np.nan)
     if len(step_ids):
-        best = pd.Series(step_utils).groupby(step_ids).max()
-        frame["gpu_util_slurm"] = best.reindex(frame["job_id_raw"].to_numpy()).to_numpy().astype(np.float32)
+        best = pd.Series(step_utils).groupby(step_key).max()
+        frame["gpu_util_slurm"] = best.reindex(key).to_numpy().astype(np.float32)
     frame["gpu_mem_slurm_mb"] = np.float32(np.nan)
     if len(step_ids) and step_mems is not None and len(step_mems):
-        peak = pd.Series(step_mems).groupby(step_ids).max()  # the busiest step; NaN where no step had gpumem
-        frame["gpu_mem_slurm_mb"] = peak.reindex(frame["job_id_raw"].to_numpy()).to_numpy().astype(np.float32)
+        peak = pd.Series(step_mems).groupby(step_key).max()  # the busiest step; NaN where no step had gpumem
+        frame["gpu_mem_slurm_mb"] = peak.reindex(key).to_numpy().astype(np.float32)
     if multi.any():
         frame = _split_multi_type(frame, np.asarray(alloc_multi.to_pylist(), dtype=object), multi)
-        frame = frame.iloc[_run_order(frame["start"].to_numpy(), frame["job_id_raw"].to_numpy())]
+        codes = frame["cluster"].cat.codes.to_numpy() if several else None
+        frame = frame.iloc[_run_order(frame["start"].to_numpy(), frame["job_id_raw"].to_numpy(), codes)]
     return frame.reset_index(drop=True)
 
 
-def _run_order(start: np.ndarray, job_id_raw: np.ndarray) -> np.ndarray:
-    """The frame's order: by job, then start (never started last), then place in the dump (a stable sort)."""
-    return np.lexsort((start, job_id_raw))
+def _blank(n: int) -> pa.Array:
+    """n empty Cluster values (a dump without the field), built in arrow."""
+    return pc.fill_null(pa.nulls(n, pa.string()), "")
+
+
+def _run_order(start: np.ndarray, job_id_raw: np.ndarray, cluster: np.ndarray | None = None) -> np.ndarray:
+    """The frame's order: by job (JobIDRaw, then cluster in a dump of several), then start (never started last),
+    then place in the dump (a stable sort)."""
+    if cluster is None:
+        return np.lexsort((start, job_id_raw))
+    return np.lexsort((start, cluster, job_id_raw))
 
 
 _MEM_UNIT_MB = {"": 1 / 2**20, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
-def _step_gpu_util(steps: pa.Table, check: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _step_gpu_util(steps: pa.Table, check: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]:
     """Slurm's own `gres/gpuutil` (percent) and `gres/gpumem` (MB; sacct prints it with a unit suffix, bytes
-    without one) from the steps' TRESUsageInAve: (job raw ids, util, mem), NaN where a step lacks one; empty if
-    no step has either."""
-    none = (np.array([], np.int64), np.array([], np.float64), np.array([], np.float64))
+    without one) from the steps' TRESUsageInAve: (job raw ids, util, mem, cluster), NaN where a step lacks one;
+    empty if no step has either."""
+    none = (np.array([], np.int64), np.array([], np.float64), np.array([], np.float64), _blank(0))
     if steps.num_rows == 0 or "tres_usage_ave" not in steps.column_names:
         return none
     tres = steps["tres_usage_ave"]
@@ -808,7 +878,9 @@ def _step_gpu_util(steps: pa.Table, check: bool = False) -> tuple[np.ndarray, np
     raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
     ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
         zero_copy_only=False)
-    return ids, u, m
+    clusters = pc.fill_null(s["cluster"], "").combine_chunks() if "cluster" in s.column_names else \
+        _blank(s.num_rows)
+    return ids, u, m, clusters
 
 
 def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray) -> pd.DataFrame:

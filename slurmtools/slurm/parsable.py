@@ -77,7 +77,7 @@ _KIND = {"nodelist": "hosts", "partition": "list", "reqgres": "list", "allocgres
          "submit": "time", "eligible": "time", "start": "time", "end": "time", "timestart": "time",
          "timeend": "time", "nnodes": "int", "elapsedraw": "int", "alloccpus": "int", "ncpus": "int",
          "exitcode": "exit", "derivedexitcode": "exit"}
-_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None|")
+_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|Unknown|None|")  # `%F %T`: SLURM_TIME_FORMAT
 _INT = re.compile(r"-?\d+")
 _EXIT = re.compile(r"(?:\d+:\d+)?")
 _BRACKETED = r"(?:[^\[\],\s=]|\[[^\[\]=]*\])+"  # a host or job id: `,` only inside brackets
@@ -212,3 +212,20 @@ def _fits(kind: str, value: str, d: str) -> bool | None:
         return None  # no host, list item or job id holds `=`, nor a list an empty item: more pieces keep them
     pattern = {"hosts": _HOSTS, "list": _LIST, "jobid": _JOBID, "time": _TIME, "int": _INT, "exit": _EXIT}[kind]
     return pattern.fullmatch(value) is not None
+
+
+# ------------------------------------------------------------------------------- dumps of several clusters
+
+def pick_cluster(source: str, clusters, wanted: str | None, who: str = "the site file") -> str:
+    """The one cluster a reader keeps of a dump holding jobs of several (`sacct -L`, `sacct -M a,b`, a federation's
+    `--federation`): job ids are per cluster, and a site (a report's capacity, a policy's QoS, a sandbox's lab) is
+    one of them. `wanted` when the dump holds it; else one line naming what the dump holds and how to dump one."""
+    names = sorted(set(clusters))
+    if wanted is not None and wanted in names:
+        return wanted
+    held = ", ".join(names)
+    if wanted is None:
+        raise ParseError(source, None, f"the dump holds jobs of {len(names)} clusters ({held}) and job ids are per "
+                                       f"cluster: dump one with `sacct -M NAME`")
+    raise ParseError(source, None, f"the dump holds jobs of {len(names)} clusters ({held}) and none of {wanted}, "
+                                   f"the cluster {who} names (cluster_name): dump it with `sacct -M {wanted}`")
