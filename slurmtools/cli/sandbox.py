@@ -136,7 +136,9 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
     if (trace_path is None) == (since is None):
         fail("--trace FILE or --since DURATION: give exactly one (the history to replay)")
     if trace_path is not None:
-        trace = load_trace(trace_path, partition_limits=limits)
+        # a history of several clusters: the --site's (job ids are per cluster)
+        cluster = next((site.cluster_name for opt, site, _ in sites if opt == "--site"), None)
+        trace = load_trace(trace_path, partition_limits=limits, cluster=cluster)
     else:
         trace = _from_slurm(since, limits)
     t_from = None

@@ -168,17 +168,26 @@ def _epoch(dt) -> float | None:
     return dt.timestamp()
 
 
-def trace_from_records(records: Iterable, source: str, *, partition_limits: dict[str, float] | None = None
-                       ) -> Trace:
+def trace_from_records(records: Iterable, source: str, *, partition_limits: dict[str, float] | None = None,
+                       cluster: str | None = None) -> Trace:
     """Jobs from sacct allocation records (`AcctRecord`, steps ignored). `partition_limits` (seconds by partition)
     gives the limit of a job whose own was Partition_Limit. Raises ParseError (one line naming `source` and the
-    job) for a job the sandbox cannot submit faithfully: no user, account or QoS, or no GPU/node shape."""
+    job) for a job the sandbox cannot submit faithfully: no user, account or QoS, or no GPU/node shape; a
+    heterogeneous job, a job resized while it ran, a job holding shares of a GPU (gres/shard, gres/mps).
+
+    A history of several clusters (sacct's Cluster field) keeps `cluster`'s jobs (the site's; job ids are per
+    cluster), and is refused in one line without it. A federation's REVOKED records (a sibling job withdrawn
+    because the job ran on another cluster) are not runs: left out and counted."""
+    from slurmtools.slurm.commands import one_cluster
     from slurmtools.slurm.tres import parse_tres
 
+    allocs = [r for r in records if r.step is None]
+    ran, cluster_notes = one_cluster([r for r in allocs if r.state != "REVOKED"], cluster, source, "--site")
+    mine = {r.extra.get("Cluster", "") for r in ran} if cluster_notes else None
+    revoked = sum(r.state == "REVOKED" and (mine is None or r.extra.get("Cluster", "") in mine) for r in allocs)
+    allocs = ran
     by_key: dict[str, list] = {}
-    for r in records:
-        if r.step is not None:
-            continue
+    for r in allocs:
         by_key.setdefault(r.job_id, []).append(r)
     jobs, skipped_pending, skipped_never, skipped_running = [], 0, 0, 0
     for key, runs in by_key.items():
@@ -196,11 +205,22 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
         if runs[0].submit is None:
             raise ParseError(source, None, f"job {key}: Submit is unknown, and the sandbox submits every job at its "
                                            f"recorded submission")
+        if "+" in key:
+            raise ParseError(source, None, f"job {key.partition('+')[0]}: a heterogeneous job (component {key}); "
+                                           f"the sandbox replays single jobs and would start its components apart")
+        if any(r.state == "RESIZING" for r in runs):
+            raise ParseError(source, None, f"job {key}: resized while it ran (a run of it ended RESIZING); the "
+                                           f"sandbox replays a job at one size")
         for what, value in (("User", last.user), ("Account", last.account), ("QOS", last.qos)):
             if not value:
                 raise ParseError(source, None, f"job {key}: {what} is empty; the sandbox submits every job as its "
                                                f"user, account and QoS")
         req = parse_tres(last.req_tres) if last.req_tres else parse_tres(last.alloc_tres)
+        shares = [f"{k}={v}" for k, v in {**parse_tres(last.alloc_tres).other, **req.other}.items()
+                  if _SHARE.fullmatch(k) and v.strip("0")]
+        if shares:
+            raise ParseError(source, None, f"job {key}: {', '.join(shares)} is a share of a GPU; the sandbox replays "
+                                           f"whole GPUs")
         nodes = req.nodes or len(last.nodelist) or 0
         if nodes <= 0:
             raise ParseError(source, None, f"job {key}: no node count (ReqTRES node=, NodeList)")
@@ -233,7 +253,9 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
                              nodes=nodes, gpus=req.gpus, gpu_type=gpu_type, cpus=req.cpu or None,
                              run_s=end - start, limit_s=float(limit), array_job=array_job,
                              array_task=array_task, state=last.state, start=start))
-    notes = []
+    notes = list(cluster_notes)
+    if revoked:
+        notes.append(f"{revoked} federation sibling record(s) REVOKED (the job ran on another cluster): not replayed")
     if skipped_never:
         notes.append(f"{skipped_never} job(s) never started in history (cancelled while pending): not replayed")
     if skipped_pending or skipped_running:
@@ -245,8 +267,10 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
     return Trace(tuple(jobs), source, tuple(notes))
 
 
-def load_trace(path: str, *, partition_limits: dict[str, float] | None = None) -> Trace:
-    """A `sacct --parsable2` dump with the TRACE_FIELDS (one line naming the file and what it lacks otherwise)."""
+def load_trace(path: str, *, partition_limits: dict[str, float] | None = None, cluster: str | None = None
+               ) -> Trace:
+    """A `sacct --parsable2` dump with the TRACE_FIELDS (one line naming the file and what it lacks otherwise);
+    `cluster`: the one kept of a history of several (`trace_from_records`)."""
     from slurmtools.slurm.commands import parse_sacct
 
     try:
@@ -258,7 +282,7 @@ def load_trace(path: str, *, partition_limits: dict[str, float] | None = None) -
         raise ParseError(path, 1, "empty; expected `sacct " + " ".join(SACCT_OPTIONS[:3]) + " -o ...` output "
                                   "with its header line")
     records = parse_sacct(text, path, TRACE_FIELDS, check=_row_checker(path))
-    return trace_from_records(records, path, partition_limits=partition_limits)
+    return trace_from_records(records, path, partition_limits=partition_limits, cluster=cluster)
 
 
 # ------------------------------------------------------------------------------------------ what a dump must hold
@@ -269,13 +293,16 @@ def load_trace(path: str, *, partition_limits: dict[str, float] | None = None) -
 # naming the file, the line and the field. Only job lines are checked: steps are not replayed. (parse_sacct itself
 # refuses a NodeList that is not a hostlist, on every line.)
 
-#: sacct's form of a time (ASCII digits); `Unknown` or `None` when unset
-_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}")
+#: sacct's form of a time (ASCII digits), or the same with a blank (a site's SLURM_TIME_FORMAT="%F %T"); `Unknown`
+#: or `None` when unset
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}")
 #: a job's id as sacct writes it: 123, 123_4 (array task), 123_[0-3%2] (pending array), 123+1 (het job), .step
 _JOBID = re.compile(r"[0-9]+(?:_(?:[0-9]+|\[[0-9,%-]+\]))?(?:\+[0-9]+)?(?:\.[A-Za-z0-9_+-]+)?")
 _JOBIDRAW = re.compile(r"[0-9]+(?:\.[A-Za-z0-9_+-]+)?")
 #: a job state: Slurm's names are upper-case words (`CANCELLED by 0` names who cancelled)
 _STATE = re.compile(r"[A-Z][A-Z_]*(?: by [0-9]+)?")
+#: a share of a GPU in a TRES list (gres/shard, gres/mps, typed or not)
+_SHARE = re.compile(r"gres/(?:shard|mps)(?::[^=,]*)?")
 #: Slurm's largest finite time limit in minutes (INFINITE, 0xffffffff, is written UNLIMITED)
 MAX_LIMIT_MIN = 0xFFFFFFFE
 #: TRES items whose value is a count the trace reads (gres/gpu:TYPE too)

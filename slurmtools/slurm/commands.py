@@ -375,7 +375,7 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
         return []
     h = read_header(lines[0], source)
     h.missing(required, source, f"dump with `sacct --parsable2 -o {','.join(ACCT_FIELDS)}`", "sacct ")
-    known = {f.lower(): f for f in (*ACCT_FIELDS, "Elapsed", "Timelimit")}
+    known = {f.lower(): f for f in (*ACCT_FIELDS, "Elapsed", "Timelimit", "Cluster")}
     header = [known.get(n.lower(), n) for n in h.names]  # the spelling the fields are read by below
     splitter = Splitter(h, source)
     out = []
@@ -409,6 +409,24 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
             alloc_cpus=_field(row, "AllocCPUS", _num, source, lineno) or 0, alloc_tres=row.get("AllocTRES", ""),
             req_tres=row.get("ReqTRES", ""), extra={k: v for k, v in row.items() if k not in ACCT_FIELDS}))
     return out
+
+
+def one_cluster(records: list, cluster: str | None, source: str, who: str = "the site file"
+                ) -> tuple[list, list[str]]:
+    """(the records of one cluster, notes): a dump of several clusters (sacct's Cluster field: `sacct -L`,
+    `-M a,b`, a federation) keeps `cluster`'s records, job ids being per cluster, and says how many it left out;
+    one line when it holds none of `cluster`'s, or `cluster` is None (`parsable.pick_cluster`). A dump of one
+    cluster, or without the field, is kept whole."""
+    from slurmtools.slurm.parsable import pick_cluster
+
+    names = {r.extra.get("Cluster", "") for r in records} - {""}
+    if len(names) <= 1:
+        return list(records), []
+    keep = pick_cluster(source, names, cluster, who)
+    mine = [r for r in records if r.extra.get("Cluster", "") == keep]
+    others = ", ".join(sorted(names - {keep}))
+    return mine, [f"{len(records) - len(mine)} job record(s) of other clusters ({others}) left out: {who} names "
+                  f"cluster {keep} (the dump holds {len(names)} clusters)"]
 
 
 def parse_scheduled_starts(text: str, expand) -> list:
