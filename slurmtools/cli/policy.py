@@ -276,6 +276,34 @@ def refresh_usage(site: Optional[str] = SiteOpt,
                                            or "no GPU usage yet"))
 
 
+def _submissions(records: list, cluster: str, source: str) -> tuple[list, list[str]]:
+    """A saved dump's job records as the live replay asks sacct for them (`--allocations`, no `--duplicates`): one
+    record per job, its last run (`sacct -D` lists every run of a requeued or resized job), no federation sibling
+    withdrawn because the job ran elsewhere (REVOKED, listed only with -D), and of a dump of several clusters the
+    site's (job ids are per cluster). Notes say what was left out."""
+    from slurmtools.slurm.commands import one_cluster
+
+    allocs = [r for r in records if r.step is None]
+    revoked = sum(r.state == "REVOKED" for r in allocs)
+    allocs, notes = one_cluster([r for r in allocs if r.state != "REVOKED"], cluster, source, "--site")
+    if revoked:
+        notes.append(f"{revoked} federation sibling record(s) REVOKED (the job ran on another cluster) left out")
+
+    def when(r):
+        return tuple(t.timestamp() if t is not None else float("-inf") for t in (r.submit, r.start, r.end))
+
+    last: dict[tuple[str, str], tuple] = {}
+    for i, r in enumerate(allocs):
+        k = (r.extra.get("Cluster", ""), r.job_id)
+        if k not in last or (when(r), i) >= last[k][0]:
+            last[k] = ((when(r), i), r)
+    kept = [r for _, r in sorted(last.values(), key=lambda x: x[0][1])]
+    if len(kept) < len(allocs):
+        notes.append(f"{len(allocs) - len(kept)} earlier run(s) of requeued or resized jobs (sacct -D) left out: "
+                     f"each job is replayed once, as its last run (what sacct lists without --duplicates)")
+    return kept, notes
+
+
 @policy_app.command("replay")
 def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate site file to replay"),
                since: str = typer.Option("30d", "--since", help="How far back, e.g. 30d, 12h"),
@@ -314,15 +342,19 @@ def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate
         except (ValueError, KeyError) as exc:
             raise ParseError(sacct_file, None, f"cannot read sacct output: {exc}") from None
         records = [r for r in records if (r.submit or r.start or r.end) is None or (r.submit or r.start or r.end) >= start]
+        records, notes = _submissions(records, s.cluster_name, sacct_file)
     else:
         from slurmtools.cli.common import backend as get_backend
 
         records = get_backend().accounting(start, end, all_users=True, steps=False, duplicates=False)
+        notes = []
     rep = replay(s, fabric, records)
     if json_out:
-        print_json(rep.to_json())
+        print_json({**rep.to_json(), "notes": notes})
         return
     typer.echo(f"replayed {rep.jobs} jobs from the last {since} against {s.source}")
+    for n in notes:
+        typer.echo(f"  note: {n}")
     if rep.skipped_policies:
         typer.echo(f"  not replayable (sacct keeps no batch script): {', '.join(rep.skipped_policies)}")
     typer.echo(f"  {'account':12} {'tier':12} {'jobs':>6} {'refused':>8} {'rerouted':>9} {'GPU-h refused':>14}  reasons")
