@@ -62,7 +62,8 @@ def gather_advice(site, since, until, *, sacct_file=None, epilog_dir=None, backe
 
         backend = get_backend()
     ep = Path(epilog_dir) if epilog_dir is not None else site.spool_dir / "jobs"
-    runs, notes = usage.load_runs(since, until, sacct_file=sacct_file, backend=backend, epilog_dir=ep)
+    runs, notes = usage.load_runs(since, until, sacct_file=sacct_file, backend=backend, epilog_dir=ep,
+                                  cluster=site.cluster_name)
     picked = rules.select(runs, user=user, account=account)
     return rules.advise(picked, site), len(picked), notes
 
