@@ -137,8 +137,12 @@ class Table:
             return v
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.error(name, f"expected a number, got {shown(v)}")
-        if not math.isfinite(v):
-            raise self.error(name, f"expected a finite number, got {v!r}")
+        try:
+            finite = math.isfinite(v)
+        except OverflowError:   # an integer past a float's range (isfinite converts it)
+            finite = False
+        if not finite:
+            raise self.error(name, f"expected a finite number, got {shown(v)}")
         if minimum is not None and v < minimum:
             raise self.error(name, f"expected a number >= {minimum}, got {shown(v)}")
         return float(v)

@@ -15,6 +15,10 @@ CASES = [
      "expected a finite number, got inf"),
     ('cpu_mem_tolerance = 1.0', 'cpu_mem_tolerance = nan', "policy.cpu_mem_tolerance",
      "expected a finite number, got nan"),
+    # an integer past a float's range where a number is read (was an OverflowError traceback; the mutation test
+    # found it)
+    ('cpu_mem_tolerance = 1.0', 'cpu_mem_tolerance = ' + '9' * 400, "policy.cpu_mem_tolerance",
+     "expected a finite number, got 9999"),
     ('grace_time = "5m"', 'grace_time = inf', "tiers.standard.grace_time",
      'expected a duration like "5m", "2h" or "1d", got inf'),
     ('grace_time = "5m"', 'grace_time = -inf', "tiers.standard.grace_time",
