@@ -41,7 +41,10 @@ def typer_reading(args: list[str]):
         for p in patches:
             p.start()
         try:
-            typer.main.get_command(app).main(args=list(args), prog_name="slurmtools", standalone_mode=False)
+            code = typer.main.get_command(app).main(args=list(args), prog_name="slurmtools", standalone_mode=False)
+            if isinstance(code, int) and code and not seen:
+                # outside standalone mode click returns the code of a typer.Exit (fail(): a refused --backend)
+                return code
         except SystemExit as exc:
             return exc.code
         except Exception as exc:  # click's usage errors, typer.Exit from fail()
