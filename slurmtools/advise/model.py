@@ -43,7 +43,8 @@ class RunUse:
     gpu_util: tuple[float, ...] = ()
     gpu_mem_util: tuple[float, ...] = ()
     gpu_mem_mb: float | None = None  # peak GPU memory of any one GPU
-    #: Slurm's gres/gpuutil (sum over the step's GPUs, percent) when the epilog has no per-GPU record
+    #: from Slurm's gres/gpuutil when the epilog has no per-GPU record: the GPU time the run's GPUs were worth, in
+    #: percent of one GPU (the busiest step's mean over its GPUs, as the report reads it, x the run's GPUs)
     slurm_gpu_util: float | None = None
 
     @property

@@ -109,7 +109,7 @@ def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None
             partition=str(partition), gpu_type=str(gpu_type), gpus=int(gpus), nodes=nodes, cpus=int(cpus or 0),
             mem_mb=(mem / nodes) if mem else None, time_limit_s=limit, elapsed_s=int(el), total_cpu_s=total_cpu,
             max_rss_mb=rss, gpu_util=tuple(utils), gpu_mem_util=tuple(mem_utils), gpu_mem_mb=gmem,
-            slurm_gpu_util=float(sutil) if sutil == sutil else None))
+            slurm_gpu_util=float(sutil) * gpus if sutil == sutil else None))
     return out, notes
 
 

@@ -17,6 +17,7 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,7 @@ FIELDS: dict[str, tuple[str, pa.DataType]] = {
     "end": ("end", pa.timestamp("s")),
     "nodelist": ("nodelist", pa.string()),
     "nnodes": ("nnodes", pa.int32()),
+    "ntasks": ("ntasks", pa.int32()),
     "alloctres": ("alloc_tres", pa.string()),
     "reqtres": ("req_tres", pa.string()),
     "tresusageinave": ("tres_usage_ave", pa.string()),
@@ -54,7 +56,7 @@ FIELDS: dict[str, tuple[str, pa.DataType]] = {
 REQUIRED = (("JobID", "JobIDRaw"), "State", "Start", "End")
 #: the fields `sacct -o` should ask for; what `Backend.accounting_dump` is called with
 SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
-                "Submit", "Eligible", "Start", "End", "NodeList", "NNodes", "AllocTRES", "ReqTRES",
+                "Submit", "Eligible", "Start", "End", "NodeList", "NNodes", "NTasks", "AllocTRES", "ReqTRES",
                 "TRESUsageInAve", "Cluster")
 _NULLS = ["", "Unknown", "None", "(null)", "N/A"]
 _LOW_CARD = ("user", "account", "partition", "qos", "state", "gpu_type", "cluster")
@@ -131,6 +133,8 @@ class _Runs:
     parts: list = field(default_factory=list)
     step_ids: list = field(default_factory=list)
     step_utils: list = field(default_factory=list)
+    #: steps whose gres/gpuutil could not be read per GPU (no NTasks in the dump, or no GPUs in the step's TRES)
+    util_unread: int = 0
     step_mems: list = field(default_factory=list)
     #: each step's Cluster ("" without the field), as arrow text (no Python string per step): job ids are per
     #: cluster (`sacct -L`, `-M a,b`)
@@ -140,7 +144,8 @@ class _Runs:
 
     def take(self, t: pa.Table, check: bool = False) -> None:
         """A block of rows, columns already renamed to ours (`check`: raise _Dirty on a bad row)."""
-        jobs_t, ids, utils, mems, n, clusters = _reduce(t, check)
+        jobs_t, (ids, utils, mems, clusters, unread), n = _reduce(t, check)
+        self.util_unread += unread
         self.parts.append(jobs_t)
         self.step_ids.append(ids)
         self.step_utils.append(utils)
@@ -222,6 +227,11 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
     if "job_id_raw" not in low_inc:
         notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
+    if runs.util_unread:
+        why = "the dump has no NTasks field" if "ntasks" not in low_inc else "their NTasks or GPU count is not given"
+        notes.append(f"Slurm's gres/gpuutil of {runs.util_unread} step(s) not read: it is a task's use summed over "
+                     f"its GPUs, averaged over the step's tasks, so its GPUs' mean needs the tasks and GPUs ({why}; "
+                     f"dump with `sacct -o ...,NTasks,AllocTRES,TRESUsageInAve`)")
     jobs, more = runs.frame("job_id_raw" in low_inc, cluster, name)
     return Accounting(jobs=jobs, steps=runs.steps, source=name, notes=notes + more, bad=bad)
 
@@ -553,9 +563,10 @@ def _row_problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray,
         m = _flag(pc.less(t["end"], t["start"]))
         out.append((m, lambda i: f"field {labels['end']}: {t['end'][i].as_py()} is before {labels['start']} "
                                  f"{t['start'][i].as_py()}"))
-    if "nnodes" in cols and pa.types.is_integer(t["nnodes"].type):
-        m = _flag(pc.less(t["nnodes"], 0))
-        out.append((m, lambda i: f"field {labels['nnodes']}: {t['nnodes'][i].as_py()} is negative"))
+    for c in ("nnodes", "ntasks"):
+        if c in cols and pa.types.is_integer(t[c].type):
+            m = _flag(pc.less(t[c], 0))
+            out.append((m, lambda i, c=c: f"field {labels[c]}: {t[c][i].as_py()} is negative"))
     return out
 
 
@@ -688,8 +699,7 @@ def _int_of(arr, pattern: str, missing: str = "0") -> np.ndarray:
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
-def _reduce(table: pa.Table, check: bool = False
-            ) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray, int, pa.Array]:
+def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, "_StepUse", int]:
     """One block: allocation rows with TRES reduced to GPU counts and type (and `gpu_share`: a share of a GPU and
     no whole one); steps reduced to (job, gpuutil, gpumem MB, cluster). With `check` (the fast path), raise _Dirty
     on a row `_problems` would list, reusing what the reduction computes anyway."""
@@ -701,7 +711,7 @@ def _reduce(table: pa.Table, check: bool = False
     jobs = table.filter(pc.invert(is_step))
     if check and "job_id_raw" in steps.column_names and _bad_step_ids(steps["job_id_raw"]).any():
         raise _Dirty()
-    ids, utils, mems, clusters = _step_gpu_util(steps, check)
+    use = _step_gpu_util(steps, check)
     n = jobs.num_rows
     if "job_id" not in jobs.column_names:
         jobs = jobs.append_column("job_id", jobs["job_id_raw"])
@@ -757,7 +767,7 @@ def _reduce(table: pa.Table, check: bool = False
         "gpu_share": pa.array((gpus == 0) & _flag(_by_value(alloc, lambda v: pc.match_substring_regex(v, _SHARE)))),
     }
     return pa.table({k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in out.items()}), \
-        ids, utils, mems, steps.num_rows, clusters
+        use, steps.num_rows
 
 
 def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np.ndarray,
@@ -848,12 +858,28 @@ def _run_order(start: np.ndarray, job_id_raw: np.ndarray, cluster: np.ndarray | 
 _MEM_UNIT_MB = {"": 1 / 2**20, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
-def _step_gpu_util(steps: pa.Table, check: bool = False
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array]:
-    """Slurm's own `gres/gpuutil` (percent) and `gres/gpumem` (MB; sacct prints it with a unit suffix, bytes
-    without one) from the steps' TRESUsageInAve: (job raw ids, util, mem, cluster), NaN where a step lacks one;
-    empty if no step has either."""
-    none = (np.array([], np.int64), np.array([], np.float64), np.array([], np.float64), _blank(0))
+class _StepUse(NamedTuple):
+    """What the steps of a block say about GPU use: per step with a gres/gpuutil or gres/gpumem figure, its job,
+    the mean utilisation of its GPUs (percent, NaN where unknown), the GPU memory (MB) and its cluster."""
+
+    ids: np.ndarray
+    util: np.ndarray
+    mem: np.ndarray
+    clusters: pa.Array
+    #: steps that report gres/gpuutil but whose GPUs' mean cannot be told (no task count, no GPU in their TRES)
+    util_unread: int
+
+
+def _step_gpu_util(steps: pa.Table, check: bool = False) -> _StepUse:
+    """Slurm's own `gres/gpuutil` and `gres/gpumem` (MB; sacct prints it with a unit suffix, bytes without one) from
+    the steps' TRESUsageInAve.
+
+    Slurm's gres/gpuutil is not a percentage of a GPU: slurmstepd adds up each of a task's processes' SM use over
+    every GPU it sees (`_get_gpuutil` in gpu_nvml.c) and slurmdbd stores the step's total divided by its tasks
+    (`_average_tres_usage`). The mean utilisation of the step's GPUs is therefore gpuutil x NTasks / the step's GPUs
+    (its AllocTRES gres/gpu). A batch step is one task; any other step needs NTasks in the dump, else its figure is
+    not read (counted in `util_unread`, said in the report's notes), never taken for a percentage."""
+    none = _StepUse(np.array([], np.int64), np.array([], np.float64), np.array([], np.float64), _blank(0), 0)
     if steps.num_rows == 0 or "tres_usage_ave" not in steps.column_names:
         return none
     tres = steps["tres_usage_ave"]
@@ -878,9 +904,21 @@ def _step_gpu_util(steps: pa.Table, check: bool = False
     raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
     ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
         zero_copy_only=False)
+    # the step's GPUs and tasks: the mean over its GPUs is the figure x tasks / GPUs
+    gpus = (_int_of(s["alloc_tres"], r"(?:^|,)gres/gpu=(?P<n>\d{1,9})(?:,|$)").astype(np.float64)
+            if "alloc_tres" in s.column_names else np.zeros(s.num_rows))
+    tasks = np.full(s.num_rows, np.nan)
+    if "ntasks" in s.column_names:
+        tasks = pc.cast(s["ntasks"], pa.float64()).to_numpy(zero_copy_only=False)
+    batch = _flag(pc.match_substring_regex(raw, r"\.batch$"))
+    tasks = np.where(np.isnan(tasks) & batch, 1.0, tasks)  # the batch script is the batch step's one task
+    known = (gpus > 0) & (tasks > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_gpu = np.where(known, u * tasks / np.where(known, gpus, 1.0), np.nan)
+    unread = int((~np.isnan(u) & ~known).sum())
     clusters = pc.fill_null(s["cluster"], "").combine_chunks() if "cluster" in s.column_names else \
         _blank(s.num_rows)
-    return ids, u, m, clusters
+    return _StepUse(ids, per_gpu, m, clusters, unread)
 
 
 def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray) -> pd.DataFrame:

@@ -122,8 +122,13 @@ def generate(n_jobs: int, start: datetime, days: float, *, seed: int = 0, nodes:
         batch["JobID"], batch["JobIDRaw"] = np.char.add(job_s, ".batch"), np.char.add(ids_s, ".batch")
         batch["JobName"] = "batch"
         batch["User"] = batch["QOS"] = batch["Partition"] = ""
-        batch["TRESUsageInAve"] = [f"cpu=00:01:00,gres/gpumem={int(x * 800)}M,gres/gpuutil={x:.0f},mem=2G"
-                                   for x in util.tolist()]
+        # the batch step holds its host's share of the job (one node), and Slurm's gres/gpuutil is the batch
+        # task's SM use summed over those GPUs: `util` percent of each
+        g1 = np.minimum(size, gpus_per_node)
+        batch["AllocTRES"] = [f"cpu={c},gres/gpu:{gpu_type}={g},gres/gpu={g},mem={g * 100}G,node=1"
+                              for c, g in zip((g1 * 12).tolist(), g1.tolist())]
+        batch["TRESUsageInAve"] = [f"cpu=00:01:00,gres/gpumem={int(x * 800)}M,gres/gpuutil={x * g:.0f},mem=2G"
+                                   for x, g in zip(util.tolist(), g1.tolist())]
         ext = base.copy()
         ext["JobID"], ext["JobIDRaw"] = np.char.add(job_s, ".extern"), np.char.add(ids_s, ".extern")
         ext["JobName"] = "extern"

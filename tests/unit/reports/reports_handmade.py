@@ -16,6 +16,9 @@ Example site: 16 nodes x 8 h100 = 128 GPUs at 2.40 USD per GPU-hour; gpu16 is do
 | 110 hostile name with a pipe | standard | students | 1 | 12:00-13:00 | 1 | 0 |
 
 Total 203.5 GPU-h; available 3072 - 96 = 2976; utilization 6.838%; cost 488.40.
+
+Slurm's gres/gpuutil: 101.batch (one task, 8 GPUs) reports 720, its SM use summed over the 8 GPUs: 90 % each;
+110.batch (one task, one GPU) 5 %.
 """
 
 HEADER = ("State|JobName|JobIDRaw|JobID|User|Account|QOS|Partition|Submit|Eligible|Start|End|AllocTRES|NNodes|"
@@ -38,7 +41,7 @@ ROWS = [
     _row("COMPLETED", "train", "101", "101", "alice", "vision", "production", D + "01:00:00", D + "01:00:00",
          D + "01:30:00", D + "07:30:00", 8, 1, "gpu01"),
     _row("COMPLETED", "batch", "101.batch", "101.batch", "", "vision", "", D + "01:30:00", D + "01:30:00",
-         D + "01:30:00", D + "07:30:00", 8, 1, "gpu01", usage="cpu=00:10:00,gres/gpumem=70000M,gres/gpuutil=90"),
+         D + "01:30:00", D + "07:30:00", 8, 1, "gpu01", usage="cpu=00:10:00,gres/gpumem=70000M,gres/gpuutil=720"),
     _row("PREEMPTED", "ft", "102", "102", "bob", "nlp", "standard", D + "02:00:00", D + "02:00:00",
          D + "02:10:00", D + "05:10:00", 4, 1, "gpu02", exit_="0:15"),
     _row("COMPLETED", "ft", "102", "102", "bob", "nlp", "standard", D + "05:10:00", D + "05:12:00",
