@@ -27,6 +27,9 @@ _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Soc
                 "Zero Bytes were transmitted", "Munge encode failed", "Could not establish a configuration source",
                 "Invalid communication protocol", "Unable to establish controller machine")
 
+#: the line Slurm's commands add after getopt refuses an option (squeue/sinfo/scontrol opts: `case '?'`)
+_HELP_HINT = re.compile(r'Try "?[\w./-]+ --help"? for (?:more )?information\.?')
+
 #: sacctmgr association fields the identity check reads, in this order (the same names in 22.05 and 25.11)
 ASSOC_FIELDS = ("Cluster", "Account", "User", "Partition", "QOS", "DefaultQOS")
 #: a user name that can go into a `sacctmgr ... where` clause as one name (no list, no clause of its own)
@@ -103,8 +106,12 @@ class CommandBackend(Backend):
 
     @staticmethod
     def _message(cmd: str, text: str) -> str:
-        """Slurm's own error lines, most specific first (`sbatch: error: invalid partition specified: foo`)."""
+        """Slurm's own error lines, most specific first (`sbatch: error: invalid partition specified: foo`).
+        A refused option is told by getopt (`squeue: option '--json' doesn't allow an argument`, `unrecognized
+        option`), then Slurm adds `Try "squeue --help" for more information`: that hint is not the reason."""
         lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+        told = [ln for ln in lines if not _HELP_HINT.fullmatch(ln)]
+        lines = told or lines
         errs = [ln for ln in lines if "error" in ln.lower()]
         if not errs:
             return lines[-1] if lines else f"{cmd} failed with no message"

@@ -29,7 +29,8 @@ class SlurmRelease:
     empty_blocks: bool  # blocks with fewer nodes than the base block size (placeholders), 25.05+
     segment: bool  # sbatch --segment and --exclusive=topo
     restricted_cores_per_gpu: bool  # NodeName ... RestrictedCoresPerGPU=
-    #: `--json` data parser slurmtools pins for squeue/sinfo/sacct, None where the release offers no choice
+    #: the data parser whose `--json` shape slurmtools reads (it picks the reader, `readers.reader_for`); None for
+    #: 22.05's openapi/v0.0.38 output
     json_parser: str | None
     #: does Slurm itself requeue a preempted job (PreemptMode=REQUEUE) that ends during its GraceTime? Measured:
     #: 22.05 no (it ends COMPLETED), 25.11 yes (and a `scontrol requeue` by the job then requeues the NEXT run too);
@@ -39,6 +40,10 @@ class SlurmRelease:
     #: wait is AuthInfo's cred_expire + 1 s, at least 6 s). 25.11 reads it (job_mgr.c), 22.05's slurmctld has
     #: no such option; None where no one has checked
     requeue_delay: bool | None = None
+    #: does `--json` take the data parser's name (`--json=v0.0.40`)? 23.11 and later: their squeue, scontrol, sinfo
+    #: and sacct declare the option with an optional argument; 23.02's take none (getopt refuses `--json=v0.0.39`:
+    #: "option '--json' doesn't allow an argument", exit 1) and always write v0.0.39, the only parser 23.02 has
+    json_parser_flag: bool = True
     #: the micro release this slurmtools' lab suite runs against, if any
     lab: str | None = None
 
@@ -48,8 +53,9 @@ class SlurmRelease:
         return int(a), int(b)
 
     def json_flag(self) -> str:
-        """`--json` or `--json=v0.0.44`: the output shape slurmtools reads must not change under it on upgrade."""
-        return f"--json={self.json_parser}" if self.json_parser else "--json"
+        """`--json` or `--json=v0.0.44`: the output shape slurmtools reads must not change under it on upgrade.
+        Plain `--json` where the release names no parser on its command line (22.05, 23.02: one shape each)."""
+        return f"--json={self.json_parser}" if self.json_parser and self.json_parser_flag else "--json"
 
     def require(self, feature: str, what: str) -> None:
         """One line refusing `what` when this release lacks `feature` (a field name above)."""
@@ -64,10 +70,10 @@ _NEW_SIGNAL = "PreemptParameters=send_user_signal"  # documented from 25.11 on
 
 RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
     SlurmRelease("22.05", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
-                 restricted_cores_per_gpu=False, json_parser=None, preempted_exit_requeued=False, requeue_delay=False,
-                 lab="22.05.8"),
+                 restricted_cores_per_gpu=False, json_parser=None, json_parser_flag=False,
+                 preempted_exit_requeued=False, requeue_delay=False, lab="22.05.8"),
     SlurmRelease("23.02", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
-                 restricted_cores_per_gpu=False, json_parser="v0.0.39"),
+                 restricted_cores_per_gpu=False, json_parser="v0.0.39", json_parser_flag=False),
     SlurmRelease("23.11", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
                  restricted_cores_per_gpu=False, json_parser="v0.0.40"),
     SlurmRelease("24.05", _OLD_SIGNAL, block_topology=True, topology_yaml=False, empty_blocks=False, segment=True,

@@ -35,6 +35,10 @@ def test_unknown_release_is_refused_in_one_line():
 
 def test_each_release_pins_its_own_data_parser():
     assert release_for("22.05").json_flag() == "--json"  # 22.05 offers no choice
+    # 23.02's --json takes no argument (getopt refuses --json=v0.0.39) and writes v0.0.39, its only parser;
+    # the parser name is still what picks the reader
+    assert release_for("23.02").json_flag() == "--json" and release_for("23.02").json_parser == "v0.0.39"
+    assert release_for("23.11").json_flag() == "--json=v0.0.40"  # 23.11 added --json=<data_parser>
     assert release_for("25.11").json_flag() == "--json=v0.0.44"
     parsers = [r.json_parser for r in RELEASES.values() if r.json_parser]
     assert len(parsers) == len(set(parsers))
