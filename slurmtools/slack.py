@@ -148,6 +148,8 @@ def measure(nodes: Iterable, jobs: Iterable, tiers: Mapping[str, Any], partition
     tier (QoS) name to an object with `priority` and `preempted_by` (the site's Tier). A job's tier is its QoS; a
     QoS the site does not know counts as priority 0, preempted by no one.
     """
+    from slurmtools.slurm.model import RUNNING_STATES as running
+
     me = tiers[tier]
     preemptors = set(me.preempted_by)
     idle = total = 0
@@ -169,7 +171,7 @@ def measure(nodes: Iterable, jobs: Iterable, tiers: Mapping[str, Any], partition
                 ahead += g
             if j.qos in preemptors:
                 by_preemptors += g
-        elif j.state in ("RUNNING", "SUSPENDED", "COMPLETING") and t is not None:
+        elif (j.state in running or j.state in ("SUSPENDED", "COMPLETING")) and t is not None:
             if j.qos == tier or (prio == me.priority and set(t.preempted_by) & preemptors):
                 same += g
             elif prio < me.priority and set(t.preempted_by) & preemptors:

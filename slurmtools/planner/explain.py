@@ -11,6 +11,7 @@ from slurmtools.planner.packing import HostNeed, pack
 from slurmtools.planner.plan import Plan
 from slurmtools.planner.quality import estimate
 from slurmtools.planner.view import ClusterView
+from slurmtools.slurm.model import RUNNING_STATES
 
 #: squeue reasons people meet most, in words
 REASONS = {
@@ -172,7 +173,7 @@ def job_report(job, view: ClusterView, gpus_per_node: int | None = None,
     mine = estimate(view, hosts, per)
     empty = view.idle()
     best_empty = pack(empty, need, len(hosts))
-    own = view.with_free({h: per for h in hosts}) if job.state == "RUNNING" else view
+    own = view.with_free({h: per for h in hosts}) if job.state in RUNNING_STATES else view
     best_now = pack(own, need, len(hosts))
     e_empty = estimate(empty, best_empty, per) if best_empty else None
     e_now = estimate(own, best_now, per) if best_now else None

@@ -21,6 +21,7 @@ from slurmtools.planner.quality import Estimate, estimate
 from slurmtools.planner.request import BEST_TIER, JobRequest, RequestError
 from slurmtools.planner.view import ClusterView
 from slurmtools.site.model import Partition, Site, Tier
+from slurmtools.slurm.model import RUNNING_STATES
 from slurmtools.slurm.releases import SlurmRelease
 from slurmtools.topology.sitefile import NodeType
 
@@ -771,7 +772,7 @@ def releases_from_jobs(jobs: Sequence, now) -> list[Release]:
     """Running jobs' GPUs per host and when their time limits end (an upper bound on when they free up)."""
     out: list[Release] = []
     for j in jobs:
-        if j.state != "RUNNING" or not j.nodes or j.start_time is None or not j.time_limit_s:
+        if j.state not in RUNNING_STATES or not j.nodes or j.start_time is None or not j.time_limit_s:
             continue
         left = int((j.start_time - now).total_seconds()) + j.time_limit_s
         per = max(1, j.gpus // max(len(j.nodes), 1)) if j.gpus else 0

@@ -10,6 +10,9 @@ from datetime import datetime
 UNSCHEDULABLE_STATES = frozenset(("down", "drained", "draining", "fail", "future", "unknown"))
 UNSCHEDULABLE_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING", "NOT_RESPONDING", "MAINTENANCE", "RESERVED",
                                  "POWERED_DOWN", "FAIL"))
+#: Slurm's words for a job that runs on its nodes: RUNNING, or the flag `job_state_string()` names instead while it
+#: runs (CONFIGURING while its allocated nodes boot or PrologSlurmctld runs, SIGNALING while a signal is sent)
+RUNNING_STATES = frozenset(("RUNNING", "CONFIGURING", "SIGNALING"))
 
 
 @dataclass(frozen=True)

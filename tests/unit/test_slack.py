@@ -71,6 +71,16 @@ def test_measure_counts_idle_demand_ahead_and_preemptors():
     assert prod.demand_ahead == 8 and prod.preempt_chance == 0.0 and prod.preemptor_demand == 0
 
 
+def test_a_job_slurm_names_by_a_running_flag_is_exposed_like_a_running_one():
+    """While its nodes boot (or a signal is sent) Slurm names a running job CONFIGURING (SIGNALING), as 23.02's JSON
+    and every release's squeue print it: its GPUs are held and preemptible all the same."""
+    nodes = [node("gpu01", used=8), node("gpu02", used=4)]
+    jobs = [job(1, "scavenger", "CONFIGURING", 8), job(2, "scavenger", "SIGNALING", 4),
+            job(3, "scavenger", "PENDING", 2, "Priority")]
+    s = measure(nodes, jobs, SITE.tiers, "gpu", "scavenger", 0.0)
+    assert s.exposed_same_gpus == 12
+
+
 def test_pending_array_counts_every_task():
     j = job(9, "production", "PENDING", 2, "Resources", array=9, raw={"array_task_string": "0-9%2"})
     s = measure([node("gpu01")], [j], SITE.tiers, "gpu", "scavenger", 0.0)

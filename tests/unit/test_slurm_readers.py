@@ -1,12 +1,16 @@
-"""The `--json` readers on real output captured from both lab releases (tests/data/slurm/*-<version>-*.json)."""
+"""The `--json` readers on real output captured from both lab releases (tests/data/slurm/*-<version>-*.json), and on
+hand-written samples of the shapes no lab runs (23.02's data_parser/v0.0.39, 23.11's v0.0.40)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from slurmtools.slurm.commands import CommandBackend
 from slurmtools.slurm.readers import data_parser, reader_for, v0038
 from slurmtools.slurm.releases import release_for
 
@@ -56,3 +60,162 @@ def test_25_11_nodes(parser):
     assert g1.cpus == 112 and g1.memory_mb == 2000000
     idle = nodes["gpu16"]
     assert idle.state == "idle" and idle.gpus_used == 0 and idle.schedulable and idle.gpus_free == 8
+
+
+# -- 23.02 (data_parser/v0.0.39) and 23.11 (v0.0.40): hand-written samples, from each parser's source -------------
+#: the samples' release and the parser its `--json` writes (tests/data/SOURCES.md says where each shape comes from)
+HAND = {"23.02": "v0.0.39", "23.11": "v0.0.40"}
+
+
+def _utc(epoch: int) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+T0 = 1796040000  # the samples' "now", 2026-11-30T12:00:00Z
+
+#: what the samples say of each job, field by field (JobInfo names)
+JOBS_SAY = {
+    4101: dict(name="vit-pretrain", user="mira", account="vision", partition="gpu", qos="normal", state="PENDING",
+               reason="Resources", nodes=(), num_nodes=2, gpus=16, gpus_by_type={"untyped": 16},
+               time_limit_s=2880 * 60, restarts=0, submit_time=_utc(T0 + 60), start_time=None, end_time=None,
+               array_job_id=None, array_task_id=None, req_switch=1, comment="",
+               std_out="/home/mira/vit/slurm-4101.out"),
+    4114: dict(name="lr-sweep", user="omar", account="nlp", partition="gpu", qos="scavenger", state="RUNNING",
+               reason="None", nodes=("gpu12",), num_nodes=1, gpus=2, gpus_by_type={"h100": 2}, time_limit_s=7200,
+               restarts=1, submit_time=_utc(T0 + 300), start_time=_utc(T0 + 900), end_time=_utc(T0 + 900 + 7200),
+               array_job_id=4110, array_task_id=3, req_switch=None, comment="sweep lr",
+               std_out="/scratch/omar/sweep/sweep.log"),
+    4110: dict(state="PENDING", reason="JobArrayTaskLimit", nodes=(), array_job_id=4110, array_task_id=None,
+               gpus=2, start_time=None),
+    4090: dict(state="COMPLETING", nodes=("gpu14",), num_nodes=1, gpus=4, gpus_by_type={"h100": 4},
+               time_limit_s=None, start_time=_utc(T0 - 2100), end_time=_utc(T0 + 1500)),
+    # running, its node still booting: Slurm's word for it is CONFIGURING (squeue -o %T, scontrol, v0.0.39)
+    4120: dict(state="CONFIGURING", nodes=("gpu09",), gpus=4, time_limit_s=14400, start_time=_utc(T0 + 1200)),
+}
+
+#: what the samples say of each node (NodeInfo names)
+NODES_SAY = {
+    "gpu09": dict(state="mixed", flags=(), cpus=112, cpus_alloc=16, memory_mb=2000000, memory_alloc_mb=245760,
+                  gpus_by_type={"h100": 8}, gpus_used_by_type={"h100": 4}, gpus_used_idx=(0, 1, 2, 3),
+                  features=("h100", "nvswitch", "leaf2"), partitions=("gpu",), reason="", schedulable=True,
+                  gpus_free=4),
+    "gpu10": dict(state="idle", flags=(), cpus_alloc=0, gpus_used_by_type={"h100": 0}, gpus_used_idx=(),
+                  schedulable=True, gpus_free=8),
+    "gpu12": dict(state="mixed", gpus_used_idx=(0, 1), gpus_free=6),
+    "gpu13": dict(state="idle", flags=("DRAIN",), reason="xid 79 on one GPU", schedulable=False, gpus_free=0),
+    "gpu14": dict(state="mixed", flags=("DRAIN", "COMPLETING"), gpus_used_idx=(4, 5, 6, 7),
+                  reason="swap NIC after jobs end", schedulable=False),
+    "gpu15": dict(state="down", flags=("NOT_RESPONDING",), reason="Not responding", schedulable=False),
+}
+
+
+def _facts(obj, names) -> dict:
+    return {k: getattr(obj, k) for k in names}
+
+
+@pytest.mark.parametrize("release", HAND)
+def test_hand_written_23_x_jobs_read_as_the_samples_say(release):
+    data = _load(f"squeue-handwritten-{release}-{HAND[release]}.json")
+    reader = reader_for(release_for(release))
+    assert reader is data_parser
+    jobs = {j.job_id: j for j in map(reader.job, data["jobs"])}
+    assert set(jobs) == set(JOBS_SAY)
+    for jid, say in JOBS_SAY.items():
+        assert _facts(jobs[jid], say) == say, jid
+
+
+@pytest.mark.parametrize("release", HAND)
+def test_hand_written_23_x_nodes_read_as_the_samples_say(release):
+    data = _load(f"scontrol-nodes-handwritten-{release}-{HAND[release]}.json")
+    nodes = {n.name: n for n in map(data_parser.node, data_parser.nodes(data))}
+    assert set(nodes) == set(NODES_SAY)
+    for name, say in NODES_SAY.items():
+        assert _facts(nodes[name], say) == say, name
+
+
+def test_23_02_and_23_11_say_the_same_of_the_same_jobs():
+    """One reader for the family: the string of v0.0.39 and the list of v0.0.40, plain and wrapped times, give the
+    same facts."""
+    def read(release):
+        data = _load(f"squeue-handwritten-{release}-{HAND[release]}.json")
+        return [dataclasses.replace(data_parser.job(j), raw={}) for j in data["jobs"]]
+
+    assert read("23.02") == read("23.11")
+
+
+@pytest.mark.parametrize("key, parser", [("minimum_switches", "v0.0.39 to v0.0.41"), ("required_switches", "v0.0.42+")])
+def test_the_switch_count_is_read_under_both_names(key, parser):
+    """v0.0.39, v0.0.40 and v0.0.41 (23.02, 23.11, 24.05) print `--switches` as minimum_switches: read only as
+    required_switches, `explain` lost the job's switch limit there."""
+    job = {"job_id": 9, "job_state": ["PENDING"], key: 2}
+    assert data_parser.job(job).req_switch == 2
+    assert data_parser.job({**job, key: 0}).req_switch is None   # 0: not asked
+
+
+@pytest.mark.parametrize("listed, word", [
+    (["PENDING", "REQUEUED"], "REQUEUED"), (["RUNNING", "CONFIGURING"], "CONFIGURING"),
+    (["COMPLETED", "COMPLETING"], "COMPLETING"), (["PENDING", "REQUEUED", "COMPLETING"], "COMPLETING"),
+    (["PENDING", "REQUEUE_HOLD"], "REQUEUE_HOLD"), (["RUNNING", "SIGNALING"], "SIGNALING"),
+    (["PENDING", "LAUNCH_FAILED"], "PENDING"), (["RUNNING"], "RUNNING"), (["TIMEOUT"], "TIMEOUT"),
+])
+def test_job_state_lists_read_as_slurms_one_word(listed, word):
+    """v0.0.40+ list a job's base state and flags; v0.0.39 (23.02), 22.05, scontrol and squeue print one word
+    (job_state_string: the first named flag, else the base state). Read as the base state, a requeue under way
+    (["PENDING", "REQUEUED"]) looked PENDING on 23.11+ and REQUEUED on 23.02, and `admin restart-now` started the
+    job before the requeue was done."""
+    from slurmtools.slurm.restart import next_step
+
+    got = data_parser.job({"job_id": 9, "job_state": listed}).state
+    assert got == word
+    assert data_parser.job({"job_id": 9, "job_state": word}).state == word   # v0.0.39's string, as is
+    if word == "REQUEUED":
+        assert next_step(got, "None", None, 0.0)[0] == "wait"
+
+
+def _sample_backend(monkeypatch, release: str) -> tuple[CommandBackend, list]:
+    """The command backend answering from the hand-written samples, recording the command lines it runs."""
+    b = CommandBackend()
+    ran: list = []
+
+    def run(argv, *a, **k):
+        ran.append(list(argv))
+        kind = {"squeue": "squeue", "scontrol": "scontrol-nodes"}[argv[0]]
+        return (DATA / f"{kind}-handwritten-{release}-{HAND[release]}.json").read_text()
+
+    monkeypatch.setattr(b, "run", run)
+    monkeypatch.setattr(b, "version", lambda: tuple(int(x) for x in release.split(".")) + (7,))
+    monkeypatch.setattr(b, "partitions", lambda: [])
+    monkeypatch.setattr(b, "qos_grace_times", lambda: {})
+    monkeypatch.setattr(b, "scheduled_starts", lambda: [])
+    return b, ran
+
+
+@pytest.mark.parametrize("release, flag", [("23.02", "--json"), ("23.11", "--json=v0.0.40")])
+def test_23_x_command_lines_are_ones_that_release_accepts(monkeypatch, release, flag):
+    """23.02's squeue and scontrol declare --json with no argument (getopt: "option '--json' doesn't allow an
+    argument", exit 1): slurmtools asked them for --json=v0.0.39 and every live query failed there."""
+    b, ran = _sample_backend(monkeypatch, release)
+    b.jobs(user="mira")
+    b.nodes()
+    assert ran == [["squeue", flag, "--states=all", "--user", "mira"], ["scontrol", "show", "nodes", flag]]
+
+
+@pytest.mark.parametrize("release", HAND)
+def test_cluster_show_and_the_planner_read_the_23_x_samples(monkeypatch, release):
+    from slurmtools.cli.cluster_show import cluster_state
+    from slurmtools.planner.live import gather
+    from slurmtools.resources import example_site
+    from slurmtools.site import load_site
+
+    b, _ = _sample_backend(monkeypatch, release)
+    site = load_site(example_site())
+    st = cluster_state(b, site)
+    assert st["node_states"] == {"mixed": 3, "idle": 2, "down": 1}
+    # used: 4 + 2 + 4; free on the schedulable nodes: 4 + 8 + 6; the drained and down ones: 8 + 4 + 8
+    assert st["gpus"] == {"h100": {"total": 48, "used": 10, "free": 18, "unavailable": 20}}
+    state = gather(site, b)
+    assert state.note == "" and state.release.name == release
+    # the configuring job holds gpu09 as a running one does: its GPUs come back at its time limit
+    assert sorted((r.host, r.gpus, r.job_id) for r in state.releases) == [("gpu09", 4, 4120), ("gpu12", 2, 4114)]
+    assert {h: state.view.hosts[h].gpus_free for h in ("gpu09", "gpu10", "gpu12", "gpu13", "gpu14", "gpu15")} == \
+        {"gpu09": 4, "gpu10": 8, "gpu12": 6, "gpu13": 0, "gpu14": 0, "gpu15": 0}
