@@ -20,6 +20,12 @@ def cluster_state(backend, site) -> dict:
             queries(errors=False)  # the site's error is the one to show; the queries' children end first
             raise
     nodes, partitions, grace, version = queries()
+    return summary(nodes, partitions, grace, version, site)
+
+
+def summary(nodes, partitions, grace: dict, version: tuple, site) -> dict:
+    """`cluster show`'s plain data from what Slurm answered (pure): node states, GPUs total, used, free on nodes that
+    take jobs and unavailable on the others, partitions, and the site's tiers beside Slurm's QoS grace times."""
     by_type: dict[str, dict[str, int]] = {}
     states: dict[str, int] = {}
     for n in nodes:

@@ -76,19 +76,12 @@ def test_slurm_error_message_keeps_the_specific_line():
     assert msg.startswith("sbatch: error: invalid partition specified: foo")
 
 
-def test_a_refused_option_is_named_not_the_help_hint(tmp_path):
+def test_a_refused_option_is_named_not_the_help_hint():
     """A Slurm command refusing an option prints getopt's reason, then `Try "squeue --help" for more information`
     (squeue/scontrol opts: `case '?'`, exit 1). The error was that hint alone (23.02 refusing --json=v0.0.39 read
     `Try "squeue --help" for more information`)."""
-    from slurmtools.errors import SlurmError
-
-    fake = tmp_path / "squeue"
-    fake.write_text("#!/bin/sh\necho \"squeue: option '--json' doesn't allow an argument\" >&2\n"
-                    "echo 'Try \"squeue --help\" for more information' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    with pytest.raises(SlurmError) as e:
-        CommandBackend(env={"PATH": str(tmp_path)}).run(["squeue", "--json=v0.0.39", "--states=all"])
-    assert str(e.value) == "squeue: option '--json' doesn't allow an argument" and e.value.returncode == 1
+    said = "squeue: option '--json' doesn't allow an argument\nTry \"squeue --help\" for more information\n"
+    assert CommandBackend._message("squeue", said) == "squeue: option '--json' doesn't allow an argument"
     # the hint alone (nothing else said) is still shown rather than nothing
     assert CommandBackend._message("sinfo", 'Try "sinfo --help" for more information\n') == \
         'Try "sinfo --help" for more information'

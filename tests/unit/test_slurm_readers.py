@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from slurmtools.slurm.commands import CommandBackend
 from slurmtools.slurm.readers import data_parser, reader_for, v0038
 from slurmtools.slurm.releases import release_for
 
@@ -172,50 +171,41 @@ def test_job_state_lists_read_as_slurms_one_word(listed, word):
         assert next_step(got, "None", None, 0.0)[0] == "wait"
 
 
-def _sample_backend(monkeypatch, release: str) -> tuple[CommandBackend, list]:
-    """The command backend answering from the hand-written samples, recording the command lines it runs."""
-    b = CommandBackend()
-    ran: list = []
-
-    def run(argv, *a, **k):
-        ran.append(list(argv))
-        kind = {"squeue": "squeue", "scontrol": "scontrol-nodes"}[argv[0]]
-        return (DATA / f"{kind}-handwritten-{release}-{HAND[release]}.json").read_text()
-
-    monkeypatch.setattr(b, "run", run)
-    monkeypatch.setattr(b, "version", lambda: tuple(int(x) for x in release.split(".")) + (7,))
-    monkeypatch.setattr(b, "partitions", lambda: [])
-    monkeypatch.setattr(b, "qos_grace_times", lambda: {})
-    monkeypatch.setattr(b, "scheduled_starts", lambda: [])
-    return b, ran
+def _sample(release: str, kind: str) -> dict:
+    return json.loads((DATA / f"{kind}-handwritten-{release}-{HAND[release]}.json").read_text())
 
 
 @pytest.mark.parametrize("release, flag", [("23.02", "--json"), ("23.11", "--json=v0.0.40")])
-def test_23_x_command_lines_are_ones_that_release_accepts(monkeypatch, release, flag):
+def test_23_x_command_lines_are_ones_that_release_accepts(release, flag):
     """23.02's squeue and scontrol declare --json with no argument (getopt: "option '--json' doesn't allow an
-    argument", exit 1): slurmtools asked them for --json=v0.0.39 and every live query failed there."""
-    b, ran = _sample_backend(monkeypatch, release)
-    b.jobs(user="mira")
-    b.nodes()
-    assert ran == [["squeue", flag, "--states=all", "--user", "mira"], ["scontrol", "show", "nodes", flag]]
+    argument", exit 1): slurmtools asked them for --json=v0.0.39 and every live query failed there. The command
+    backend builds its argv from exactly these (`CommandBackend.jobs`, `.nodes`)."""
+    rel = release_for(release)
+    reader = reader_for(rel)
+    assert reader.jobs_argv(rel.json_flag()) == ["squeue", flag, "--states=all"]
+    assert reader.nodes_argv(rel.json_flag()) == ["scontrol", "show", "nodes", flag]
 
 
 @pytest.mark.parametrize("release", HAND)
-def test_cluster_show_and_the_planner_read_the_23_x_samples(monkeypatch, release):
-    from slurmtools.cli.cluster_show import cluster_state
-    from slurmtools.planner.live import gather
+def test_cluster_show_and_the_planner_read_the_23_x_samples(release):
+    from slurmtools.cli.cluster_show import summary
+    from slurmtools.planner.plan import releases_from_jobs
+    from slurmtools.planner.view import from_fabric
     from slurmtools.resources import example_site
     from slurmtools.site import load_site
+    from slurmtools.topology.sitefile import load_fabric
 
-    b, _ = _sample_backend(monkeypatch, release)
+    reader = reader_for(release_for(release))
+    nodes = [reader.node(n) for n in reader.nodes(_sample(release, "scontrol-nodes"))]
+    jobs = [reader.job(j) for j in _sample(release, "squeue")["jobs"]]
     site = load_site(example_site())
-    st = cluster_state(b, site)
+    st = summary(nodes, [], {}, (int(release[:2]), int(release[3:]), 7), site)
     assert st["node_states"] == {"mixed": 3, "idle": 2, "down": 1}
     # used: 4 + 2 + 4; free on the schedulable nodes: 4 + 8 + 6; the drained and down ones: 8 + 4 + 8
     assert st["gpus"] == {"h100": {"total": 48, "used": 10, "free": 18, "unavailable": 20}}
-    state = gather(site, b)
-    assert state.note == "" and state.release.name == release
     # the configuring job holds gpu09 as a running one does: its GPUs come back at its time limit
-    assert sorted((r.host, r.gpus, r.job_id) for r in state.releases) == [("gpu09", 4, 4120), ("gpu12", 2, 4114)]
-    assert {h: state.view.hosts[h].gpus_free for h in ("gpu09", "gpu10", "gpu12", "gpu13", "gpu14", "gpu15")} == \
+    rel = releases_from_jobs(jobs, datetime.now(timezone.utc))
+    assert sorted((r.host, r.gpus, r.job_id) for r in rel) == [("gpu09", 4, 4120), ("gpu12", 2, 4114)]
+    view = from_fabric(load_fabric(site.fabric_path), nodes)
+    assert {h: view.hosts[h].gpus_free for h in ("gpu09", "gpu10", "gpu12", "gpu13", "gpu14", "gpu15")} == \
         {"gpu09": 4, "gpu10": 8, "gpu12": 6, "gpu13": 0, "gpu14": 0, "gpu15": 0}

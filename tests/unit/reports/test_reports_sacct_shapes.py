@@ -17,7 +17,7 @@ import pytest
 
 from reports_equal import assert_reports_equal
 from slurmtools.errors import ParseError
-from slurmtools.reports import columnar, metrics, sacct
+from slurmtools.reports import columnar, metrics
 from slurmtools.reports.sacct import read_sacct
 from slurmtools.site import load_site
 
@@ -45,13 +45,8 @@ def _variants(path: Path) -> dict[str, bytes]:
             "X": ("\n".join(ln for i, ln in enumerate(lines) if i == 0 or "." not in ln.split("|")[1]) + "\n").encode()}
 
 
-def _careful(data: bytes, monkeypatch, **kw):
-    def dirty(*a, **k):
-        raise sacct._Dirty()
-
-    with monkeypatch.context() as m:
-        m.setattr(sacct, "_read_fast", dirty)
-        return read_sacct(data, source="x", **kw)
+def _careful(data: bytes, **kw):
+    return read_sacct(data, source="x", careful=True, **kw)
 
 
 def _both(jobs, site, notes=()):
@@ -63,11 +58,11 @@ def _both(jobs, site, notes=()):
 
 @pytest.mark.parametrize("kind", ["P", "p", "X"])
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
-def test_every_shape_reads_without_a_bad_row_and_alike_on_both_paths(path, kind, monkeypatch):
+def test_every_shape_reads_without_a_bad_row_and_alike_on_both_paths(path, kind):
     data = _variants(path)[kind]
     fast = read_sacct(data, source="x")
     assert fast.bad.rows == []
-    careful = _careful(data, monkeypatch)
+    careful = _careful(data)
     assert careful.bad.rows == []
     assert careful.jobs.astype(str).equals(fast.jobs.astype(str))
     assert (careful.steps, careful.notes) == (fast.steps, fast.notes)
@@ -150,13 +145,13 @@ def test_gpu_shares_and_mig_slices_are_said_not_silently_counted_or_dropped():
     assert not [n for n in read_sacct(STATES).notes if "share" in n or "MIG" in n]
 
 
-def test_job_ids_are_per_cluster_in_a_dump_of_several(site, monkeypatch):
+def test_job_ids_are_per_cluster_in_a_dump_of_several(site):
     """`sacct -L` lists job 7001 of alpha and job 7001 of beta: one job's steps gave the other its utilisation,
     and the later was taken for a second run of the earlier, which was then reported requeued and preempted."""
     acc = read_sacct(TWO)
     j = acc.jobs
     assert list(zip(j["cluster"].astype(str), j["gpu_util_slurm"])) == [("alpha", 95), ("beta", 5)]  # per GPU
-    assert _careful(TWO.read_bytes(), monkeypatch).jobs.astype(str).equals(j.astype(str))
+    assert _careful(TWO.read_bytes()).jobs.astype(str).equals(j.astype(str))
     runs = metrics.prepare(j, site, UNTIL, [])
     assert runs["run"].tolist() == [0, 0] and not runs["requeued"].any()
     r = _both(j, site, acc.notes)
