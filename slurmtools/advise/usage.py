@@ -50,10 +50,10 @@ def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None
     """(finished runs that ended in [since, until], notes saying what the sources lacked). `until` is inclusive:
     a run that ended in the very second advise was started counts. `cluster`: the site's, kept of a dump holding
     several clusters (`reports.sacct.read_sacct`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     import pandas as pd
-
-    from concurrent.futures import ThreadPoolExecutor
 
     from slurmtools.reports.sacct import read_sacct
 
@@ -114,11 +114,11 @@ def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None
 
 
 def _extra_fields(text: bytes, source: str) -> tuple["pd.DataFrame", list[str]]:
-    """A frame of runs keyed by (job_id_raw, start: epoch seconds of the time sacct wrote) with cpus (AllocTRES), mem_mb (ReqTRES:
-    requested, all nodes), time_limit_s, total_cpu_s and max_rss_mb (None where unknown), and the advise fields the
-    dump lacks. Read as text columns by arrow's CSV reader; a row whose
-    values hold the delimiter (a `|` in a job name) is split by the shared splitter, and a row neither can read
-    was already skipped and listed by the report's reader: its run just lacks these facts."""
+    """A frame of runs keyed by (job_id_raw, start: epoch seconds of the time sacct wrote) with cpus (AllocTRES),
+    mem_mb (ReqTRES: requested, all nodes), time_limit_s, total_cpu_s and max_rss_mb (None where unknown), and the
+    advise fields the dump lacks. Read as text columns by arrow's CSV reader; a row whose values hold the delimiter
+    (a `|` in a job name) is split by the shared splitter, and a row neither can read was already skipped and
+    listed by the report's reader: its run just lacks these facts."""
     import io
 
     import numpy as np

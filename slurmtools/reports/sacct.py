@@ -28,6 +28,7 @@ import pyarrow.csv as pacsv
 from slurmtools.errors import ParseError
 from slurmtools.reports.badrows import BadRow, BadRows
 from slurmtools.slurm.parsable import Header, Splitter, read_header
+from slurmtools.slurm.tres import GPU_SHARE_NAME
 
 #: sacct field (lower case) -> (our column, arrow type read from the text)
 FIELDS: dict[str, tuple[str, pa.DataType]] = {
@@ -106,7 +107,7 @@ _NUMBER = r"^\d{1,12}(?:\.\d+)?$"
 #: name and the profile, `nvidia_a100-sxm4-80gb_3g.40gb` (a compute-instance profile adds `1c.`)
 _MIG = re.compile(r"(?:^|_)(?:\d+c\.)?[1-8]g\.\d+gb$")
 #: a share of a GPU in a TRES list: gres/shard or gres/mps with a count above 0 (typed or not)
-_SHARE = r"(?:^|,)gres/(?:shard|mps)(?::[^=,]*)?=0*[1-9]"
+_SHARE = rf"(?:^|,){GPU_SHARE_NAME}=0*[1-9]"
 
 
 class _Dirty(Exception):

@@ -17,6 +17,7 @@ from datetime import date, datetime, timezone
 from typing import Iterable
 
 from slurmtools.errors import ParseError
+from slurmtools.slurm.tres import GPU_SHARE_NAME
 
 #: the sacct fields a trace is rebuilt from (a tuple: any one of them); `sacct -o` with these and `-D -X`
 TRACE_FIELDS = (("JobID", "JobIDRaw"), "User", "Account", "QOS", "State", "Submit", "Start", "End",
@@ -302,7 +303,7 @@ _JOBIDRAW = re.compile(r"[0-9]+(?:\.[A-Za-z0-9_+-]+)?")
 #: a job state: Slurm's names are upper-case words (`CANCELLED by 0` names who cancelled)
 _STATE = re.compile(r"[A-Z][A-Z_]*(?: by [0-9]+)?")
 #: a share of a GPU in a TRES list (gres/shard, gres/mps, typed or not)
-_SHARE = re.compile(r"gres/(?:shard|mps)(?::[^=,]*)?")
+_SHARE = re.compile(GPU_SHARE_NAME)
 #: Slurm's largest finite time limit in minutes (INFINITE, 0xffffffff, is written UNLIMITED)
 MAX_LIMIT_MIN = 0xFFFFFFFE
 #: TRES items whose value is a count the trace reads (gres/gpu:TYPE too)

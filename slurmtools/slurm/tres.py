@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024, "P": 1024 ** 3}
+#: the TRES name of a share of a GPU, typed or not (`gres/shard`, `gres/mps:a100`): not a GPU, never counted as one
+GPU_SHARE_NAME = r"gres/(?:shard|mps)(?::[^=,]*)?"
 
 
 #: a size as Slurm prints it: ASCII digits, maybe a fraction (`1.50G`), maybe a unit
