@@ -47,6 +47,11 @@ def history_window(since: str | None, site, now=None):
         return s, now, f"{human((now - s).total_seconds())} (since {s})"
     if secs <= 0:
         raise OptionError(f"--since: expected a duration above 0, got {since!r}")
+    from slurmtools.cli.report import EARLIEST_YEAR
+
+    if secs > (now - datetime(EARLIEST_YEAR, 1, 1)).total_seconds():  # was an OverflowError traceback
+        raise OptionError(f"--since: {since} back from now is before {EARLIEST_YEAR}, where Slurm's accounting "
+                          "begins")
     return now - timedelta(seconds=secs), now, human(secs)
 
 

@@ -257,6 +257,6 @@ def templates_show(name: str = typer.Argument(..., help="Template name"), site_p
     from slurmtools.planner.templates import find_template
 
     site = load_site(site_path)
-    t = find_template(name, site.source)
+    t = find_template(name, site.source, where=("templates show", "NAME"))
     typer.echo(f"# {t.name} ({t.origin}): {t.path}")
     typer.echo(t.path.read_text(encoding="utf-8"), nl=False)

@@ -48,6 +48,12 @@ def build_request(gpus, nodes, gpus_per_node, gpu_type, time, tier, comm, templa
     from slurmtools.durations import parse_duration
     from slurmtools.planner.request import JobRequest, RequestError
 
+    for opt, v in (("--gpu-type", gpu_type), ("--tier", tier), ("--template", template), ("--account", account),
+                   ("--user", user), ("--partition", partition), ("--output-dir", output_dir),
+                   ("--workdir", workdir)):
+        # "" is not "not given": an unset shell variable (--partition "$PART") must not pick the default silently
+        if v is not None and not v.strip():
+            raise RequestError(opt, f"an empty value ({v!r}): name one, or leave the option out for the default")
     try:
         seconds = parse_duration(time)
     except ValueError as exc:

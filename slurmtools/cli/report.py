@@ -20,14 +20,22 @@ def register(app: typer.Typer) -> None:
     app.command("report")(report)
 
 
+#: the dates a report window may hold: Slurm's accounting counts Unix time (nothing before 1970), and the reports'
+#: pandas timestamps end in 2262, so a date past these was an OverflowError traceback
+EARLIEST_YEAR, LATEST_YEAR = 1970, 2199
+
+
 def _parse_when(text: str, option: str):
     from datetime import datetime
 
     for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"):
         try:
-            return datetime.strptime(text.strip(), fmt)
+            when = datetime.strptime(text.strip(), fmt)
         except ValueError:
             continue
+        if not EARLIEST_YEAR <= when.year <= LATEST_YEAR:
+            raise OptionError(f"{option}: expected a date from {EARLIEST_YEAR} to {LATEST_YEAR}, got {text!r}")
+        return when
     if text.strip() == "now":
         return datetime.now().replace(microsecond=0)
 
@@ -45,11 +53,11 @@ def window(since: str | None, until: str | None, period: str | None, now=None):
         raise OptionError(f"--period: expected day, week or month, got {period!r}")
     if since is not None:
         s = _parse_when(since, "--since")
-        u = _parse_when(until, "--until") if until else now.replace(microsecond=0)
+        u = _parse_when(until, "--until") if until is not None else now.replace(microsecond=0)
     else:
         period = period or "day"
         today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        if until:
+        if until is not None:   # --until "" is a bad date, not "now"
             u = _parse_when(until, "--until")
         elif period == "week":
             u = today - timedelta(days=today.weekday())
@@ -96,7 +104,7 @@ def report(
     site_path: Optional[str] = SiteOpt,
 ) -> None:
     """Utilization report: GPU-hours vs capacity, cost, queue wait, preemption, waste, budgets, forecast."""
-    from datetime import timedelta
+    from datetime import datetime, timedelta
     from pathlib import Path
 
     import pandas as pd
@@ -110,7 +118,12 @@ def report(
     bad = [f for f in formats if f not in outputs.FORMATS]
     if bad or not formats:
         raise OptionError(f"--format: expected a comma list of {', '.join(outputs.FORMATS)}, got {fmt!r}")
+    if not out.strip():   # Path("") is the working folder: the report would land there unasked
+        raise OptionError("--out: an empty path: name the output folder")
     s, u = window(since, until, period)
+    if history_days > (s - datetime(EARLIEST_YEAR, 1, 1)).days:
+        raise OptionError(f"--history: {history_days} days before the window's start ({s}) is before "
+                          f"{EARLIEST_YEAR}, where Slurm's accounting begins")
     if sacct_file is not None and not Path(sacct_file).is_file():
         raise OptionError(f"--sacct-file: {sacct_file}: no such file")
     events_text = None

@@ -7,6 +7,7 @@ Without one, the site's declared fabric is used.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -48,16 +49,13 @@ def load_topology(source: Optional[str], site: Optional[str] = None):
             raise ConfigError(str(s.source), "fabric", "the site declares no fabric file; give a topology SOURCE")
         source = str(s.fabric_path)
     p = Path(source)
-    if not p.exists():
+    if not os.path.lexists(p):   # not exists(): that is False for a symlink loop too, which the read names
         raise ConfigError(source, "", "file not found")
     if p.suffix == ".json":
+        from slurmtools.site.tomlread import read_text
         from slurmtools.topology.graph import Topology
 
-        try:
-            text = p.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(source, "", f"cannot read: {exc}") from None
-        return Topology.from_json(text, source)
+        return Topology.from_json(read_text(p, limit=None), source)
     if p.suffix == ".toml":
         from slurmtools.topology.build_site import build_site
         from slurmtools.topology.sitefile import load_fabric
@@ -73,6 +71,21 @@ def load_topology(source: Optional[str], site: Optional[str] = None):
         raise ConfigError(source, "", "unknown topology input: expected a topology .json, a fabric .toml"
                                       + (" or a provider's input" if loader else ""))
     return t
+
+
+def _block_sizes(text: Optional[str]) -> Optional[list[int]]:
+    """--block-sizes: whole numbers of at least 1 (Slurm's BlockSizes); "" is refused, not read as "not given"."""
+    from slurmtools.errors import whole_number
+
+    if text is None:
+        return None
+    try:
+        sizes = [whole_number(x.strip()) for x in text.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or min(sizes) < 1:
+        fail(f"--block-sizes: expected whole numbers of at least 1, comma-separated (e.g. 18,36), got {text!r}")
+    return sizes
 
 
 def _host(t, host: str) -> None:
@@ -91,7 +104,7 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
     from slurmtools.topology import queries as q
 
     t = load_topology(source, site)
-    if host:
+    if host is not None:   # --host "" is a host not found, not the whole fabric
         from slurmtools.topology.describe import describe_host, host_lines
 
         _host(t, host)
@@ -179,13 +192,7 @@ def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
     elif fmt == "block":
         from slurmtools.topology.render_slurm import render_block
 
-        sizes = None
-        if block_sizes:
-            try:
-                sizes = [int(x) for x in block_sizes.split(",")]
-            except ValueError:
-                fail(f"--block-sizes: expected comma-separated integers, got {block_sizes!r}")
-        data = render_block(t, sizes)
+        data = render_block(t, _block_sizes(block_sizes))
     elif fmt == "gres.conf":
         from slurmtools.topology.render_slurm import gres_gaps, render_gres_conf
 
@@ -215,7 +222,7 @@ def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
         if host is None and not t.switches() and len(hosts) == 1:
             host = hosts[0]  # a single-host capture: its inside is the only picture there is
         try:
-            if host:
+            if host is not None:
                 _host(t, host)
                 data = render_node_picture(t, host, fmt)
             else:

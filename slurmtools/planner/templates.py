@@ -81,6 +81,9 @@ def list_templates(site_source: Path | None = None) -> list[TemplateInfo]:
     seen: dict[str, TemplateInfo] = {}
     for d, origin in search_path(site_source):
         if not d.is_dir():
+            if origin == "env":  # a folder someone named: skipping it would plan with another template silently
+                why = "not a folder" if os.path.lexists(d) else "no such folder"
+                raise ConfigError("$SLURMTOOLS_TEMPLATE_PATH", "", f"{d}: {why}")
             continue
         for p in sorted(d.glob("*" + SUFFIX)):
             info = read_info(p, origin)
@@ -89,12 +92,17 @@ def list_templates(site_source: Path | None = None) -> list[TemplateInfo]:
     return sorted(seen.values(), key=lambda t: t.name)
 
 
-def find_template(name: str, site_source: Path | None = None) -> TemplateInfo:
-    for t in list_templates(site_source):
+def find_template(name: str, site_source: Path | None = None,
+                  where: tuple[str, str] = ("request", "--template")) -> TemplateInfo:
+    """The template called `name` on the search path; `where` names what gave the name (the option or argument)
+    in the error."""
+    templates = list_templates(site_source)
+    for t in templates:
         if t.name == name:
             return t
-    known = ", ".join(t.name for t in list_templates(site_source))
-    raise ConfigError("request", "--template", f"unknown template {name!r} (known: {known})")
+    known = ", ".join(t.name for t in templates)
+    path = " (a template is named, not a path)" if "/" in name or name.startswith(".") else ""
+    raise ConfigError(*where, f"unknown template {name!r}{path} (known: {known})")
 
 
 def default_template(gpus: int | None, nodes: int | None, per_node: int, sweep: bool) -> str:

@@ -56,7 +56,11 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     currency = s.str("currency", "USD")
     default_tier = s.str("default_tier")
     fabric = s.str("fabric", None)
-    fabric_path = (p.parent / fabric).resolve() if fabric else None
+    if fabric is not None and not fabric.strip():
+        raise s.error("fabric", "an empty path: name the fabric file, or leave the key out for a site without one")
+    # realpath, not Path.resolve(): that raises RuntimeError on a symlink loop (Python 3.11); the loop is then
+    # named by the read, in one line
+    fabric_path = Path(os.path.realpath(p.parent / fabric)) if fabric else None
     s.check_unknown()
 
     gpu_types = each(root.tables("gpu_types"), _gpu_type)
@@ -102,7 +106,7 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     if fabric_path is not None:
         from slurmtools.topology.sitefile import load_fabric
 
-        if not fabric_path.is_file():  # named as the site file's field, not as a path out of context
+        if not os.path.lexists(fabric_path):  # named as the site file's field, not as a path out of context
             raise ConfigError(src, "site.fabric", f"{fabric_path}: no such file (a relative path is from the site "
                                                   "file's folder)")
         fabric = load_fabric(fabric_path)
@@ -243,7 +247,8 @@ def _partition(name: str, t: Table, gpu_types: dict) -> Partition:
 
 
 def _tier(name: str, t: Table, partitions: dict) -> Tier:
-    parts = t.str_list("partitions", tuple(partitions))
+    parts = t.str_list("partitions", tuple(partitions),
+                       nonempty="name at least one partition (or leave the key out for every partition)")
     for p in parts:
         if p not in partitions:
             raise t.error("partitions", f"unknown partition {p!r} (known: {', '.join(partitions)})")
@@ -309,7 +314,7 @@ def _slack(t: Table, spool: Path):
         start, end = _clock(w, "start"), _clock(w, "end")
         if start == end % 1440:
             raise w.error("end", "expected an end other than the start (a window of no time, or of the whole day)")
-        days = w.str_list("days", DAYS)
+        days = w.str_list("days", DAYS, nonempty="name at least one day (or leave the key out for every day)")
         for x in days:
             if x not in DAYS:
                 raise w.error("days", f"expected days among {', '.join(DAYS)}, got {shown(x)}")

@@ -39,23 +39,7 @@ def shown(value: Any) -> str:
 def load_toml(path: Path) -> dict:
     """The parsed file; every way reading it can fail is one ConfigError naming the file."""
     src = str(path)
-    try:
-        with open(path, "rb", opener=_open_regular) as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(src, "", "file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(src, "", "is a directory, expected a TOML file") from None
-    except _NotRegular:
-        raise ConfigError(src, "", "not a regular file") from None
-    except OSError as exc:  # permission, symlink loop, a file used as a folder, I/O errors
-        raise ConfigError(src, "", f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise ConfigError(src, "", f"larger than {MAX_BYTES >> 20} MiB: not a config file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(src, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+    text = read_text(path)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -64,6 +48,29 @@ def load_toml(path: Path) -> dict:
         raise ConfigError(src, "", "invalid TOML: a number too long to read (more than 4300 digits)") from None
     except RecursionError:
         raise ConfigError(src, "", "nested too deeply (TOML arrays or inline tables)") from None
+
+
+def read_text(path: Path, limit: int | None = MAX_BYTES) -> str:
+    """A file's UTF-8 text: only a regular file (a FIFO would block, /dev/zero fill memory), at most `limit` bytes
+    (None: a regular file's own size bounds it); every way reading it can fail is one ConfigError naming the file."""
+    src = str(path)
+    try:
+        with open(path, "rb", opener=_open_regular) as fh:
+            raw = fh.read(-1 if limit is None else limit + 1)
+    except FileNotFoundError:
+        raise ConfigError(src, "", "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(src, "", "is a directory, expected a file") from None
+    except _NotRegular:
+        raise ConfigError(src, "", "not a regular file") from None
+    except OSError as exc:  # permission, symlink loop, a file used as a folder, I/O errors
+        raise ConfigError(src, "", f"cannot read: {exc.strerror or exc}") from None
+    if limit is not None and len(raw) > limit:
+        raise ConfigError(src, "", f"larger than {limit >> 20} MiB: not a config file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(src, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
 
 
 class _NotRegular(OSError):
@@ -174,13 +181,24 @@ class Table:
             ascii_ = "" if not isinstance(v, str) or v.isascii() else " in ASCII digits"
             raise self.error(name, f"expected {like}{ascii_}, got {shown(v)}") from None
 
-    def str_list(self, name: str, default: Any = _MISSING) -> tuple[str, ...]:
+    def str_list(self, name: str, default: Any = _MISSING, nonempty: str | None = None) -> tuple[str, ...]:
+        """A list of names. Each name once: every list we read is a set, so a repeat is a typo for another name
+        (`leaves = ["leaf1", "leaf1"]` meant leaf2), never something to collapse. `nonempty`: what an empty list
+        would leave out, said when it is empty (an empty list must not read as "none of them" silently)."""
         v = self._get(name, default)
         if v is default and default is not _MISSING:
             return tuple(v)
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             raise self.error(name, f"expected a list of strings, got {shown(v)}")
-        return tuple(_check_text(self, name, x) for x in v)
+        if not v and nonempty:
+            raise self.error(name, f"an empty list: {nonempty}")
+        out = tuple(_check_text(self, name, x) for x in v)
+        seen: set[str] = set()
+        for x in out:
+            if x in seen:
+                raise self.error(name, f"{shown(x)} is listed twice")
+            seen.add(x)
+        return out
 
     def table(self, name: str, default: Any = _MISSING) -> "Table":
         v = self._get(name, default)

@@ -108,9 +108,9 @@ def _time_limit(fail, key: str, seconds: int) -> None:
 
 def check_hosts(site: "Site", fabric: "Fabric") -> None:
     """Partitions against the fabric's hosts: a partition names only hosts the fabric has (else slurm.conf gets
-    nodes no NodeName line defines), a GPU partition holds only hosts with GPUs, and a CPU partition over GPU hosts
-    caps its CPUs per host (max_cpus_per_node) below the host's count, so CPU jobs cannot take the cores the GPUs'
-    jobs need."""
+    nodes no NodeName line defines), a GPU partition holds only hosts with GPUs of its GPU types, and a CPU
+    partition over GPU hosts caps its CPUs per host (max_cpus_per_node) below the host's count, so CPU jobs cannot
+    take the cores the GPUs' jobs need."""
     from slurmtools.hostlist import compress, expand
 
     src = str(site.source)
@@ -132,6 +132,11 @@ def check_hosts(site: "Site", fabric: "Fabric") -> None:
                                   "gpu_types = []")
             if nt.gpus:
                 gpu_hosts.append((h, nt))
+                if not p.cpu_only and nt.gpu_type not in p.gpu_types:
+                    # else slurm.conf offers gpu:<type> that no plan, price or policy of the site knows
+                    raise ConfigError(src, f"partitions.{p.name}.nodes",
+                                      f"{h} has {nt.gpu_type} GPUs (node type {nt.name} in {fabric.source}), not a "
+                                      f"GPU type of the partition (gpu_types: {', '.join(p.gpu_types)})")
         if p.cpu_only and gpu_hosts:
             h, nt = gpu_hosts[0]
             if p.max_cpus_per_node is None:

@@ -168,9 +168,12 @@ def render_gres_conf(t: Topology, file_pattern: str = "/dev/nvidia{index}", auto
                      header: bool = True, assume_no_nvlink: bool = False) -> str:
     """gres.conf for every host with GPUs; hosts whose lines are identical share `NodeName=<hostlist>`."""
     try:
-        file_pattern.format(index=0)
-    except (KeyError, IndexError, ValueError):
-        raise ConfigError("--gres-files", "", f"expected a pattern with {{index}}, got {file_pattern!r}") from None
+        # a pattern without {index} names one device file for every GPU of a host: refused, not written
+        distinct = file_pattern.format(index=0) != file_pattern.format(index=1)
+    except (KeyError, IndexError, ValueError, AttributeError):
+        distinct = False
+    if not distinct:
+        raise ConfigError("--gres-files", "", f"expected a pattern with {{index}}, got {file_pattern!r}")
     groups: dict[tuple[str, ...], list[str]] = {}
     for h in t.host_names():
         lines = tuple(gres_lines_for_host(t, h, file_pattern, assume_no_nvlink))

@@ -6,28 +6,23 @@ topology.conf. Pure: reading the TOML is the only I/O.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
 from slurmtools.hostlist import expand
-from slurmtools.site.tomlread import Table, each, load_toml
-
-# IB link: width x per-lane signalling -> GB/s of data per direction (after encoding)
-IB_LANE_GBPS = {"SDR": 0.25, "DDR": 0.5, "QDR": 1.0, "FDR10": 1.25, "FDR": 1.7, "EDR": 3.125,
-                "HDR": 6.25, "NDR": 12.5, "XDR": 25.0}
+from slurmtools.site.tomlread import Table, each, load_toml, shown
 
 
 def link_gbytes(link: str) -> float:
-    """'4xNDR' -> 50.0 GB/s."""
-    s = link.strip().upper()
-    if "X" not in s:
-        raise ValueError(f'expected a link like "4xNDR", got {link!r}')
-    width, speed = s.split("X", 1)
-    if not width.isdigit() or speed not in IB_LANE_GBPS:
-        raise ValueError(f'expected a link like "4xNDR", got {link!r}')
-    return int(width) * IB_LANE_GBPS[speed]
+    """'4xNDR' -> 50.0 GB/s. The graph's own reading (`links.ib_link`), so the file accepts no link (0xNDR, 3xNDR,
+    a width in other digits) that building the topology from it then refuses with a traceback."""
+    from slurmtools.topology.links import ib_link
+
+    return ib_link(link).gbytes
 
 
 @dataclass(frozen=True)
@@ -183,6 +178,19 @@ GPUS_MAX = 1024
 BOARD_PARTS_MAX = 1024
 
 
+#: a name the fabric gives Slurm (switch, feature, GPU type, NIC) or that becomes one (a leaf is a node feature):
+#: what topology.conf, Feature= and Gres= take as one word; a blank, comma or colon would split it there
+SLURM_WORD = re.compile(r"[A-Za-z0-9_.-]{1,255}")
+SLURM_WORD_RULE = "expected a name of letters, digits, '_', '.' or '-' (what Slurm's config takes as one word)"
+
+
+def _word(t: Table, key: str, value: str) -> str:
+    """`value` of `key` when it is a SLURM_WORD; else the error naming the key."""
+    if not SLURM_WORD.fullmatch(value):
+        raise t.error(key, f"{SLURM_WORD_RULE}, got {shown(value)}")
+    return value
+
+
 def _at_most(t: Table, key: str, value: int, limit: int, why: str) -> None:
     if value > limit:
         raise t.error(key, f"{value} is more than {why} ({limit})")
@@ -195,8 +203,8 @@ def load_fabric(path: str | Path) -> Fabric:
     """The fabric file at `path`, parsed once per process for the same bytes (the file names its node types'
     captures by path and does not read them): loading the site checks its fabric and the planner then reads it
     again, which on a 16k-host fabric is a tenth of a second each."""
-    try:
-        key = (str(Path(path).resolve()), Path(path).read_bytes())
+    try:   # realpath, not Path.resolve(): that raises RuntimeError on a symlink loop (Python 3.11)
+        key = (os.path.realpath(path), Path(path).read_bytes())
     except OSError:
         return _load_fabric(path)   # says what is wrong with the path
     got = _LOADED.get(key)
@@ -221,19 +229,25 @@ def _load_fabric(path: str | Path) -> Fabric:
     f.check_unknown()
 
     def node_type(n: str, t: Table) -> NodeType:
+        if not SLURM_WORD.fullmatch(n):
+            raise ConfigError(src, t.path, SLURM_WORD_RULE)
         cap = t.str("capture", None)
         gpus = t.int("gpus", minimum=0)
         # a CPU-only host (gpus = 0) names no GPU type; one with GPUs must
-        gpu_type = t.str("gpu_type") if gpus else t.str("gpu_type", "")
+        gpu_type = _word(t, "gpu_type", t.str("gpu_type")) if gpus else t.str("gpu_type", "")
         if not gpus and gpu_type:
             raise t.error("gpu_type", f"node type {n} has no GPUs (gpus = 0): leave gpu_type out")
+        for key in ("nics", "features"):
+            for w in t.str_list(key, ()):
+                _word(t, key, w)
         nt = NodeType(
             name=n, gpu_type=gpu_type, gpus=gpus, sockets=t.int("sockets", 1, minimum=1),
             cores_per_socket=t.int("cores_per_socket", minimum=1), threads_per_core=t.int("threads_per_core", 1, minimum=1),
             memory_mb=t.int("memory_mb", minimum=1), nvlink=t.str("nvlink", "none", choices=("nvswitch", "none")),
             nvlinks_per_gpu=t.int("nvlinks_per_gpu", 0, minimum=0), nics=t.str_list("nics", ()),
             pcie_switches=t.int("pcie_switches", 0, minimum=0), features=t.str_list("features", ()),
-            capture=(p.parent / cap).resolve() if cap else None, nvswitches=t.int("nvswitches", 1, minimum=1),
+            capture=Path(os.path.realpath(p.parent / cap)) if cap else None,
+            nvswitches=t.int("nvswitches", 1, minimum=1),
             restricted_cores_per_gpu=t.int("restricted_cores_per_gpu", 0, minimum=0))
         _at_most(t, "gpus", nt.gpus, GPUS_MAX, "Slurm's GPUs per node hold (MAX_GRES_BITMAP)")
         for key in ("sockets", "cores_per_socket", "threads_per_core"):
@@ -274,12 +288,8 @@ def _load_fabric(path: str | Path) -> Fabric:
     leaves: dict[str, Leaf] = {}
     seen: dict[str, str] = {}
     for t in root.table_list("leaves"):
-        lname = t.str("name")
-        expr = t.str("hosts")
-        try:
-            hosts = tuple(expand(expr))
-        except ValueError:
-            raise t.error("hosts", f'expected a Slurm hostlist like "gpu[01-04]", got {expr!r}') from None
+        lname = _word(t, "name", t.str("name"))
+        hosts = _hosts(t)
         nt = t.str("node_type")
         if nt not in node_types:
             raise t.error("node_type", f"unknown node type {nt!r} (known: {', '.join(node_types)})")
@@ -289,18 +299,19 @@ def _load_fabric(path: str | Path) -> Fabric:
             seen[h] = lname
         if lname in leaves:
             raise t.error("name", f"duplicate leaf name {lname!r}")
-        leaves[lname] = Leaf(lname, hosts, nt, t.str("rack", None))
+        rack = t.str("rack", None)
+        leaves[lname] = Leaf(lname, hosts, nt, None if rack is None else _word(t, "rack", rack))
         t.check_unknown()
     rails: dict[str, RailLeaf] = {}
     taken: dict[tuple[str, str], str] = {}  # (leaf, nic) -> rail leaf that took it
     for t in root.table_list("rail_leaves", []):
-        rname = t.str("name")
+        rname = _word(t, "name", t.str("name"))
         of = t.str("leaf")
         if of not in leaves:
             raise t.error("leaf", f"unknown leaf {of!r}")
         if rname in leaves or rname in rails:
             raise t.error("name", f"duplicate leaf name {rname!r}")
-        nics = t.str_list("nics")
+        nics = t.str_list("nics", nonempty="name the NICs cabled to this rail leaf")
         known_nics = node_types[leaves[of].node_type].nics
         for n in nics:
             if n not in known_nics:
@@ -313,8 +324,12 @@ def _load_fabric(path: str | Path) -> Fabric:
         t.check_unknown()
     spines: dict[str, Spine] = {}
     for t in root.table_list("spines", []):
-        sname = t.str("name")
-        ls = t.str_list("leaves")
+        sname = _word(t, "name", t.str("name"))
+        if sname in leaves or sname in rails:   # one switch namespace: topology.conf has one SwitchName= each
+            raise t.error("name", f"{sname!r} is already the name of a leaf")
+        if sname in spines:
+            raise t.error("name", f"duplicate spine name {sname!r}")
+        ls = t.str_list("leaves", nonempty="name the leaves under this spine")
         for x in ls:
             if x not in leaves and x not in rails:
                 raise t.error("leaves", f"unknown leaf {x!r}")
@@ -332,12 +347,8 @@ def _host_groups(root: Table, key: str, known: dict[str, str]) -> dict[str, tupl
     out: dict[str, tuple[str, ...]] = {}
     owner: dict[str, str] = {}
     for t in root.table_list(key, []):
-        gname = t.str("name")
-        expr = t.str("hosts")
-        try:
-            hosts = tuple(expand(expr))
-        except ValueError:
-            raise t.error("hosts", f'expected a Slurm hostlist like "gpu[01-04]", got {expr!r}') from None
+        gname = _word(t, "name", t.str("name"))
+        hosts = _hosts(t)
         for h in hosts:
             if h not in known:
                 raise t.error("hosts", f"host {h} is not under any leaf")
@@ -349,3 +360,19 @@ def _host_groups(root: Table, key: str, known: dict[str, str]) -> dict[str, tupl
         out[gname] = hosts
         t.check_unknown()
     return out
+
+
+def _hosts(t: Table) -> tuple[str, ...]:
+    """`hosts`: a hostlist of at least one host, each a name Slurm's NodeName= takes as one word (the hostlist
+    library passes "gpu 01"); an empty one would declare a switch or group of nothing."""
+    expr = t.str("hosts")
+    try:
+        hosts = tuple(expand(expr))
+    except ValueError:
+        hosts = ()
+    if not hosts:
+        raise t.error("hosts", f'expected a Slurm hostlist like "gpu[01-04]", got {shown(expr)}')
+    for h in hosts:
+        if not SLURM_WORD.fullmatch(h):
+            raise t.error("hosts", f"host {shown(h)}: {SLURM_WORD_RULE}")
+    return hosts
