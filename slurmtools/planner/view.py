@@ -187,20 +187,26 @@ def _states(rows: Iterable[tuple[str, str, NodeType]], live: Mapping[str, NodeIn
             hosts[h] = new(HostState, (h, leaf, name, gpus, 0, 0, 0))
             continue
         have, used = n.gpus_by_type, n.gpus_used_by_type
-        try:  # one GPU kind: its free GPUs are all the node's free GPUs, whatever it is called
-            (free,) = have.values()
-        except ValueError:  # none, or several kinds: the free GPUs of the node type's kind, if it has them
-            free = sum(have.values()) - sum(used.values())
-            typed = have.get(kind)
-            if typed is not None:
-                free = min(typed - used.get(kind, 0), free)
-        else:
-            for u in used.values():
-                free -= u
+        free = have.get(kind)  # the common node: one GPU kind, the node type's, and only it in use
+        if free is None or len(have) != 1 or (used and (len(used) != 1 or kind not in used)):
+            free = _free_gpus(have, used, kind)
+        elif used:
+            free -= used[kind]
         cpus, mem = n.cpus - n.cpus_alloc, n.memory_mb - n.memory_alloc_mb
         hosts[h] = new(HostState, (h, leaf, name, gpus, (gpus if free > gpus else free) if free > 0 else 0,
                                    cpus if cpus > 0 else 0, mem if mem > 0 else 0))
     return hosts
+
+
+def _free_gpus(have: Mapping[str, int], used: Mapping[str, int], kind: str | None) -> int:
+    """Free GPUs of a node for a node type whose GPUs are `kind`: with one GPU kind, all the node's free GPUs,
+    whatever Slurm calls them; with none or several, the free GPUs of `kind`, if the node has them."""
+    if len(have) == 1:
+        (free,) = have.values()
+        return free - sum(used.values())
+    free = sum(have.values()) - sum(used.values())
+    typed = have.get(kind)
+    return free if typed is None else min(typed - used.get(kind, 0), free)
 
 
 def from_topology(t, node_types: Mapping[str, NodeType], nodes: Iterable[NodeInfo] | None = None, *,

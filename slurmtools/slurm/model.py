@@ -15,7 +15,7 @@ UNSCHEDULABLE_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING", "NOT_RESPONDING
 RUNNING_STATES = frozenset(("RUNNING", "CONFIGURING", "SIGNALING"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeInfo:
     name: str
     state: str  # base state, lower case: idle, mixed, allocated, down, drained, draining, ...

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from slurmtools.planner.explain import job_report, job_text
@@ -27,8 +28,8 @@ def test_live_state_marks_drained_and_partly_used_hosts(fabric):
     nodes = [NodeInfo(name=h, state="idle", flags=(), cpus=112, cpus_alloc=0, memory_mb=2_000_000, memory_alloc_mb=0,
                       gpus_by_type={"h100": 8}, gpus_used_by_type={"h100": 0}, gpus_used_idx=(), features=(),
                       partitions=("gpu",)) for h in fabric.hosts]
-    nodes[0] = NodeInfo(**{**nodes[0].__dict__, "state": "drained", "flags": ("DRAIN",)})
-    nodes[1] = NodeInfo(**{**nodes[1].__dict__, "state": "mixed", "gpus_used_by_type": {"h100": 3}, "cpus_alloc": 42})
+    nodes[0] = replace(nodes[0], state="drained", flags=("DRAIN",))
+    nodes[1] = replace(nodes[1], state="mixed", gpus_used_by_type={"h100": 3}, cpus_alloc=42)
     v = from_topology(build_site(fabric), fabric.node_types, nodes[:-1])  # gpu16 not reported at all
     assert v.hosts["gpu01"].gpus_free == 0 and v.hosts["gpu02"].gpus_free == 5 and v.hosts["gpu16"].gpus_free == 0
     assert v.hosts["gpu02"].cpus_free == 70 and v.live
