@@ -8,7 +8,8 @@ every line with it. The delimiter is whatever separates the first two names, and
 sacct does not quote: a value that holds the delimiter (a `,` in AllocTRES or NodeList under `--delimiter=,`, a
 `|` in a job name) makes more pieces than fields. `Splitter` puts such a line back together from what each field
 can hold (a TRES list is `name=value` items with every name once, a hostlist keeps its `,` inside brackets, a
-time is a time...), and refuses the line when no split, or more than one, fits.
+time is a time...), and refuses the line when no split, or more than one, fits. Where several fit, the one that
+keeps every TRES list in sacct's own order (its items sorted) is taken when it is the only one.
 """
 
 from __future__ import annotations
@@ -109,6 +110,10 @@ class Splitter:
     def __init__(self, header: Header, source: str):
         self.header, self.source = header, source
         self.kinds = [_kind(n) for n in header.names]
+        self._kinds_held = tuple(sorted(set(self.kinds) - {"text"}))
+        self._class_of: dict[str, int] = {}     # a piece, and its shape -> its class (a number from 1)
+        self._class_ids: dict[tuple, int] = {}  # a class's features -> its number
+        self._found: dict[tuple[int, ...], list[tuple[int, ...]]] = {}  # classes of a line's pieces -> its splits
 
     def pieces(self, line: str) -> list[str]:
         text = line.rstrip("\r\n")
@@ -126,7 +131,7 @@ class Splitter:
         if len(parts) - n > MAX_EXTRA_PIECES:
             raise ParseError(self.source, lineno, f"{len(parts) - 1} {d!r} on one line for {n} fields: no value "
                                                   f"holds that many; is this a `sacct --parsable2` dump?")
-        found = self._splits(parts) if len(parts) > n else []
+        found = self._splits_of(parts) if len(parts) > n else []
         if len(found) == 1:
             return found[0]
         if not found:
@@ -138,8 +143,80 @@ class Splitter:
                                               f"than one way ({', '.join(differ)} differ); dump with a "
                                               f"--delimiter no value holds (`sacct -P` writes '|')")
 
-    def _splits(self, parts: list[str]) -> list[list[str]]:
-        """Up to two ways of giving every field its pieces (a depth-first search; dead ends are remembered).
+    def _splits_of(self, parts: list[str]) -> list[list[str]]:
+        """`_search(parts)`, searched once per sequence of piece classes (`_piece_class`).
+
+        Why: the search tries a few hundred spans per line (0.4 ms), and a dump's lines hold the delimiter in the
+        same few ways (TRES lists of the same names, hostlists, job names), so lines of one sequence share the
+        answer: it is kept as the number of pieces each field takes, and a line in the same classes is cut the
+        same way. tests/unit/test_slurm_parsing.py holds this to `_splits` on generated lines."""
+        shapes, cls = self._class_of, self._piece_class
+        sig = tuple([shapes.get(p) or cls(p) for p in parts])
+        counts = self._found.get(sig)
+        if counts is None:
+            found = self._search(parts)
+            if len(self._found) >= _MAX_REMEMBERED:
+                self._found.clear()
+            self._found[sig] = [tuple(len(v.split(self.header.delimiter)) for v in f) for f in found]
+            return found
+        d, out = self.header.delimiter, []
+        for ks in counts:
+            pi, values = 0, []
+            for k in ks:
+                values.append(d.join(parts[pi:pi + k]))
+                pi += k
+            out.append(values)
+        return out
+
+    def _search(self, parts: list[str]) -> list[list[str]]:
+        """`_splits(parts)`; where it finds more than one, the one split whose TRES lists are in the order sacct
+        writes them, if only one is (a step's AllocTRES `cpu=..,node=1` before ReqTRES `billing=..,cpu=..` could
+        otherwise hand `billing` to either)."""
+        found = self._splits(parts)
+        if len(found) > 1:
+            ordered = self._splits(parts, ordered=True)
+            if len(ordered) == 1:
+                return ordered
+        return found
+
+    def _piece_class(self, piece: str) -> int:
+        """The class of a piece: pieces of one class fit or do not fit every field alike, alone or joined with their
+        neighbours (the same `_fits` answer for every span, the same flags in `_splits`), so lines whose pieces
+        are in the same classes split the same way. A class is a number; its features are:
+
+        - each field kind's answer for the piece alone (`_fits`), and whether it starts with a digit or holds `,`;
+        - under `,` (the only delimiter a non-text value holds, so the only one that joins pieces of one): the
+          TRES name it carries (names must differ within a list) and how it moves the hostlist/job id pattern
+          between "an item must start", "inside an item" and "inside brackets" (the pattern's whole state).
+          Whether it can be a list item, holds `=` or is empty, the answers alone already tell.
+
+        Pieces are looked up by shape, digits 0-8 written as 9 (no field tells one digit from another), a TRES
+        name kept as written (names may differ only in digits: gres/gpu:a100, gres/gpu:a800)."""
+        d = self.header.delimiter
+        name, eq, rest = piece.partition("=")
+        if not eq:
+            shape = piece.translate(_NINES)
+        elif "," in rest:
+            shape = piece  # a whole TRES list in one piece (another delimiter): its later names are names too
+        else:
+            shape = name + eq + rest.translate(_NINES)
+        got = self._class_of.get(shape)
+        if got is not None:
+            self._class_of[piece] = got
+            return got
+        alone = tuple(_fits(kind, shape, d, ordered) for kind in self._kinds_held for ordered in (False, True))
+        features: tuple = (alone, shape[:1].isdigit(), "," in shape)
+        if d == ",":
+            features += (name if eq and name else None, tuple(_host_walk(shape, s) for s in range(3)))
+        got = self._class_ids.setdefault(features, len(self._class_ids) + 1)  # never 0: `or` in `_splits_of`
+        if len(self._class_of) >= _MAX_REMEMBERED:
+            self._class_of.clear()
+        self._class_of[shape] = self._class_of[piece] = got
+        return got
+
+    def _splits(self, parts: list[str], ordered: bool = False) -> list[list[str]]:
+        """Up to two ways of giving every field its pieces (a depth-first search; dead ends are remembered);
+        `ordered`: only ways whose TRES lists are in the order sacct writes them (`_fits`).
 
         One rule ties two fields: sacct lists several partitions only for a job that has not started (the
         database keeps a started job's own partition: `as_mysql_job_start` in Slurm's accounting plugin)."""
@@ -172,7 +249,7 @@ class Splitter:
             least = 1 if after[ci] is None else max(1, m - pi - after[ci])
             for k in range(least, most + 1):
                 value = d.join(parts[pi:pi + k])
-                ok = _fits(kind, value, d)
+                ok = _fits(kind, value, d, ordered)
                 if ok is None:
                     break  # no longer value of this field fits either
                 s2 = several or (ci == part_col and "," in value)
@@ -190,8 +267,36 @@ class Splitter:
         return out
 
 
-def _fits(kind: str, value: str, d: str) -> bool | None:
-    """Whether `value` can be a whole value of a field of this kind; None when no longer value can be either."""
+_NINES = str.maketrans("012345678", "999999999")
+#: shapes, classes and lines' answers a Splitter keeps (a dump of endless variety costs memory only up to this)
+_MAX_REMEMBERED = 200_000
+#: states of `_BRACKETED` items joined by `,` (`_HOSTS`, `_JOBID`): an item must start, inside an item, in brackets
+_ITEM_START, _IN_ITEM, _IN_BRACKETS, _NO_MATCH = 0, 1, 2, 3
+
+
+def _host_walk(piece: str, state: int) -> int:
+    """The state after reading `piece` from `state`, for a run of `_BRACKETED` items: what a piece brings to a
+    hostlist or job id whatever the pieces around it (a `,` inside the piece cannot occur: it is the delimiter)."""
+    for ch in piece:
+        if state == _IN_BRACKETS:
+            if ch == "]":
+                state = _IN_ITEM
+            elif ch in "[=":
+                return _NO_MATCH
+        elif ch == "[":
+            state = _IN_BRACKETS
+        elif ch in "],=" or ch.isspace():
+            return _NO_MATCH
+        else:
+            state = _IN_ITEM
+    return state
+
+
+def _fits(kind: str, value: str, d: str, ordered: bool = False) -> bool | None:
+    """Whether `value` can be a whole value of a field of this kind; None when no longer value can be either.
+    `ordered`: a TRES list must also be in sacct's order, its items ascending as strings (sacct sorts them:
+    `slurm_char_list_to_xstr` in Slurm's `slurmdb_make_tres_string_from_simple`; with names that differ, the
+    order of `name=` decides)."""
     if kind == "text":
         return True
     if d in value and (kind == "one" or d != ","):
@@ -207,6 +312,8 @@ def _fits(kind: str, value: str, d: str) -> bool | None:
             return None  # a TRES list is name=value items, each name once: more pieces cannot mend it
         if kind == "usage" and ("node" in keys or "billing" in keys):
             return None  # usage is measured (cpu, mem, energy, gres/gpuutil...); nodes and billing are allocated
+        if ordered and any(a + "=" >= b + "=" for a, b in zip(keys, keys[1:])):
+            return None
         return True
     if kind in ("hosts", "list", "jobid") and ("=" in value or (kind == "list" and ",," in value)):
         return None  # no host, list item or job id holds `=`, nor a list an empty item: more pieces keep them

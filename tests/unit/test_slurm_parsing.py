@@ -6,6 +6,8 @@ import pytest
 
 from slurmtools.durations import parse_duration, slurm_time
 from slurmtools.hostlist import compress, expand
+from slurmtools.errors import ParseError
+from slurmtools.slurm import parsable
 from slurmtools.slurm.commands import CommandBackend, parse_kv_line, parse_sacct
 from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
 from tests.conftest import SHARED_DATA, TEST_DATA
@@ -291,3 +293,89 @@ def test_squeue_json_with_a_count_slurm_does_not_write_is_one_line(monkeypatch):
     monkeypatch.setattr(b, "run", lambda argv, *a, **k: json.dumps({"jobs": [job]}))
     with pytest.raises(ParseError, match=r"^squeue --json\S*: job 7: not a count: -1$"):
         b.jobs()
+
+
+def _random_line(rng, names, d):
+    """A line of values for `names`, joined by `d`: mostly values Slurm writes (TRES lists, hostlists, job ids
+    with brackets and job names holding the delimiter), some built from pieces that break each field kind's rule."""
+    tres_items = ["cpu=4", "cpu=٣", "mem=100G", "node=1", "billing=8", "gres/gpu:a100=2", "gres/gpu:a800=2",
+                  "gres/gpu=2", "=3", "energy=", "gres/gpuutil=35"]
+    good = {
+        "text": ["train", "a b", "x[1,2]", "", "run=3", "lr0.01,seed=3", "٣", "eval" + d + "v2"],
+        "tres": ["cpu=4,mem=100G,node=1", "billing=8,cpu=8,gres/gpu:a100=2,gres/gpu=2", "", "cpu=٣,mem=1G",
+                 "gres/gpu:a100=2,gres/gpu:a800=2", "gres/gpu:a100=2,gres/gpu:a100=2", "mem=1G,cpu=4",
+                 "cpu=4,mem=1G,billing=4"],
+        "usage": ["cpu=00:01:02,mem=1234K", "", "energy=0,gres/gpuutil=35", "cpu=00:00:01"],
+        "hosts": ["gpu01", "gpu[01-02,05]", "None assigned", "", "gpu01,gpu03", "a[1,3],b[2-4]", "n],b[1",
+                  "a[1,b]", "a[1 ,2]", "a]]", "[1,2]x,y"],
+        "jobid": ["123", "123_[1,3-5]", "123_4", "123.batch", "123_[1]", "12],3[4", "123_[1,2"],
+        "list": ["gpu", "gpu,debug", "", "cpu"],
+        "time": ["2026-10-01T00:00:22", "Unknown", "None", ""],
+        "int": ["1", "-3", "12"],
+        "exit": ["0:0", "1:9", ""],
+        "one": ["u1", "COMPLETED", "", "a b"],
+    }
+    odd = ["gpu[01", "03]", "n]", "b[[", "1=2", "x", "٢٠٢٦-10-01T00:00:22", "0", "2026-10-01", ""] + tres_items
+    values = []
+    for name in names:
+        kind = parsable._kind(name)
+        if rng.random() < 0.9:
+            values.append(rng.choice(good[kind]))
+        else:
+            values.append(d.join(rng.choice(odd) for _ in range(rng.choice((1, 2, 3)))))
+    return d.join(values)
+
+
+@pytest.mark.parametrize("d", [",", "|", ";"])
+def test_a_line_splits_as_the_search_splits_it_whatever_lines_came_before(d):
+    """`Splitter` keeps the split of each sequence of piece classes for the lines after it: every line of a long
+    mixed dump, read by one Splitter, splits (or is refused) exactly as a fresh search of that line alone does."""
+    import random
+
+    rng = random.Random(11)
+    for names in (["JobID", "JobName", "State", "AllocTRES", "ReqTRES", "NodeList", "End"],
+                  ["JobIDRaw", "Partition", "Start", "JobName", "TRESUsageInAve", "NNodes", "ExitCode", "Comment"],
+                  ["JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
+                   "Submit", "Start", "End", "NodeList", "NNodes", "AllocTRES", "ReqTRES", "Cluster"],
+                  ["Partition", "JobName", "Start", "AllocTRES"]):
+        header = parsable.read_header(d.join(names), "dump")
+        shared = parsable.Splitter(header, "dump")
+        agreed = refused = 0
+        for i in range(3000):
+            line = _random_line(rng, names, d)
+            alone = parsable.Splitter(header, "dump")
+            try:
+                want = alone.split(line, i)
+            except ParseError as exc:
+                with pytest.raises(ParseError) as got:
+                    shared.split(line, i)
+                assert str(got.value) == str(exc)
+                refused += 1
+            else:
+                assert shared.split(line, i) == want
+                agreed += 1
+        assert agreed > 100 and refused > 100, (agreed, refused)  # both outcomes were exercised
+
+
+def test_a_step_line_splits_as_sacct_orders_its_tres():
+    """A `.batch` step's AllocTRES has no billing and its ReqTRES starts with it: under `--delimiter=,` billing
+    could close the first list or open the second. sacct writes every TRES list sorted, so only the second reads
+    as sacct writes; a line that stays ambiguous in sacct's order is still refused."""
+    header = parsable.read_header("JobID,AllocTRES,ReqTRES,State", "dump")
+    s = parsable.Splitter(header, "dump")
+    assert s.split("1.batch,cpu=12,mem=100G,node=1,billing=12,cpu=12,mem=100G,node=1,COMPLETED", 2) == [
+        "1.batch", "cpu=12,mem=100G,node=1", "billing=12,cpu=12,mem=100G,node=1", "COMPLETED"]
+    assert s.split("2,billing=12,cpu=12,mem=100G,node=1,billing=12,cpu=12,COMPLETED", 3) == [
+        "2", "billing=12,cpu=12,mem=100G,node=1", "billing=12,cpu=12", "COMPLETED"]
+    with pytest.raises(ParseError, match=r"^dump:4: ',' occurs inside values and the line splits into fields in "
+                                         r"more than one way \(AllocTRES, ReqTRES differ\)"):
+        s.split("3,cpu=1,mem=2,node=1,RUNNING", 4)
+    # lines of the same shapes share one search
+    assert s.split("4.batch,cpu=96,mem=800G,node=1,billing=96,cpu=96,mem=800G,node=1,FAILED", 5)[1] == (
+        "cpu=96,mem=800G,node=1")
+    assert len(s._found) == 3
+    # under `|` a whole TRES list is one piece: its order still tells two splits of a job name and a comment apart
+    bar = parsable.Splitter(parsable.read_header("JobName|AllocTRES|Comment", "dump"), "dump")
+    assert bar.split("a|mem=1,cpu=1|cpu=2,mem=2|c", 2) == ["a|mem=1,cpu=1", "cpu=2,mem=2", "c"]
+    with pytest.raises(ParseError, match="more than one way"):
+        bar.split("a|cpu=1,mem=1|cpu=2,mem=2|c", 3)
