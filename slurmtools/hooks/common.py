@@ -56,6 +56,12 @@ def parse_gpu_indices(s: str | None) -> tuple[int, ...] | None:
     return tuple(out)
 
 
+def _mig_devices(s: str | None) -> bool:
+    """Whether slurmd's CUDA_VISIBLE_DEVICES names MIG devices ('MIG-<uuid>', or 'MIG-GPU-<uuid>/gi/ci' of drivers
+    before 470): Slurm writes a MIG slice's UUID there, where a whole GPU gets its index."""
+    return any(part.strip().startswith("MIG-") for part in (s or "").split(","))
+
+
 def first_host(hostlist: str | None) -> str | None:
     """First host of a Slurm hostlist ('gpu[03-05,09],cpu1' -> 'gpu03') without a hostlist library."""
     head = (hostlist or "").strip().split(",", 1)[0]  # "gpu[03-05" of "gpu[03-05,09],cpu1"
@@ -131,6 +137,16 @@ class JobEnv:
             job.gpus_given = bool((e.get(var) or "").strip())
         except Exception:  # noqa: BLE001 -- an odd mapping: the GPUs count as given
             job.gpus_given = True
+        try:
+            mig = _mig_devices(e.get("CUDA_VISIBLE_DEVICES"))
+        except Exception:  # noqa: BLE001 -- read like any other variable: unreadable is not MIG
+            mig = False
+        if mig:
+            # slurmd numbers each MIG slice as a GPU of its own in SLURM_JOB_GPUS (the GRES index), and names the
+            # slices by UUID in CUDA_VISIBLE_DEVICES: the indices are not NVML's GPUs, so which GPUs is unknown
+            job.gpus, job.gpus_given = None, True
+            job.problems.append(f"CUDA_VISIBLE_DEVICES names MIG devices: {var}'s indices count MIG slices, not "
+                                "GPUs; the job's GPUs are unknown")
         return job
 
     def _read(self, env, variables: tuple[str, ...], parse, what: str):
@@ -175,6 +191,18 @@ def read_job(log: "HookLog") -> JobEnv:
     for p in job.problems:
         log(p)
     return job
+
+
+#: why the hooks measure no GPU telemetry for a job whose GPUs are given but unknown: the health check then checks
+#: every GPU, but counting every GPU's energy and processes as the job's would bill it for its neighbours
+UNKNOWN_GPUS = ("the job's GPUs are unknown (its GPU list unreadable, or MIG slices): the node's GPUs are not all "
+                "its own")
+
+
+def hook_writer(hook: str, job: JobEnv) -> str:
+    """The decision log's writer id of a hook, `prolog@gpu03`: the scripts run `python -c`, so the log's default
+    (the program's name) would be `-c` for prolog and epilog alike."""
+    return f"{hook}@{job.node or os.uname().nodename.split('.')[0]}"
 
 
 def spool_dir() -> str:
@@ -378,6 +406,8 @@ def loads(text: str) -> object:
     start = len(text) - len(text.lstrip(" \t\r\n"))
     try:
         obj, end = make_scanner(_JsonContext)(text, start)
+    except RecursionError:  # arrays or objects nested past Python's recursion limit: json would raise it again
+        raise ValueError(_TOO_DEEP) from None
     except Exception:  # the C scanner reports most errors only through json.decoder: let json say what is wrong
         return _loads_slowly(text)
     if text[end:].strip(" \t\r\n"):
@@ -385,11 +415,17 @@ def loads(text: str) -> object:
     return obj
 
 
+#: why a document nested too deeply is refused (RecursionError is no ValueError: every reader's handler missed it)
+_TOO_DEEP = "invalid JSON: arrays or objects nested too deeply to read"
+
+
 def _loads_slowly(text: str) -> object:
     import json
 
     try:
         return json.loads(text, parse_constant=_JsonContext.parse_constant)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
     except json.JSONDecodeError as e:
         raise ValueError(f"line {e.lineno} column {e.colno}: invalid JSON: {e.msg}") from None
     except ValueError as e:

@@ -21,11 +21,14 @@ import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import HookLog, JobEnv, read_job, dumps, job_fields, sacct, spool_dir
+from slurmtools.hooks.common import (UNKNOWN_GPUS, HookLog, JobEnv, dumps, hook_writer, job_fields, read_job, sacct,
+                                     spool_dir)
 
 JOBS = "jobs"
 RUNNING = "running"
 DEFAULT_SCRATCH = "/tmp/slurmtools-job-{job_id}"
+#: records of one job, run and node kept side by side at most (`_free_name`)
+MAX_SAME_NAME = 1000
 _REQUEUE_STATES = {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT"}
 
 
@@ -144,7 +147,9 @@ def _free_name(jfd: int, stem: str, log: HookLog) -> str:
     (which Slurm's run identity should make impossible) is kept beside the first, never written over it."""
     name = f"{stem}.json"
     k = 1
-    while _exists_at(jfd, name) and k < 100:
+    while _exists_at(jfd, name):
+        if k >= MAX_SAME_NAME:  # refused, never written over the last one (the rename would replace it)
+            raise FileExistsError(f"{MAX_SAME_NAME} records named {stem}[.N].json exist; this one is not written")
         k += 1
         name = f"{stem}.{k}.json"
     if k > 1:
@@ -218,6 +223,7 @@ def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None
     from slurmtools import audit
 
     path = os.path.join(spool_dir(), audit.LOG_NAME)
+    writer = hook_writer("epilog", job)
     state = fields.get("JobState", "")
     preempt = _set(fields.get("PreemptTime"))
     restarts = fields.get("Restarts", "0")
@@ -233,13 +239,13 @@ def _audit(job: JobEnv, fields: dict[str, str], run_no: int, report: dict | None
     try:
         if preempt:
             audit.record("preempted", job=job.job_id, user=job.user, details={**details, "preempt_time": preempt},
-                         path=path)
+                         path=path, writer=writer)
         elif kind in ("preempted", "time_limit") and requeued:
             audit.record(kind, job=job.job_id, user=job.user,
                          details={**details, "reported_by": "job", "evidence": str(report.get("evidence"))[:500]},
-                         path=path)
+                         path=path, writer=writer)
         if requeued:
-            audit.record("requeued", job=job.job_id, user=job.user, details=details, path=path)
+            audit.record("requeued", job=job.job_id, user=job.user, details=details, path=path, writer=writer)
     except Exception as e:
         log(f"decision log not written: {e}")
 
@@ -252,7 +258,7 @@ def _stop_report(job: JobEnv, log: HookLog) -> dict | None:
 
     try:
         doc = json.loads(raw) if raw else None
-    except ValueError:
+    except (ValueError, RecursionError):  # the job's own file: nested past the recursion limit is unreadable too
         log("stop report unreadable; ignored")
         return None
     return doc if isinstance(doc, dict) else None
@@ -354,6 +360,9 @@ def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, 
     out: dict = {"gpu_accounting": None, "gpu_energy": None, "energy_j": None, "energy_source": None}
     if not job.gpus_given:
         out["gpu_accounting_why"] = out["energy_why"] = "the job has no GPUs"
+        return out
+    if job.gpus is None:
+        out["gpu_accounting_why"] = out["energy_why"] = UNKNOWN_GPUS
         return out
     from slurmtools.hooks import energy, labfake
 

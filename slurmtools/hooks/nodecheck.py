@@ -75,6 +75,8 @@ def _expectations(node: str | None) -> tuple[expectations.HostExpectations | Non
         return None, f"file refused: {e}"
     except ConfigError as e:
         return None, f"malformed: {e}"
+    except Exception as e:  # noqa: BLE001 -- the file read first must never cost the GPU health check after it
+        return None, f"unreadable: {where}: {type(e).__name__}: {e}"
     if exp is None:
         return None, f"{node} is not in {where}"
     return exp, ""

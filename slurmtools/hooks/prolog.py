@@ -22,7 +22,7 @@ import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import HookLog, JobEnv, read_job, drain, spool_dir
+from slurmtools.hooks.common import UNKNOWN_GPUS, HookLog, JobEnv, drain, hook_writer, read_job, spool_dir
 
 RUNNING = "running"
 
@@ -61,12 +61,24 @@ def main() -> int:
         ok, said = drain(node, reason)
         log(f"drain {node}: {'done' if ok else 'failed'} {said}")
     try:
-        from slurmtools import audit
-        audit.record("node_drained", job=job.job_id, user=job.user, details={"node": node, "faults": faults},
-                     path=os.path.join(spool_dir(), audit.LOG_NAME))
+        _audit_drain(job, faults, log)
     except Exception as e:
         log(f"decision log not written: {e}")
     return 1
+
+
+def _audit_drain(job: JobEnv, faults: list[str], log: HookLog) -> None:
+    """The drain in the decision log, only inside a spool folder the hooks accept (root's, not writable by
+    others): a folder refused for the start mark is no safer for root's log and its sequence files."""
+    try:
+        os.close(safefs.open_secure_dir(spool_dir()))
+    except (safefs.UnsafePath, OSError) as e:
+        log(f"decision log not written: spool folder refused: {e}")
+        return
+    from slurmtools import audit
+
+    audit.record("node_drained", job=job.job_id, user=job.user, details={"node": job.node, "faults": faults},
+                 path=os.path.join(spool_dir(), audit.LOG_NAME), writer=hook_writer("prolog", job))
 
 
 def _telemetry_start(job: JobEnv):
@@ -77,6 +89,8 @@ def _telemetry_start(job: JobEnv):
     cost of a reference count, not a second driver initialisation."""
     if not job.gpus_given:
         return None, {}, []
+    if job.gpus is None:  # never every GPU of the node: the epilog measures nothing for such a job either
+        return None, {}, [f"GPU telemetry skipped: {UNKNOWN_GPUS}"]
     from slurmtools.hooks import energy, labfake
 
     fp = labfake.fake_path()

@@ -46,6 +46,8 @@ def site_mode() -> tuple[str | None, str]:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         return None, f"{path}: not readable TOML ({e})"
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        return None, f"{path}: not readable TOML (arrays or tables nested too deeply)"
     tele = doc.get("telemetry", {})
     value = tele.get("gpu_utilization", DEFAULT_MODE) if isinstance(tele, dict) else None
     if value not in MODES:
