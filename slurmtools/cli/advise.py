@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from slurmtools.cli.common import JsonOpt, SiteOpt
-from slurmtools.cli.report import _parse_when
+from slurmtools.cli.report import DateOutOfRange, _parse_when, check_sacct_file
 from slurmtools.errors import OptionError
 
 
@@ -39,6 +39,8 @@ def history_window(since: str | None, site, now=None):
     except ValueError:
         try:
             s = _parse_when(since, "--since")
+        except DateOutOfRange:
+            raise
         except OptionError:
             raise OptionError(f'--since: expected a duration like "30d" or "12h", or a date like 2026-11-01, got '
                               f"{since!r}") from None
@@ -87,8 +89,6 @@ def advise(user: Optional[str] = typer.Option(None, "--user", help="Only this us
            site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Asked against used per user and job shape (name, GPU count): GPUs, CPUs, memory and time, with a
     recommendation and its evidence."""
-    from pathlib import Path
-
     from slurmtools.cli.common import load_site, print_json
 
     if fields:
@@ -100,8 +100,8 @@ def advise(user: Optional[str] = typer.Option(None, "--user", help="Only this us
         raise OptionError("--user and --account exclude each other")
     if out is not None and not notify:
         raise OptionError("--out: only with --notify")
-    if sacct_file is not None and not Path(sacct_file).is_file():
-        raise OptionError(f"--sacct-file: {sacct_file}: no such file")
+    if sacct_file is not None:
+        check_sacct_file(sacct_file)
     site = load_site(site_path)
     if notify and not site.advise.mail and out is None:
         raise OptionError("--notify: give --out DIR for the notice files (or set [advise] mail = true in the site "
@@ -152,10 +152,7 @@ def right_size_request(req, site, state, *, sacct_file=None, epilog_dir=None):
         raise OptionError(f"--right-size: no job history without Slurm ({state.note.split(';')[0]}); give "
                           f"--sacct-file PATH")
     if sacct_file is not None:
-        from pathlib import Path
-
-        if not Path(sacct_file).is_file():
-            raise OptionError(f"--sacct-file: {sacct_file}: no such file")
+        check_sacct_file(sacct_file)
     s, u, label = history_window(None, site)
     advice, nruns, _ = gather_advice(site, s, u, sacct_file=sacct_file, epilog_dir=epilog_dir,
                                      backend=state.backend, user=req.user)

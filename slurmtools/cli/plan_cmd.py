@@ -82,6 +82,7 @@ def plan_and_render(req, site, state):
     from dataclasses import replace
 
     from slurmtools.planner.plan import plan_job
+    from slurmtools.planner.request import check_tp_hosts
     from slurmtools.planner.templates import default_template, find_template, render
 
     name = req.template
@@ -94,6 +95,7 @@ def plan_and_render(req, site, state):
         req = replace(req, template=name)
     info = find_template(name, site.source)
     p = plan_job(req, site, state.view, info.shape, state.releases, slurm=state.release, planned=state.planned)
+    check_tp_hosts(req, p.gpus_per_node)
     return p, info, render(p, info, site.source)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import typer
@@ -25,6 +26,10 @@ def register(app: typer.Typer) -> None:
 EARLIEST_YEAR, LATEST_YEAR = 1970, 2199
 
 
+class DateOutOfRange(OptionError):
+    """A well-formed date outside the years the reports hold: said as such, not as a date of the wrong form."""
+
+
 def _parse_when(text: str, option: str):
     from datetime import datetime
 
@@ -34,12 +39,23 @@ def _parse_when(text: str, option: str):
         except ValueError:
             continue
         if not EARLIEST_YEAR <= when.year <= LATEST_YEAR:
-            raise OptionError(f"{option}: expected a date from {EARLIEST_YEAR} to {LATEST_YEAR}, got {text!r}")
+            raise DateOutOfRange(f"{option}: expected a date from {EARLIEST_YEAR} to {LATEST_YEAR}, got {text!r}")
         return when
     if text.strip() == "now":
         return datetime.now().replace(microsecond=0)
 
     raise OptionError(f"{option}: expected a date like 2026-11-01 or 2026-11-01T08:00, got {text!r}")
+
+
+def check_sacct_file(path: str) -> None:
+    """--sacct-file names a saved dump: what is wrong with the path said as it is ("no such file" for a folder
+    sent the user looking for a file that was there)."""
+    if not os.path.lexists(path):
+        raise OptionError(f"--sacct-file: {path}: no such file")
+    if os.path.isdir(path):
+        raise OptionError(f"--sacct-file: {path}: a folder, expected a saved `sacct --parsable2` dump (a file)")
+    if not os.path.isfile(path):
+        raise OptionError(f"--sacct-file: {path}: not a regular file (a broken link, a FIFO or a device)")
 
 
 def window(since: str | None, until: str | None, period: str | None, now=None):
@@ -120,12 +136,15 @@ def report(
         raise OptionError(f"--format: expected a comma list of {', '.join(outputs.FORMATS)}, got {fmt!r}")
     if not out.strip():   # Path("") is the working folder: the report would land there unasked
         raise OptionError("--out: an empty path: name the output folder")
+    if os.path.lexists(out) and not os.path.isdir(out):   # mkdir said only "File exists", after all the work
+        raise OptionError(f"--out: {out}: not a folder (the report writes several files into a folder, created "
+                          "if missing)")
     s, u = window(since, until, period)
     if history_days > (s - datetime(EARLIEST_YEAR, 1, 1)).days:
         raise OptionError(f"--history: {history_days} days before the window's start ({s}) is before "
                           f"{EARLIEST_YEAR}, where Slurm's accounting begins")
-    if sacct_file is not None and not Path(sacct_file).is_file():
-        raise OptionError(f"--sacct-file: {sacct_file}: no such file")
+    if sacct_file is not None:
+        check_sacct_file(sacct_file)
     events_text = None
     if events_file is not None:
         try:

@@ -104,6 +104,7 @@ def validate(r: JobRequest) -> None:
                                      f"{r.gpus_per_node}; give one or the other")
     if r.gpus is None and r.nodes is None and not r.cpu_job:
         raise RequestError("--gpus", "give the total GPUs (--gpus N) or --nodes N with --gpus-per-node G")
+    _validate_tp(r)
     if not isinstance(r.time_limit, int) or r.time_limit < 60:
         raise RequestError("--time", f"must be at least one minute, got {r.time_limit!r} s")
     if r.comm not in COMM_HINTS:
@@ -122,6 +123,34 @@ def validate(r: JobRequest) -> None:
         raise RequestError("--sweep", "each sweep entry must be a list of arguments")
     if len(r.sweep) > 100000:
         raise RequestError("--sweep", "more than 100000 array tasks")
+
+
+def _validate_tp(r: JobRequest) -> None:
+    """--tp-size G: the job's GPUs split into groups of G. G must divide them (else a group is left short), and
+    where the GPUs per host are given, a group lies inside one host (G divides them) or spans whole hosts (they
+    divide G): a group cut by a host boundary would carry its every-layer traffic off NVLink."""
+    g = r.tp_size
+    if g is None or r.cpu_job:
+        return
+    total = r.gpus if r.gpus is not None else (r.nodes * r.gpus_per_node if r.gpus_per_node else None)
+    if total is not None and (g > total or total % g):
+        raise RequestError("--tp-size", f"tensor-parallel groups of {g} GPUs do not divide the job's {total} GPUs")
+    if r.gpus_per_node is not None:
+        check_tp_hosts(r, r.gpus_per_node)
+
+
+def check_tp_hosts(r: JobRequest, gpus_per_node: int) -> None:
+    """A tensor-parallel group inside one host or over whole hosts; the planner calls it again once it has chosen
+    the GPUs per host for `--gpus N` alone."""
+    g, gpn = r.tp_size, gpus_per_node
+    if g is None or not gpn:
+        return
+    if g <= gpn and gpn % g:
+        raise RequestError("--tp-size", f"a tensor-parallel group of {g} GPUs does not divide a host's {gpn} GPUs: "
+                                        "some group would be cut by a host boundary")
+    if g > gpn and g % gpn:
+        raise RequestError("--tp-size", f"a tensor-parallel group of {g} GPUs is not whole hosts of {gpn} GPUs: "
+                                        "some group would be cut by a host boundary")
 
 
 def _validate_cpu(r: JobRequest) -> None:

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from slurmtools.errors import ConfigError
 from slurmtools.site.model import (MIG_PROFILE, Account, AdviseSettings, EnergySettings, GpuType, Partition,
                                    PolicySettings, ReportSettings, Site, TelemetrySettings, Tier)
 from slurmtools.site.tomlread import Table, each, load_toml, shown
-from slurmtools.site.validate import NAME, NAME_RULE, check_hosts, check_site
+from slurmtools.site.validate import (CPU_MEM_TOLERANCE, EXACT, GPU_MEMORY_GB, MIN_RUNS, NAME, NAME_RULE,
+                                      SHARDS_PER_GPU, TIME_RATIO, check_hosts, check_site)
 
 SYSTEM_SITE = Path("/etc/slurmtools/site.toml")
 #: a plugin's settings are the table [policy.<its name>]; said when a [policy] key is unknown
@@ -51,9 +53,14 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
 
     s = root.table("site")
     name = s.str("name")
+    if not name.strip():   # it heads reports (where "" reads as "no site"), job_submit.lua and the fingerprint
+        raise s.error("name", "an empty name: the site's name heads its reports and job_submit.lua; name the site")
     cluster = s.str("cluster_name", name)
     spool = _spool_dir(s)
     currency = s.str("currency", "USD")
+    if not currency.strip():   # every cost in the reports would be shown without its unit
+        raise s.error("currency", 'an empty currency: the reports\' costs would have no unit; name it (e.g. "EUR"), '
+                                  "or leave the key out for USD")
     default_tier = s.str("default_tier")
     fabric = s.str("fabric", None)
     if fabric is not None and not fabric.strip():
@@ -80,7 +87,7 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     policy = PolicySettings(
         require_gpu_type=pol.bool("require_gpu_type", True),
         require_checkpoint_signal=pol.bool("require_checkpoint_signal", True),
-        cpu_mem_tolerance=pol.float("cpu_mem_tolerance", 1.0, minimum=1.0),
+        cpu_mem_tolerance=pol.float("cpu_mem_tolerance", 1.0, minimum=1.0, maximum=CPU_MEM_TOLERANCE),
         fail_mode=pol.str("fail_mode", "closed", choices=("closed", "open")),
         require_gpus_on_gpu_partitions=pol.bool("require_gpus_on_gpu_partitions", False),
         enabled=pol.str_list("enabled", ()),
@@ -106,13 +113,27 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
     if fabric_path is not None:
         from slurmtools.topology.sitefile import load_fabric
 
-        if not os.path.lexists(fabric_path):  # named as the site file's field, not as a path out of context
-            raise ConfigError(src, "site.fabric", f"{fabric_path}: no such file (a relative path is from the site "
-                                                  "file's folder)")
+        _check_fabric_path(src, fabric_path)
         fabric = load_fabric(fabric_path)
         check_hosts(site, fabric)
     _check_policies(site, fabric)
     return site
+
+
+def _check_fabric_path(src: str, path: Path) -> None:
+    """What is wrong with the path site.fabric names, said as that key's error (a bare path out of context does not
+    tell which setting to fix); what is inside the file is the fabric loader's to say."""
+    if not os.path.lexists(path):
+        raise ConfigError(src, "site.fabric", f"{path}: no such file (a relative path is from the site file's "
+                                              "folder)")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:   # a symlink loop, a folder above it that cannot be searched
+        raise ConfigError(src, "site.fabric", f"{path}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(src, "site.fabric", f"{path}: a folder, expected the fabric file (a topology/*.toml)")
+    if not stat.S_ISREG(mode):
+        raise ConfigError(src, "site.fabric", f"{path}: not a regular file, expected the fabric file")
 
 
 def _telemetry(t: Table) -> TelemetrySettings:
@@ -126,8 +147,9 @@ def _telemetry(t: Table) -> TelemetrySettings:
 
 def _energy(t: Table) -> EnergySettings:
     """`[energy]`: price per kWh and carbon factor, each optional, 0 or more."""
-    out = EnergySettings(price_per_kwh=t.float("price_per_kwh", None, minimum=0.0),
-                         carbon_kg_per_kwh=t.float("carbon_kg_per_kwh", None, minimum=0.0))
+    out = EnergySettings(price_per_kwh=t.float("price_per_kwh", None, minimum=0.0, maximum=EXACT),
+                         carbon_kg_per_kwh=t.float("carbon_kg_per_kwh", None, minimum=0.0,
+                                                             maximum=EXACT))
     t.check_unknown()
     return out
 
@@ -175,7 +197,7 @@ def _name(t: Table, name: str) -> str:
 
 
 def _gpu_type(name: str, t: Table) -> GpuType:
-    memory_gb = t.int("memory_gb", 0, minimum=0)
+    memory_gb = t.int("memory_gb", 0, minimum=0, maximum=GPU_MEMORY_GB)
     migs = t.str_list("mig_profiles", ())
     for m in migs:
         got = MIG_PROFILE.fullmatch(m)
@@ -184,12 +206,14 @@ def _gpu_type(name: str, t: Table) -> GpuType:
                                           f"or \"3g.40gb\", got {shown(m)}")
         if memory_gb and int(got.group(2)) > memory_gb:
             raise t.error("mig_profiles", f"{m} holds more memory than the GPU's memory_gb ({memory_gb})")
-    bw = t.float("memory_bandwidth_gbs", None, minimum=0.0)
+    bw = t.float("memory_bandwidth_gbs", None, minimum=0.0, maximum=EXACT)
     if bw is not None and bw <= 0:
         raise t.error("memory_bandwidth_gbs", f"expected a bandwidth in GB/s above 0, got {bw:g}")
     return GpuType(name=_name(t, name), description=t.str("description", name), memory_gb=memory_gb,
-                   price_per_gpu_hour=t.float("price_per_gpu_hour", minimum=0.0), memory_bandwidth_gbs=bw,
-                   mig_profiles=migs, shards_per_gpu=t.int("shards_per_gpu", 0, minimum=0), mps=t.bool("mps", False))
+                   price_per_gpu_hour=t.float("price_per_gpu_hour", minimum=0.0, maximum=EXACT),
+                   memory_bandwidth_gbs=bw, mig_profiles=migs,
+                   shards_per_gpu=t.int("shards_per_gpu", 0, minimum=0, maximum=SHARDS_PER_GPU),
+                   mps=t.bool("mps", False))
 
 
 def _advise(t: Table) -> AdviseSettings:
@@ -208,10 +232,17 @@ def _advise(t: Table) -> AdviseSettings:
     lookback = t.duration("lookback", d.lookback)
     if lookback < 3600:
         raise t.error("lookback", "expected at least an hour of history")
+    from datetime import datetime
+
+    from slurmtools.durations import human
+
+    if lookback > (datetime.now() - datetime(1970, 1, 1)).total_seconds():   # was an OverflowError in `advise`
+        raise t.error("lookback", f"{human(lookback)} back from now is before 1970, where Slurm's accounting "
+                                  "begins")
     out = AdviseSettings(
-        lookback=lookback, min_runs=t.int("min_runs", d.min_runs, minimum=1), runs_share=share,
+        lookback=lookback, min_runs=t.int("min_runs", d.min_runs, minimum=1, maximum=MIN_RUNS), runs_share=share,
         gpu_idle_pct=pct("gpu_idle_pct"), fraction_util_pct=pct("fraction_util_pct"),
-        time_ratio=t.float("time_ratio", d.time_ratio, minimum=1.0),
+        time_ratio=t.float("time_ratio", d.time_ratio, minimum=1.0, maximum=TIME_RATIO),
         time_headroom=t.float("time_headroom", d.time_headroom, minimum=1.0),
         cpu_efficiency_pct=pct("cpu_efficiency_pct"), memory_used_pct=pct("memory_used_pct"),
         memory_bound_mem_pct=pct("memory_bound_mem_pct"), memory_bound_sm_pct=pct("memory_bound_sm_pct"),
@@ -273,7 +304,7 @@ def _account(name: str, t: Table, tiers: dict) -> Account:
             raise t.error("tiers", f"unknown tier {x!r} (known: {', '.join(tiers)})")
     users = t.str_list("users", ())
     return Account(name=_name(t, name), description=t.str("description", ""),
-                   monthly_gpu_hours=t.float("monthly_gpu_hours", None, minimum=0.0), users=users,
+                   monthly_gpu_hours=t.float("monthly_gpu_hours", None, minimum=0.0, maximum=EXACT), users=users,
                    tiers=allowed, over_budget=t.str("over_budget", "reject", choices=("reject", "scavenger")))
 
 

@@ -12,6 +12,7 @@ import re
 import reprlib
 import stat
 import tomllib
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -73,6 +74,14 @@ def read_text(path: Path, limit: int | None = MAX_BYTES) -> str:
         raise ConfigError(src, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
 
 
+@dataclass(frozen=True)
+class Bound:
+    """The most a numeric key may hold, and why (said in the error: "... is more than <why> (<limit>)")."""
+
+    limit: int | float
+    why: str
+
+
 class _NotRegular(OSError):
     pass
 
@@ -128,7 +137,8 @@ class Table:
             raise self.error(name, f"expected one of {', '.join(choices)}, got {shown(v)}")
         return _check_text(self, name, v)
 
-    def int(self, name: str, default: Any = _MISSING, minimum: int | None = None) -> int:
+    def int(self, name: str, default: Any = _MISSING, minimum: int | None = None,
+            maximum: "Bound | None" = None) -> int:
         v = self._get(name, default)
         if v is None or (v is default and default is not _MISSING):
             return v
@@ -136,9 +146,11 @@ class Table:
             raise self.error(name, f"expected an integer, got {shown(v)}")
         if minimum is not None and v < minimum:
             raise self.error(name, f"expected an integer >= {minimum}, got {shown(v)}")
+        self._at_most(name, v, maximum)
         return v
 
-    def float(self, name: str, default: Any = _MISSING, minimum: float | None = None) -> float:
+    def float(self, name: str, default: Any = _MISSING, minimum: float | None = None,
+              maximum: "Bound | None" = None) -> float:
         v = self._get(name, default)
         if v is None or (v is default and default is not _MISSING):
             return v
@@ -152,7 +164,15 @@ class Table:
             raise self.error(name, f"expected a finite number, got {shown(v)}")
         if minimum is not None and v < minimum:
             raise self.error(name, f"expected a number >= {minimum}, got {shown(v)}")
+        self._at_most(name, v, maximum)
         return float(v)
+
+    def _at_most(self, name: str, v: "int | float", bound: "Bound | None") -> None:
+        """A finite value past what the key can mean (what Slurm's field holds, what a site can be): refused with
+        the bound and its reason, never passed on to wrap in Slurm or become inf in a report's sums."""
+        if bound is not None and v > bound.limit:
+            limit = bound.limit if isinstance(bound.limit, int) else f"{bound.limit:g}"
+            raise self.error(name, f"{shown(v)} is more than {bound.why} ({limit})")
 
     def bool(self, name: str, default: Any = _MISSING) -> bool:
         v = self._get(name, default)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from slurmtools.durations import human
 from slurmtools.errors import ConfigError
+from slurmtools.site.tomlread import Bound
 
 if TYPE_CHECKING:
     from slurmtools.site.model import Site
@@ -35,6 +36,30 @@ UINT32_MAX_VALUE = 0xFFFFFFFD
 TIME_LIMIT_MAX = (2**31 - 1 - 59) // 60 * 60
 #: Slurm counts time limits in whole minutes; a limit under one is "0s", which leaves no job any time
 TIME_LIMIT_MIN = 60
+
+# Bounds of the site's numbers that are not a Slurm field of their own (Table.int/float `maximum`). A finite 1e308
+# passed the finite check and then became inf in the reports' sums (cost "inf USD", null in report.json) or broke
+# job_submit.lua's rendering; each bound is what the key can mean, and is said in the error.
+#: money and GPU-hours (prices, budgets, energy factors, bandwidths): the reports and the budget policy (Lua numbers
+#: are doubles too) add them as floats, which past 2**53 no longer hold every whole number: one GPU-hour or unit of
+#: currency more or less is lost, and near 1e308 the sums become inf
+EXACT = Bound(2**53, "the reports' float sums hold exactly, 2**53")
+#: a GPU's memory: advise compares it with Slurm's gres/gpumem, a uint64 count of bytes (gpu_nvml.c) whose top
+#: values NO_VAL64 and INFINITE64 mean "unset"; in GB that is (0xfffffffffffffffd) // 2**30
+GPU_MEMORY_GB = Bound(0xFFFFFFFFFFFFFFFD // 2**30, "Slurm's gres/gpumem (uint64 bytes) holds in GB")
+#: gres.conf's shard Count= is read with strtoll, LONG_MAX refused (src/interfaces/gres.c), and a node's shards are
+#: its GPUs' (at most MAX_GRES_BITMAP = 1024 GPUs per node): (2**63 - 2) // 1024 per GPU
+SHARDS_PER_GPU = Bound((2**63 - 2) // 1024, "Slurm's gres.conf shard Count= holds per GPU of a 1024-GPU node")
+#: CPUs and memory per GPU may exceed the node's share by this factor: at a node's GPU count one GPU may take the
+#: whole node, and no node has more than MAX_GRES_BITMAP = 1024 GPUs, so a larger tolerance checks nothing (and
+#: near 1e308 the limits rendered into job_submit.lua were inf, a traceback)
+CPU_MEM_TOLERANCE = Bound(1024, "the most GPUs a node has, at which one GPU may take the whole node")
+#: runs of one job shape: a cluster has at most MAX_JOB_ID (0x3ffffff, slurm/slurm.h) local job ids, so more runs
+#: are never seen and advise would silently recommend nothing
+MIN_RUNS = Bound(0x3FFFFFF, "the job ids one Slurm cluster has, MAX_JOB_ID")
+#: a time limit over the longest run: a limit is at most TIME_LIMIT_MAX s and a run lasts at least 1 s, so a larger
+#: ratio is never reached and the time rule would silently never fire
+TIME_RATIO = Bound(TIME_LIMIT_MAX, "the longest Slurm time limit over a run of 1 s")
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 NAME_RULE = "names must start with a letter and hold only letters, digits, _ or -"

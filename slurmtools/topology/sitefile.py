@@ -14,7 +14,7 @@ from pathlib import Path
 
 from slurmtools.errors import ConfigError
 from slurmtools.hostlist import expand
-from slurmtools.site.tomlread import Table, each, load_toml, shown
+from slurmtools.site.tomlread import Bound, Table, each, load_toml, shown
 
 
 def link_gbytes(link: str) -> float:
@@ -176,6 +176,13 @@ GPUS_MAX = 1024
 #: graph one vertex or link at a time per host, so a typo of 10**9 would hang the planner; no board comes near
 #: 1024 (an HGX H100 has 4 PCIe switches, 4 NVSwitches, 18 NVLinks per GPU).
 BOARD_PARTS_MAX = 1024
+#: not Slurm values either. NVLink GB/s per link and direction: ten times the fastest generation slurmtools knows
+#: (NVLink 5, 50 GB/s; gpu_models.NVLINK), room for generations to come; a larger figure is per GPU or in another
+#: unit, and near 1e308 the planner's bandwidths became inf ("Infinity" in `plan --json`, not JSON)
+NVLINK_GBYTES_MAX = 500.0
+#: uplinks from one leaf to one spine are ports of one switch; no switch has more than 1024 (a director chassis
+#: such as NVIDIA's CS8500 has 800), and past it `topo show` printed 2e+36 GB/s uplinks
+SWITCH_PORTS_MAX = 1024
 
 
 #: a name the fabric gives Slurm (switch, feature, GPU type, NIC) or that becomes one (a leaf is a node feature):
@@ -269,13 +276,16 @@ def _load_fabric(path: str | Path) -> Fabric:
                     raise t.error(key, f"node type {n} has no GPUs (gpus = 0): leave {key} out")
         if nt.nvlink == "nvswitch" and nt.nvlinks_per_gpu == 0:
             raise t.error("nvlinks_per_gpu", "an NVSwitch node type needs nvlinks_per_gpu > 0")
-        stated = t.float("nvlink_gbytes_per_link", None)
+        stated = t.float("nvlink_gbytes_per_link", None,
+                         maximum=Bound(NVLINK_GBYTES_MAX, "ten times NVLink 5's 50 GB/s per link and direction"))
+        if stated is not None and stated <= 0:   # said as what it is, not as an unknown GPU type's speed
+            raise t.error("nvlink_gbytes_per_link", f"expected GB/s per link and direction above 0, got {stated:g}")
         if nt.nvlink == "nvswitch":
             from slurmtools.topology.gpu_models import nvlink_generation
 
             gen = nvlink_generation(nt.gpu_type)
             speed = stated if stated is not None else (gen.gbytes_per_link if gen else None)
-            if speed is None or speed <= 0:
+            if speed is None:
                 raise t.error("nvlink_gbytes_per_link", f"NVLink speed of GPU type {nt.gpu_type!r} is not known to "
                                                         "slurmtools: state GB/s per link and direction (e.g. 25 "
                                                         "for NVLink 3/4, 50 for NVLink 5)")
@@ -333,7 +343,8 @@ def _load_fabric(path: str | Path) -> Fabric:
         for x in ls:
             if x not in leaves and x not in rails:
                 raise t.error("leaves", f"unknown leaf {x!r}")
-        spines[sname] = Spine(sname, ls, t.int("uplinks_per_leaf", None, minimum=1))
+        spines[sname] = Spine(sname, ls, t.int("uplinks_per_leaf", None, minimum=1,
+                                               maximum=Bound(SWITCH_PORTS_MAX, "the ports of one switch")))
         t.check_unknown()
     racks = _host_groups(root, "racks", seen)
     domains = _host_groups(root, "nvlink_domains", seen)

@@ -22,12 +22,15 @@ def test_a_symlink_loop_behind_site_fabric(tmp_path):
     a.symlink_to(b)
     b.symlink_to(a)
     p = edited(tmp_path, 'fabric = "', f'fabric = "{a}"  # was "')
-    assert refusal("site", "check", str(p)) == f"{a}: cannot read: Too many levels of symbolic links"
+    assert refusal("site", "check", str(p)) == (f"{p}: site.fabric: {a}: cannot read: Too many levels of symbolic "
+                                                "links")
 
 
 def test_a_folder_as_site_fabric(tmp_path):
+    """Was "no such file", then "<folder>: not a regular file" without the key that names it."""
     p = edited(tmp_path, 'fabric = "', f'fabric = "{tmp_path}"  # was "')
-    assert refusal("site", "check", str(p)) == f"{tmp_path}: not a regular file"   # was "no such file"
+    assert refusal("site", "check", str(p)) == (f"{p}: site.fabric: {tmp_path}: a folder, expected the fabric file "
+                                                "(a topology/*.toml)")
 
 
 @pytest.mark.parametrize("kind,why", [("file", "not a folder"), ("missing", "no such folder")])
