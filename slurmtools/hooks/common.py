@@ -351,12 +351,50 @@ def job_fields(job_id: int | str) -> dict[str, str] | None:
 
 
 def drain(node: str, reason: str) -> tuple[bool, str]:
-    """`scontrol update nodename=NODE state=drain reason=...`; returns (done, Slurm's words)."""
+    """`scontrol update nodename=NODE state=drain reason=...`; returns (done, Slurm's words).
+
+    Not over a reason someone else gave: a node already out of service (drained, down, failed) with another
+    reason than one of ours (an admin's "RMA ticket 4711", Slurm's "Not responding") keeps it, and the fault is
+    only logged; an update would replace the reason, its user and its time. Nor again for the same reason: the
+    health check runs every interval, and each update would restamp the drain. When the node's state cannot be
+    read, it is drained as before."""
     reason = "".join(c if c in _REASON_CHARS else "_" for c in reason)[:200]
+    shown = scontrol(["show", "node", node])
+    if shown is not None and shown[0] == 0:
+        flags, held = node_reason(shown[1])
+        out = bool(flags & {"DRAIN", "DOWN", "FAIL"})
+        if out and held and not held.startswith(OUR_REASONS):
+            return True, f"already out of service ({'+'.join(sorted(flags))}) for another reason, kept: {held}"
+        if "DRAIN" in flags and held == reason:
+            return True, "already drained for this reason"
     r = scontrol(["update", f"nodename={node}", "state=drain", f"reason={reason}"])
     if r is None:
         return False, "no scontrol found"
     return r[0] == 0, r[1].strip()
+
+
+#: how the hooks' drain reasons begin (prolog, node-health): any other reason is someone else's
+OUR_REASONS = "slurmtools "
+
+
+def node_reason(text: str) -> tuple[set[str], str]:
+    """(the words of the node's State, e.g. {"IDLE", "DRAIN"}; its Reason's first line without Slurm's
+    ` [user@time]` stamp, "" when it has none) from `scontrol show node NODE` (several lines: the Reason on a line of
+    its own, as 22.05 and 25.11 print it)."""
+    flags: set[str] = set()
+    held = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("Reason="):
+            held = line[len("Reason="):]
+            stamp = held.rfind(" [")
+            if stamp >= 0 and held.endswith("]") and "@" in held[stamp:]:
+                held = held[:stamp]
+        elif not flags:
+            for tok in line.split():
+                if tok.startswith("State="):
+                    flags = {w.rstrip("*~#!%$@^-") for w in tok[len("State="):].split("+") if w}
+    return flags, held
 
 
 def dumps(obj) -> str:

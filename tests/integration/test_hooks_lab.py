@@ -152,3 +152,36 @@ def test_odd_jobs_never_drain_a_healthy_node_and_get_records(lab, fault_file):
     rec = json.loads((spool / f"{ids[3]}.0.{node}.json").read_text())
     assert len(set(rec["gpus"])) == 3 and set(rec["gpus"]) <= set(range(8))  # the jobs share the node
     assert rec["exit_code"] == "7:0"
+
+
+def test_node_health_keeps_a_drain_reason_someone_else_gave(lab, fault_file):
+    """An admin drained the node with their own reason; the periodic health check then finds a GPU fault on it.
+    The admin's reason, user and time stay (an update would replace them: Slurm keeps one reason); on a node the
+    check drained itself, running it again does not restamp the drain."""
+    node = "gpu12"
+    repo = Path(__file__).resolve().parents[2]
+    fault_file({"nodes": {node: {"count": 8, "faults": {"2": {"ecc_uncorrected": 1}}}}})
+    env = (f"SLURMTOOLS_LAB_ETC={lab.dir / 'etc'} SLURMTOOLS_SPOOL_DIR={lab.dir / 'spool' / 'slurmtools'} "
+           f"SLURMTOOLS_PYTHON={sys.executable} SLURMD_NODENAME={node}")
+    health = f"env {env} {repo / 'scripts' / 'node-health'}"
+    try:
+        lab.sh(f"scontrol update nodename={node} state=drain reason='RMA ticket 4711'")
+        before = node_info(lab, node)["Reason"]
+        assert before.startswith("RMA ticket 4711 [root@"), before
+        assert lab.sh(health, check=False).returncode == 1  # the fault is found ...
+        info = node_info(lab, node)
+        assert info["Reason"] == before and "DRAIN" in info["State"], info  # ... and the admin's reason kept
+        log = (lab.dir / "spool" / "slurmtools" / "hooks.log").read_text()
+        assert "for another reason, kept: RMA ticket 4711" in log
+
+        lab.sh(f"scontrol update nodename={node} state=resume")
+        wait_node(lab, node, lambda i: "DRAIN" not in i.get("State", ""), 30)
+        assert lab.sh(health, check=False).returncode == 1
+        first = wait_node(lab, node, lambda i: "DRAIN" in i.get("State", ""), 30)["Reason"]
+        assert first.startswith("slurmtools node-health: GPU 2 (GPU-fake-gpu12-2) has 1 uncorrected ECC"), first
+        time.sleep(1.1)  # Slurm stamps the reason in whole seconds
+        assert lab.sh(health, check=False).returncode == 1
+        assert node_info(lab, node)["Reason"] == first  # not restamped
+    finally:
+        lab.sh(f"scontrol update nodename={node} state=resume", check=False)
+    wait_node(lab, node, lambda i: "DRAIN" not in i.get("State", ""), 60)
