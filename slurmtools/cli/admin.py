@@ -168,8 +168,9 @@ def render_node_expectations(
                                                           "slurmtools-node-expectations.json) instead of stdout"),
 ) -> None:
     """Print the node expectations the prolog checks each node's links against (GPU count, NVLinks and PCIe per
-    GPU, HCA rate): install it next to slurm.conf, owned by root. Facts the graph does not state are null and
-    not checked; a summary of what will and will not be checked goes to stderr."""
+    GPU, HCA rate): install it as /etc/slurm/slurmtools-node-expectations.json on every node (configless too),
+    owned by root. Facts the graph does not state are null and not checked; a summary of what will and will not be
+    checked goes to stderr."""
     from slurmtools.cli.common import fail
     from slurmtools.cli.topo import load_topology
     from slurmtools.render.node_expectations import document, dumps, summary

@@ -31,6 +31,34 @@ def _user_ok(s: str) -> bool:
     return 0 < len(s) <= 64 and s[0] != "-" and all(c in _USER_CHARS for c in s)
 
 
+#: the longest user name recorded: Linux's LOGIN_NAME_MAX (256 bytes with the terminating NUL)
+MAX_USER = 255
+
+
+class Refused(ValueError):
+    """A variable's value refused for a reason worth logging (`JobEnv._read` names the variable and the reason)."""
+
+
+def _user(s: str | None) -> str | None:
+    """The passwd name slurmd put in SLURM_JOB_USER, as it is: `DOMAIN\\user` (winbind), `user@realm` (sssd's
+    fully qualified names), `john smith`, `HOST$`, `josé` are all names Slurm runs jobs for, and the hooks only
+    ever write them JSON-escaped (never into a path or a command). Refused (Refused, with the reason) only what
+    cannot be a name to record: control or other unprintable characters (they would split or hide a log line),
+    bytes that are not UTF-8 (the reports' text columns cannot hold them), more than MAX_USER bytes."""
+    s = s or ""
+    if not s.strip():
+        return None
+    for i, c in enumerate(s):
+        if "\udc80" <= c <= "\udcff":  # os.environ's surrogateescape of a byte that is not UTF-8
+            raise Refused(f"character {i} is the byte {ord(c) - 0xDC00:#04x}, not UTF-8")
+        if not c.isprintable():
+            raise Refused(f"character {i} is {ascii(c)}, a control or unprintable character")
+    n = len(s.encode())
+    if n > MAX_USER:
+        raise Refused(f"{n} bytes, more than the {MAX_USER} a Linux user name can have")
+    return s
+
+
 def _int(s: str | None) -> int | None:
     """A whole number in ASCII digits ('²' and '١' pass str.isdigit(); Slurm never writes them), else None."""
     s = (s or "").strip()
@@ -87,7 +115,7 @@ def _text(limit: int):
 #: JobEnv field <- the variables that may carry it (the first one that reads wins), its parser, what it should be
 _FIELDS = (
     ("job_id", ("SLURM_JOB_ID", "SLURM_JOBID"), _int, "a whole number"),
-    ("user", ("SLURM_JOB_USER",), _word, "a user name"),
+    ("user", ("SLURM_JOB_USER",), _user, "a user name"),
     ("uid", ("SLURM_JOB_UID",), _int, "a whole number"),
     ("account", ("SLURM_JOB_ACCOUNT",), _word, "an account name"),
     ("partition", ("SLURM_JOB_PARTITION",), _word, "a partition name"),
@@ -127,6 +155,12 @@ class JobEnv:
         job = cls()
         for name, variables, parse, what in _FIELDS:
             setattr(job, name, job._read(e, variables, parse, what))
+        try:
+            raw = e.get("SLURM_JOB_USER")
+            if raw is not None and not raw.strip():  # present and empty: said, like any refused name
+                job.problems.append(f"SLURM_JOB_USER={ascii(raw)[:80]} is empty; unknown")
+        except Exception:  # noqa: BLE001 -- an odd mapping: _read has said what it could
+            pass
         if job.restart_count is None and not (e.get("SLURM_JOB_RESTART_COUNT") or "").strip():
             job.restart_count = 0  # absent: a first run; present but unreadable: unknown (None)
         # the job's GPUs: SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES; given but unreadable means "check them all",
@@ -157,6 +191,9 @@ class JobEnv:
                 if raw is None or not raw.strip():
                     continue
                 value = parse(raw)
+            except Refused as e:
+                self.problems.append(f"{var}={ascii(raw)[:80]} is not {what} ({e}); unknown")
+                continue
             except Exception as e:  # noqa: BLE001 -- one odd variable must not cost the others
                 self.problems.append(f"{var} could not be read ({type(e).__name__}); unknown")
                 continue

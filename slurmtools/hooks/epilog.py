@@ -63,15 +63,15 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
     if job.job_id is None:
         log("no usable SLURM_JOB_ID; nothing recorded")
         return None
-    mark_start, mark_restart, mark_energy = _guarded(log, "start mark", _take_start, job, log,
-                                                     default=(None, None, None))
+    mark_start, mark_restart, mark_energy, mark_why = _guarded(log, "start mark", _take_start, job, log,
+                                                               default=(None, None, None, ""))
     fields = None
     if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
         fields = _guarded(log, "Slurm's job record", job_fields, job.slurm_ref)
     ident = _guarded(log, "run identity", _identify, job, fields, mark_start, mark_restart, end, log)
     run_no, start, start_source, requeued = ident.as_tuple() if ident else (None, None, None, None)
     # the prolog's energy counters count only when its mark is of this run (as for its start time)
-    energy_start, energy_start_why = _energy_start(mark_start, mark_restart, mark_energy, run_no)
+    energy_start, energy_start_why = _energy_start(mark_start, mark_restart, mark_energy, run_no, mark_why)
     tele = _guarded(log, "GPU telemetry", _gpu_telemetry, job, start, energy_start, energy_start_why, end, log,
                     default={}) or {}
     rec = {
@@ -165,43 +165,73 @@ def _exists_at(dfd: int, name: str) -> bool:
         return False
 
 
-def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None, dict | None]:
+def _take_start(job: JobEnv, log: HookLog) -> tuple[float | None, int | None, dict | None, str]:
     """Read and remove the prolog's start mark for this job on this node: (start, restart count, the GPUs' energy
-    counters at the start or None). Marks of older prologs hold only "start restarts"."""
+    counters at the start or None, why a mark that was there is not used). Marks of older prologs hold only
+    "start restarts"."""
     if job.node is None:
-        return None, None, None
+        return None, None, None, ""
     try:
         rfd = safefs.open_secure_dir(os.path.join(spool_dir(), RUNNING))
     except (safefs.UnsafePath, OSError):
-        return None, None, None
+        return None, None, None, ""
     try:
         name = f"{job.job_id}.{job.node}"
         raw = safefs.read_small_at(rfd, name)
         if raw is None:
-            return None, None, None
+            return None, None, None, ""
         try:
             os.unlink(name, dir_fd=rfd)
         except OSError:
             pass
+        why = ""
         try:
-            start, restarts, *more = raw.decode().split()
-            energy = None
-            if more:
-                from slurmtools.hooks.energy import parse_mark
-
-                energy = parse_mark(more)
-            # "-": the prolog did not know the restart count
-            return float(start), (None if restarts == "-" else int(restarts)), energy
+            start_text, restarts, *more = raw.decode().split()
+            start, why = mark_time(start_text, time.time())
+            if restarts != "-" and not (restarts.isascii() and restarts.isdigit() and len(restarts) < 10):
+                why = why or f"its restart count {ascii(restarts)[:40]} is not a whole number"
         except (ValueError, UnicodeDecodeError):
-            log("start mark unreadable; start left empty")
-            return None, None, None
+            why = "not \"start restarts [counters]\" text"
+        if why:  # a mark that cannot be this run's start is not one: the start comes from Slurm, or is unknown
+            log(f"start mark refused ({why}); its start, run and energy counters are not used")
+            return None, None, None, why
+        energy = None
+        if more:
+            from slurmtools.hooks.energy import parse_mark
+
+            energy = parse_mark(more)
+        # "-": the prolog did not know the restart count
+        return start, (None if restarts == "-" else int(restarts)), energy, ""
     finally:
         os.close(rfd)
 
 
+#: how far past the epilog's clock a prolog's start may lie (the same node's clock, stepped by NTP at most)
+MARK_FUTURE_S = 300.0
+
+
+def mark_time(text: str, now: float) -> tuple[float | None, str]:
+    """The start time of a mark as the prolog writes it (`1790000000.123`), or (None, why it is not one): only
+    ASCII digits with at most one point; not 0, and not after `now` by more than MARK_FUTURE_S. float() alone
+    would take `nan`, `inf`, `-5`, `1e300` and `1_0`, and a start of nan or inf becomes a null start the
+    record still says the prolog gave, a negative or far-future one a record the reports refuse."""
+    whole, _, frac = text.partition(".")
+    if not (whole.isascii() and whole.isdigit() and len(whole) <= 12 and (not frac or frac.isascii() and
+                                                                           frac.isdigit() and len(frac) <= 9)):
+        return None, f"its start {ascii(text)[:40]} is not epoch seconds"
+    t = float(text)
+    if t <= 0:
+        return None, f"its start {text} is not after 1970"
+    if t > now + MARK_FUTURE_S:
+        return None, f"its start {text} is {t - now:.0f} s after this epilog's clock"
+    return t, ""
+
+
 def _energy_start(mark_start: float | None, mark_restart: int | None, mark_energy: dict | None,
-                  run_no: int | None) -> tuple[dict | None, str]:
+                  run_no: int | None, mark_why: str = "") -> tuple[dict | None, str]:
     """The GPUs' energy counters at this run's start from the prolog's mark, or (None, why there are none)."""
+    if mark_why:
+        return None, f"the prolog's start mark was refused ({mark_why})"
     if mark_start is None:
         return None, "no prolog start mark for this run (the prolog did not run, or its mark was lost)"
     if mark_restart is not None and run_no is not None and mark_restart != run_no:
@@ -369,9 +399,9 @@ def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, 
     fp = labfake.fake_path()
     if fp is not None:
         out["gpu_accounting_why"] = "the lab's fake GPUs run no processes (no NVML accounting)"
-        spec = labfake.node_spec(fp[0], job.node)
+        spec, why = labfake.node_spec_why(fp[0], job.node)
         if spec is None:
-            out["energy_why"] = "lab fault file unusable"
+            out["energy_why"] = f"lab fault file not used: {why}"
             return out
         end, out["energy_source"] = energy.read_fake(spec, job.gpus, now), "lab-fake"
     else:

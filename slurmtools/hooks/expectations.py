@@ -1,9 +1,10 @@
 """The node expectations file: what the declared topology graph says each host's links should report.
 
 `slurmtools admin render node-expectations` writes it from the graph (slurmtools/render/node_expectations.py);
-the admin installs it next to slurm.conf as `slurmtools-node-expectations.json`, root's and not writable by
-others, and the prolog (and `scripts/node-health`) compare each node with its own entry (`hooks.drift`). The file
-is the hand-over between the two sides: the renderer needs networkx, the prolog must start in milliseconds.
+the admin installs it as `/etc/slurm/slurmtools-node-expectations.json` (configless nodes too; where else it may
+be: `paths()`), root's and not writable by others, and the prolog (and `scripts/node-health`) compare each node
+with its own entry (`hooks.drift`). The file is the hand-over between the two sides: the renderer needs networkx,
+the prolog must start in milliseconds.
 
     {"format": "slurmtools.node-expectations/1", "topology": "example",
      "profiles": {"dgx-h100": {"gpus": 8,
@@ -84,20 +85,32 @@ class HostExpectations:
         self.hcas = hcas          # None: the graph does not say which HCAs the host has; []: it has none
 
 
-def path() -> str:
-    """Where this node's file is: $SLURMTOOLS_NODE_EXPECTATIONS (a root wrapper's choice), else beside the lab's
-    or slurmd's slurm.conf (SLURMTOOLS_LAB_ETC, SLURM_CONF), else /etc/slurm. The first one set wins, so the
-    answer never depends on which files happen to exist."""
+def paths() -> list[str]:
+    """Where this node's file may be, in the order read: $SLURMTOOLS_NODE_EXPECTATIONS alone (a root wrapper's
+    choice), else the lab's etc folder alone (SLURMTOOLS_LAB_ETC), else beside slurmd's slurm.conf (SLURM_CONF)
+    and then /etc/slurm. Why both: on a configless node slurmd points SLURM_CONF at its config cache
+    (`<SlurmdSpoolDir>/conf-cache/slurm.conf`, Slurm 25.11 slurmd.c), which it fills with Slurm's own files
+    only, so the admin's /etc/slurm copy must still be found; and slurmd runs HealthCheckProgram with
+    SLURMD_NODENAME alone, no SLURM_CONF, so node-health sees /etc/slurm only."""
     env = os.environ.get(ENV)
     if env:
-        return env
+        return [env]
     etc = os.environ.get("SLURMTOOLS_LAB_ETC")
     if etc:
-        return os.path.join(etc, NAME)
+        return [os.path.join(etc, NAME)]
+    out = []
     conf = os.environ.get("SLURM_CONF")
     if conf and os.path.isabs(conf):
-        return os.path.join(os.path.dirname(conf), NAME)
-    return os.path.join(DEFAULT_DIR, NAME)
+        out.append(os.path.normpath(os.path.join(os.path.dirname(conf), NAME)))
+    default = os.path.join(DEFAULT_DIR, NAME)
+    if default not in out:
+        out.append(default)
+    return out
+
+
+def path() -> str:
+    """The first place `paths()` reads."""
+    return paths()[0]
 
 
 def load(host: str, where: str | None = None) -> HostExpectations | None:

@@ -38,9 +38,11 @@ def check(node: str | None, job_gpus: tuple[int, ...] | None, gpus_wanted: bool,
     the whole node. `gpus_wanted` False (a job without GPUs) leaves NVML closed: only the HCAs are compared."""
     start = time.monotonic()
     budget = budget_seconds() if budget is None else budget
-    exp, exp_why = _expectations(node)
+    exp, exp_why = _expectations(node, log)
     fp = labfake.fake_path()
-    spec = labfake.node_spec(fp[0], node) if fp else None
+    spec, spec_why = labfake.node_spec_why(fp[0], node) if fp else (None, "")
+    if spec_why:
+        log(f"lab fault file not used: {spec_why}")
     faults: list[str] = []
     obs = drift.Observed(budget_s=budget, gpus_why="the job has no GPUs (NVML not opened)")
     if gpus_wanted:
@@ -60,26 +62,36 @@ def check(node: str | None, job_gpus: tuple[int, ...] | None, gpus_wanted: bool,
     return faults + report.faults
 
 
-def _expectations(node: str | None) -> tuple[expectations.HostExpectations | None, str]:
-    """(this node's expectations, "") or (None, why there are none: absent, refused, malformed, not listed)."""
+def _expectations(node: str | None, log: HookLog | None = None) -> tuple[expectations.HostExpectations | None, str]:
+    """(this node's expectations, "") or (None, why there are none: absent, refused, malformed, not listed).
+
+    The places of `expectations.paths()` in order: only an absent file moves on to the next; a file that is
+    there but refused or malformed is reported as such, never passed over for another copy. A second copy
+    that is not read is logged (a stale one would otherwise mislead whoever edits it)."""
     from slurmtools.errors import ConfigError
 
-    where = expectations.path()
     if not node:
         return None, "no node name"
-    try:
-        exp = expectations.load(node, where)
-    except FileNotFoundError:
-        return None, f"no {where}"
-    except (safefs.UnsafePath, OSError) as e:
-        return None, f"file refused: {e}"
-    except ConfigError as e:
-        return None, f"malformed: {e}"
-    except Exception as e:  # noqa: BLE001 -- the file read first must never cost the GPU health check after it
-        return None, f"unreadable: {where}: {type(e).__name__}: {e}"
-    if exp is None:
-        return None, f"{node} is not in {where}"
-    return exp, ""
+    where = expectations.paths()
+    for k, path in enumerate(where):
+        try:
+            exp = expectations.load(node, path)
+        except FileNotFoundError:
+            continue
+        except (safefs.UnsafePath, OSError) as e:
+            return None, f"file refused: {e}"
+        except ConfigError as e:
+            return None, f"malformed: {e}"
+        except Exception as e:  # noqa: BLE001 -- the file read first must never cost the GPU health check after it
+            return None, f"unreadable: {path}: {type(e).__name__}: {e}"
+        if log is not None:
+            for other in where[k + 1:]:
+                if os.path.lexists(other):
+                    log(f"expectations: {path} read; {other} is there too and not read")
+        if exp is None:
+            return None, f"{node} is not in {path}"
+        return exp, ""
+    return None, f"no {' nor '.join(where)}"
 
 
 def _gpus(node, spec, exp, obs: drift.Observed, until: float, log: HookLog):

@@ -95,9 +95,9 @@ def _telemetry_start(job: JobEnv):
 
     fp = labfake.fake_path()
     if fp is not None:  # the lab: fake GPUs with a fixed power, no accounting mode to switch
-        spec = labfake.node_spec(fp[0], job.node)
+        spec, why = labfake.node_spec_why(fp[0], job.node)
         if spec is None:
-            return None, {}, ["lab fault file unusable: no energy counters noted"]
+            return None, {}, [f"lab fault file not used ({why}): no energy counters noted"]
         return None, energy.read_fake(spec, job.gpus, time.time()), []
     from slurmtools.hooks import telemetry
     from slurmtools.hooks.nvml import NvmlUnavailable, open_nvml

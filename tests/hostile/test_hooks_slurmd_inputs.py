@@ -10,6 +10,17 @@
 4. JSON nested past Python's recursion limit raised RecursionError, which no reader's ValueError handler catches:
    a deeply nested expectations file crashed the prolog's check before its GPU health part, so a node with a
    failing GPU took jobs.
+5. The epilog renamed a new record over an existing one of the same job, run and node.
+6. User names: SLURM_JOB_USER is the job's passwd name (Slurm 25.11 prep_script_slurmd.c: `pw_name`), and the
+   hooks recorded `user: null` for names outside letters, digits and `._@-`: `DOMAIN\\user` (winbind),
+   `john smith`, `HOST$`, `josé`, so reports lost who used the GPUs. Only what cannot be a name to record
+   (control characters, bytes that are not UTF-8, empty, over 255 bytes) is refused, with the reason logged.
+7. A start mark holding `nan`, `inf`, a negative or far-future time was taken as the run's start (a null start
+   "from the prolog", or a time the reports refuse, so the record was lost to them).
+8. Configless nodes: slurmd sets SLURM_CONF to its conf-cache (Slurm 25.11 slurmd.c `_establish_configuration`),
+   which holds Slurm's own files only, so the expectations file in /etc/slurm was never found.
+9. The lab fault file with a wrong type (`"nodes": ["gpu03"]`, a fault that is a string) crashed the check, and
+   the node was kept without a word about the file.
 The hooks run as slurmd runs them (scripts/prolog, scripts/epilog) or in this process with the suite's NVML-shaped
 fake (tests/nvml_fake.py); `scontrol` is the recorder script of test_prolog_fail_closed.
 """
@@ -205,3 +216,194 @@ def test_epilog_never_writes_a_record_over_an_existing_one(tmp_path, monkeypatch
     assert all(json.loads((jobs / n).read_text()) == {"old": True} for n in old)
     assert (f"record not written: {epilog.MAX_SAME_NAME} records named 77.0.gpu03[.N].json exist; this one is "
             "not written") in log.lines
+
+
+# ------------------------------------------------------------------------------------------ 6. user names
+
+#: passwd names Slurm runs jobs for: winbind's DOMAIN\user, sssd's fully qualified names, AD names with a space,
+#: a machine account, upper case, a name that is not ASCII, one that looks like a path, the longest Linux allows
+USERS = ["EXAMPLE\\alice", "alice@realm.example", "John Smith", "HOST$", "First.Last", "jos\u00e9", "../../etc/x",
+         "-rf", "a" * 255]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_every_passwd_name_is_recorded_as_it_is(tmp_path, user):
+    from slurmtools.reports.epilog import read_epilog_dir
+
+    node = Node(tmp_path)
+    r = run(PROLOG, node.env(SLURM_JOB_USER=user))  # the lab's sick GPU: drained, in the decision log
+    assert r.returncode == 1 and "SLURM_JOB_USER" not in r.stderr.decode(), r.stderr.decode()
+    [drained] = [json.loads(ln) for ln in (node.spool / "decisions.jsonl").read_text().splitlines()]
+    assert drained["user"] == user
+    r = run(EPILOG, node.env(SLURM_JOB_USER=user))
+    assert r.returncode == 0 and "Traceback" not in r.stderr.decode()
+    [rec] = node.records()
+    assert rec["user"] == user
+    # nothing is named after the user: the spool holds what it holds for any user
+    assert sorted(str(p.relative_to(node.spool)) for p in node.spool.rglob("*")) == [
+        "decisions.jsonl", "decisions.jsonl.seq.prolog@gpu03", "hooks.log", "jobs", "jobs/77.0.gpu03.json",
+        "running"]
+    # the reports group by it
+    got = read_epilog_dir(node.spool / "jobs")
+    assert list(got.frame["user"]) == [user] and not got.problems
+
+
+@pytest.mark.parametrize("raw, why", [
+    ("ali\nce", "character 3 is '\\n', a control or unprintable character"),
+    ("ali\x1b[2Jce", "character 3 is '\\x1b', a control or unprintable character"),
+    ("ali\u2028ce", "character 3 is '\\u2028', a control or unprintable character"),
+    (b"ali\xe9", "character 3 is the byte 0xe9, not UTF-8"),
+    ("a" * 256, "256 bytes, more than the 255 a Linux user name can have"),
+])
+def test_what_cannot_be_a_user_name_is_refused_with_the_reason(tmp_path, raw, why):
+    node = Node(tmp_path)
+    r = run(EPILOG, node.env(SLURM_JOB_USER=raw))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "Traceback" not in err
+    [rec] = node.records()
+    assert rec["user"] is None and rec["job"] == 77  # the record is kept, its user unknown
+    shown = ascii(raw if isinstance(raw, str) else raw.decode("utf-8", "surrogateescape"))[:80]
+    assert f"SLURM_JOB_USER={shown} is not a user name ({why}); unknown" in err, err
+
+
+def test_an_empty_user_name_is_said():
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_USER": " "})
+    assert job.user is None and job.problems == ["SLURM_JOB_USER=' ' is empty; unknown"]
+
+
+# ---------------------------------------------------------------------- 7. a start mark that is no time
+
+@pytest.mark.parametrize("start, why", [
+    ("nan", "its start 'nan' is not epoch seconds"),
+    ("inf", "its start 'inf' is not epoch seconds"),
+    ("-5.000", "its start '-5.000' is not epoch seconds"),
+    ("1e12", "its start '1e12' is not epoch seconds"),
+    ("0.000", "its start 0.000 is not after 1970"),
+    ("99999999999.000", "its start 99999999999.000 is "),
+])
+def test_a_start_mark_that_is_no_time_leaves_the_start_unknown(tmp_path, start, why):
+    from slurmtools.reports.epilog import read_epilog_dir
+
+    node = Node(tmp_path)
+    (node.spool / "running").mkdir(mode=0o755)
+    (node.spool / "running" / "77.gpu03").write_text(f"{start} 0 e=0:1000,1:2000\n")
+    r = run(EPILOG, node.env())
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "Traceback" not in err
+    [rec] = node.records()
+    assert rec["start"] is None and rec["start_source"] is None  # Slurm is not asked here: unknown, not a time
+    assert rec["energy_j"] is None and rec["energy_why"].startswith(f"the prolog's start mark was refused ({why}")
+    assert f"start mark refused ({why}" in err and "its start, run and energy counters are not used" in err
+    assert not (node.spool / "running" / "77.gpu03").exists()
+    assert len(read_epilog_dir(node.spool / "jobs").frame) == 1  # the reports still read the record
+
+
+def test_a_start_mark_of_the_prolog_is_still_the_start(tmp_path):
+    node = Node(tmp_path)
+    (node.spool / "running").mkdir(mode=0o755)
+    (node.spool / "running" / "77.gpu03").write_text("1790000000.125 0\n")
+    assert run(EPILOG, node.env()).returncode == 0
+    [rec] = node.records()
+    assert rec["start"] == 1790000000.125 and rec["start_source"] == "prolog" and rec["run"] == 0
+
+
+# ------------------------------------------------------------------- 8. expectations on a configless node
+
+def configless(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """A configless node's folders: slurmd's conf-cache (SLURM_CONF points there) and the admin's etc folder."""
+    from slurmtools.hooks import expectations
+
+    cache = tmp_path / "spool-slurmd" / "conf-cache"
+    cache.mkdir(parents=True, mode=0o755)
+    (cache / "slurm.conf").write_text("ClusterName=lab\n")
+    etc = tmp_path / "etc-slurm"
+    etc.mkdir(mode=0o755)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(cache.parent, 0o755)
+    for k in ("SLURMTOOLS_NODE_EXPECTATIONS", "SLURMTOOLS_LAB_ETC"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("SLURM_CONF", str(cache / "slurm.conf"))
+    monkeypatch.setattr(expectations, "DEFAULT_DIR", str(etc))
+    return cache, etc
+
+
+def test_configless_node_reads_the_expectations_installed_in_etc(tmp_path, monkeypatch):
+    from slurmtools.hooks import expectations, nodecheck
+    from tests.unit.test_drift import write_expectations
+
+    cache, etc = configless(tmp_path, monkeypatch)
+    assert expectations.paths() == [str(cache / expectations.NAME), str(etc / expectations.NAME)]
+    log = Lines()
+    assert nodecheck.check("gpu01", None, False, log) == []
+    assert log.lines == [f"topology drift: not checked (no {cache / expectations.NAME} nor {etc / expectations.NAME})"]
+    write_expectations(etc, hcas=[])
+    log = Lines()
+    assert nodecheck.check("gpu01", None, False, log) == []
+    [line] = log.lines
+    assert line.startswith(f"topology drift ({etc / expectations.NAME}, profile ")  # the file read, named
+
+
+def test_a_copy_beside_slurm_conf_comes_first_and_the_other_is_named(tmp_path, monkeypatch):
+    from slurmtools.hooks import expectations, nodecheck
+    from tests.unit.test_drift import write_expectations
+
+    cache, etc = configless(tmp_path, monkeypatch)
+    write_expectations(etc, hcas=[])
+    write_expectations(cache, hcas=[])
+    log = Lines()
+    nodecheck.check("gpu01", None, False, log)
+    assert log.lines[0] == (f"expectations: {cache / expectations.NAME} read; {etc / expectations.NAME} is there "
+                            "too and not read")
+    assert log.lines[1].startswith(f"topology drift ({cache / expectations.NAME}, profile ")
+    # a copy that is there but refused is reported, never passed over for the other
+    os.chmod(cache / expectations.NAME, 0o666)
+    exp, why = nodecheck._expectations("gpu01")
+    assert exp is None and why.startswith(f"file refused: {cache / expectations.NAME}: writable by group or others")
+
+
+def test_an_explicit_expectations_file_is_the_only_one_read(tmp_path, monkeypatch):
+    from slurmtools.hooks import expectations, nodecheck
+    from tests.unit.test_drift import write_expectations
+
+    cache, etc = configless(tmp_path, monkeypatch)
+    write_expectations(etc, hcas=[])
+    monkeypatch.setenv("SLURMTOOLS_NODE_EXPECTATIONS", str(tmp_path / "absent.json"))
+    assert nodecheck._expectations("gpu01") == (None, f"no {tmp_path / 'absent.json'}")
+
+
+# ------------------------------------------------------------------------- 9. the lab fault file's types
+
+@pytest.mark.parametrize("doc, field", [
+    ({"nodes": []}, "nodes: expected an object of node names, found a list"),
+    ({"nodes": ["gpu03"]}, "nodes: expected an object of node names, found a list"),
+    ({"nodes": {"gpu03": {"count": "eight"}}}, "nodes.gpu03.count: expected a whole number from 0 to 1024, found "
+                                               "a string 'eight'"),
+    ({"nodes": {"gpu03": {"faults": {"1": {"ecc_uncorrected": "two"}}}}},
+     "nodes.gpu03.faults.1.ecc_uncorrected: expected a whole number of 0 or more, found a string 'two'"),
+    ({"nodes": {"gpu03": {"faults": {"1": "ecc"}}}}, "nodes.gpu03.faults.1: expected an object of faults, found a "
+                                                     "string"),
+    ({"nodes": {"gpu03": {"faults": ["1"]}}}, "nodes.gpu03.faults: expected an object of GPU indices, found a list"),
+    ({"nodes": {"gpu03": {"faults": {"9": {"lost": True}}}}}, "nodes.gpu03.faults.9: expected a GPU index below "
+                                                              "the node's count (8)"),
+    ({"nodes": {"gpu03": {"links": {"nvlinks": "18"}}}}, "nodes.gpu03.links.nvlinks: expected a whole number of 0 "
+                                                         "or more, or null, found a string '18'"),
+    ({"nodes": {"gpu03": {"power_w": "300"}}}, "nodes.gpu03.power_w: expected watts, a number of 0 or more, found a "
+                                               "string '300'"),
+    ({"default": []}, "default: expected an object, found a list"),
+    ({"nodes": {"gpu04": {"faults": {"0": {"ecc": 1}}}}}, "nodes.gpu04.faults.0.ecc: unknown field"),
+])
+def test_a_lab_fault_file_of_wrong_types_is_refused_naming_the_field(tmp_path, doc, field):
+    node = Node(tmp_path)
+    fake = node.etc / "slurmtools-fake-gpu-health.json"
+    fake.write_text(json.dumps(doc))
+    said = f"lab fault file not used: refused: {fake}: {field}"
+    r = run(PROLOG, node.env())
+    err = r.stderr.decode()
+    assert r.returncode == 0 and node.drains() == [], err  # no fault stated: the node is kept
+    assert "crashed" not in err and "Traceback" not in err and said in err, err
+    r = run(PROLOG.parent / "node-health", node.env(SLURMTOOLS_SCONTROL="/nonexistent"))
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "crashed" not in err and said in err, err
+    r = run(EPILOG, node.env())
+    [rec] = node.records()
+    assert r.returncode == 0 and rec["energy_why"].startswith(said), rec["energy_why"]
