@@ -402,3 +402,18 @@ def test_node_health_dry_run_names_the_faults_and_drains_nothing(tmp_path):
     env.pop("SLURMTOOLS_LAB_ETC")
     r = subprocess.run([str(NODE_HEALTH), "--dry-run"], env=env, capture_output=True, timeout=60)
     assert r.returncode == 0 and b"topology drift: not checked" in r.stderr
+
+
+@pytest.mark.parametrize("release", ["22.05.8", "25.11.7"])
+def test_node_reason_reads_a_drained_node_as_each_release_prints_it(release):
+    """`drain` keeps a reason someone else gave: it reads the node's State flags and its Reason without Slurm's
+    `[user@time]` stamp from `scontrol show node` as the labs of both releases printed it."""
+    from slurmtools.hooks.common import OUR_REASONS, node_reason
+    from tests.conftest import TEST_DATA
+
+    text = (TEST_DATA / "slurm" / f"scontrol-show-node-drained-lab-{release}.txt").read_text()
+    assert node_reason(text) == ({"IDLE", "DRAIN"}, "RMA ticket 4711")
+    ours = text.replace("Reason=RMA ticket 4711", "Reason=slurmtools node-health: GPU 2 lost")
+    assert node_reason(ours)[1] == "slurmtools node-health: GPU 2 lost" and ours.count(OUR_REASONS) == 1
+    idle = "\n".join(ln.replace("IDLE+DRAIN", "IDLE") for ln in text.splitlines() if "Reason=" not in ln)
+    assert node_reason(idle) == ({"IDLE"}, "")
