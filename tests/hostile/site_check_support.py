@@ -34,6 +34,17 @@ class Result:
     err: str
 
 
+def fabric_site(tmp_path: Path, *edits: tuple[str, str]) -> tuple[Path, Path]:
+    """A copy of the example site whose fabric file is the example fabric with `edits` (old, new) made once each."""
+    text = FABRIC.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    fab = tmp_path / "fabric.toml"
+    fab.write_text(text)
+    return edited(tmp_path, f'fabric = "{FABRIC}"', f'fabric = "{fab}"', text=BASE), fab
+
+
 def cli(*args: str) -> Result:
     """`slurmtools ARGS` in this process; an exception that escapes the CLI's handler fails the test."""
     from slurmtools.cli.main import run

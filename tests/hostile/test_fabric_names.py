@@ -7,19 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hostile.site_check_support import BASE, FABRIC, cli, edited, refusal
+from tests.hostile.site_check_support import cli, fabric_site, refusal
 
 WORD = "expected a name of letters, digits, '_', '.' or '-' (what Slurm's config takes as one word)"
-
-
-def fabric_site(tmp_path, *edits: tuple[str, str]):
-    text = FABRIC.read_text()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    fab = tmp_path / "fabric.toml"
-    fab.write_text(text)
-    return edited(tmp_path, f'fabric = "{FABRIC}"', f'fabric = "{fab}"', text=BASE), fab
 
 
 CASES = [

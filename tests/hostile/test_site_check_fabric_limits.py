@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hostile.site_check_support import BASE, FABRIC, cli, edited, refusal
-
-
-def fabric_site(tmp_path, *edits: tuple[str, str]):
-    text = FABRIC.read_text()
-    for old, new in edits:
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    fab = tmp_path / "fabric.toml"
-    fab.write_text(text)
-    return edited(tmp_path, f'fabric = "{FABRIC}"', f'fabric = "{fab}"', text=BASE), fab
+from tests.hostile.site_check_support import cli, fabric_site, refusal
 
 
 CASES = [
