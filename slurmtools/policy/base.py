@@ -140,6 +140,23 @@ def evaluate(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) 
     what = request.absurd_field()
     if what is not None:  # before any policy: every one of them may compute with these numbers
         return Decision.deny(absurd(what), "request")
+    names = (request.partition or "").split(",")
+    if len(names) > 1 and all(names):
+        # `-p a,b` (job_desc.partition "a,b"): Slurm may start the job in any of them, so each must take it (as
+        # EnforcePartLimits=ALL); the first refusal wins, else the first partition's changes (only qos, the same
+        # for each: no built-in's change depends on the partition)
+        out = None
+        for name in names:
+            d = _run(request.with_changes({"partition": name}), policies, ctx)
+            if d.action == "deny":
+                return d
+            out = out or d
+        return out
+    return _run(request, policies, ctx)
+
+
+def _run(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) -> Decision:
+    """The policies in order over one request with (at most) one partition."""
     changes: dict[str, str] = {}
     by: list[str] = []
     for p in policies:

@@ -186,6 +186,7 @@ class JobRequest:
         # job_submit.lua in 22.05 cannot read a command-line --signal (warn_signal is not exposed), so only the
         # script's own #SBATCH --signal counts, on both sides
         values.pop("script_signal", None)
+        _tres_per_node(values)
         per_gpu = values.pop("ntasks_per_gpu", None)
         wrap = values.pop("wrap", None)
         if wrap is not None and not script:
@@ -244,6 +245,8 @@ def gpu_counts(text: str | None) -> dict[str, int]:
 
     Items that are not GPUs are ignored; `gpu` alone counts 1; a count takes Slurm's suffixes (`1k` is 1024 GPUs,
     measured on 22.05: suffix_mult in src/common/slurm_protocol_defs.c); a count that is not a number counts 1.
+    A type listed twice counts its larger count, as Slurm's request does (22.05 and 25.11: `--gpus=h100:2,h100:3`
+    asks for and gets 3; `--gpus-per-node=h100:1 --gres=gpu:h100:2`, sent as one tres_per_node, asks for 2).
     """
     out: dict[str, int] = {}
     if not text:
@@ -270,7 +273,7 @@ def gpu_counts(text: str | None) -> dict[str, int]:
         elif len(parts) >= 3:
             typ = parts[1]
             count = _count(parts[2])
-        out[typ] = out.get(typ, 0) + count
+        out[typ] = max(out.get(typ, 0), count)
     return out
 
 
@@ -304,7 +307,9 @@ _OPTION_KEYS = {
     "ntasks-per-gpu": "ntasks_per_gpu", "cpus-per-gpu": "cpus_per_gpu", "mem-per-gpu": "mem_per_gpu",
     "comment": "comment", "job-name": "name", "signal": "signal", "wrap": "wrap", "tres-per-task": "tres_per_task",
 }
-_MEM = re.compile(r"^(\d+)([KMGT]?)$", re.IGNORECASE)
+#: sbatch's memory sizes (str_to_mbytes in src/common/proc_args.c): MB by default, a K/M/G/T suffix, each optionally
+#: followed by B (`--mem=100GB` is 100G, not 100 GB of 1000^3)
+_MEM = re.compile(r"^(\d+)(?:([KMGT])B?)?$", re.IGNORECASE)
 
 
 def _int(opt: str, val: str, where: str, minimum: int = 1) -> int:
@@ -325,24 +330,30 @@ def _mem(opt: str, val: str, where: str) -> int:
     if not m:
         raise RequestError(f"{where} {opt}: expected memory like 4000, 250G or 2T, got {val!r}")
     n = _big_int(m.group(1))
-    scale = m.group(2).upper()
+    scale = (m.group(2) or "").upper()
     return n * 1024 * 1024 if scale == "T" else n * 1024 if scale == "G" else -(-n // 1024) if scale == "K" else n
 
 
 def _gpu_spec(opt: str, val: str, where: str) -> str:
-    """`h100:4` / `4` / `gpu:h100:4` (for --gres) -> job_desc form `gres:gpu:h100:4`."""
+    """`h100:4` / `4` / `h100:4,a100:2` / `gpu:h100:4` or `gres/gpu:h100:4` (for --gres) -> job_desc form
+    `gres:gpu:h100:4`, one item per comma as sbatch sends them (xfmt_tres, gres_prepend_tres_type)."""
     v = val.strip()
     if opt == "--gres":
         items = []
         for item in v.split(","):
+            if item.startswith("gres/"):  # 25.11's TRES form; sbatch drops the doubled prefix
+                item = item[5:]
             if not re.match(r"^[A-Za-z_][\w.-]*(:[\w.-]+){0,2}$", item):
                 raise RequestError(f"{where} --gres: expected gpu[:type]:count, got {val!r}")
             items.append("gres:" + item)
         return ",".join(items)
-    m = re.match(r"^([A-Za-z_][\w.-]*:)?\d+([A-Za-z]*)$", v)
-    if not m or m.group(2).lower() not in COUNT_SUFFIX:
-        raise RequestError(f"{where} {opt}: expected [type:]count, got {val!r}")
-    return "gres:gpu:" + v
+    items = []
+    for item in v.split(","):
+        m = re.match(r"^([A-Za-z_][\w.-]*:)?\d+([A-Za-z]*)$", item)
+        if not m or m.group(2).lower() not in COUNT_SUFFIX:
+            raise RequestError(f"{where} {opt}: expected [type:]count, got {val!r}")
+        items.append("gres:gpu:" + item)
+    return ",".join(items)
 
 
 def _set(values: dict, name: str, val: str | None, opt: str, where: str) -> None:
@@ -352,7 +363,9 @@ def _set(values: dict, name: str, val: str | None, opt: str, where: str) -> None
     if key in ("partition", "qos", "account", "comment", "name"):
         values[key] = val
     elif key == "time":
-        values["time_limit"] = parse_time_minutes(opt, val, where)
+        minutes = parse_time_minutes(opt, val, where)
+        # sbatch sends a limit of zero as INFINITE (arg_set_time_limit): `-t 0` is "no limit", not "no time"
+        values["time_limit"] = INFINITE if minutes == 0 else minutes
     elif key == "nodes":
         first = val.split("-", 1)[0]
         values["min_nodes"] = _int(opt, first, where)
@@ -369,15 +382,20 @@ def _set(values: dict, name: str, val: str | None, opt: str, where: str) -> None
         values["min_mem_per_cpu"] = _mem(opt, val, where)
         values.pop("min_mem_per_node", None)
     elif key == "gres":
-        values["tres_per_node"] = _gpu_spec(opt, val, where)
+        # kept apart from --gpus-per-node: sbatch sends both in tres_per_node (see _tres_per_node)
+        values["gres"] = None if val.strip().lower() == "none" else _gpu_spec(opt, val, where)
     elif key == "gpus":
         values["tres_per_job"] = _gpu_spec(opt, val, where)
     elif key == "gpus_per_node":
-        values["tres_per_node"] = _gpu_spec(opt, val, where)
+        values["gpus_per_node"] = _gpu_spec(opt, val, where)
     elif key == "gpus_per_task":
         values["tres_per_task"] = _gpu_spec(opt, val, where)
     elif key == "tres_per_task":
         values["tres_per_task"] = ",".join(i for i in val.split(",") if i.startswith(("gres/gpu", "gres:gpu")))
+        for item in val.split(","):
+            name, eq, count = item.partition("=")
+            if name == "cpu" and eq:  # sbatch sets cpus_per_task from it (_set_tres_per_task_from_sibling_opt)
+                values["cpus_per_task"] = _int(opt + " cpu=", count, where)
     elif key == "gpus_per_socket":
         values["tres_per_socket"] = _gpu_spec(opt, val, where)
     elif key == "ntasks_per_gpu":
@@ -394,12 +412,22 @@ def _set(values: dict, name: str, val: str | None, opt: str, where: str) -> None
         values["wrap"] = val
 
 
+def _tres_per_node(values: dict) -> None:
+    """tres_per_node as sbatch sends it (slurm_opt_create_job_desc): --gpus-per-node's items, then --gres's, both
+    kept (`--gpus-per-node=h100:8 --gres=shard:1` asks for 8 GPUs); --gres=none sends nothing."""
+    parts = [values.pop(k) for k in ("gpus_per_node", "gres") if values.get(k)]
+    values.pop("gpus_per_node", None)
+    values.pop("gres", None)
+    if parts:
+        values["tres_per_node"] = ",".join(parts)
+
+
 def parse_time_minutes(opt: str, val: str, where: str = "option") -> int:
     """Slurm --time forms -> whole minutes, rounded up as Slurm does; UNLIMITED/INFINITE -> INFINITE."""
     from slurmtools.durations import parse_duration
 
     v = val.strip()
-    if v.lower() in ("unlimited", "infinite"):
+    if v.lower() in ("unlimited", "infinite", "-1"):  # time_str2secs: "-1" is INFINITE too
         return INFINITE
     if not re.match(r"^[\d:-]+$", v):
         raise RequestError(f"{where} {opt}: expected a Slurm time like 90, 1:30:00 or 2-00:00:00, got {val!r}")

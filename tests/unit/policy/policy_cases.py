@@ -62,6 +62,15 @@ def edge_cases() -> list[tuple[list[str], str]]:
                  "--mem=32000M", "--requeue"], SIG))
     out.append((["-A", "nlp", "-p", "gpu", "-q", "production", "-N", "2", "--ntasks-per-node=8", "-c", "16",
                  "--mem=512000M"], SIG))
+    # sbatch's other forms (test_policy_sbatch_forms.py): a zero limit is UNLIMITED, memory with a B, two GPU
+    # options joined in tres_per_node, a partition list with a partition the site lacks
+    out.append((["-A", "nlp", "-q", "standard", "--gres=gpu:h100:1", "-t", "0"], SIG))
+    for mem in ("100GB", "489gb", "490GB"):
+        out.append((["-A", "vision", "--gres=gpu:h100:2", f"--mem={mem}"], SIG))
+    out.append((["-A", "vision", "-q", "standard", "--gpus-per-node=h100:8", "--gres=gpu:h100:2", "-N", "8"], SIG))
+    out.append((["-A", "vision", "-q", "standard", "--gpus-per-node=h100:2", "--gres=gpu:h100:8", "-N", "4"], SIG))
+    out.append((["-A", "vision", "-q", "standard", "--gpus=h100:2,h100:33"], SIG))
+    out.append((["-A", "vision", "-p", "gpu,nosuch", "--gres=gpu:h100:1"], SIG))
     return out
 
 
