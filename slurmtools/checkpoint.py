@@ -4,7 +4,7 @@ Use::
 
     from slurmtools.checkpoint import Checkpointer
     ckpt = Checkpointer("/scratch/me/run1", keep=3)      # installs the signal handlers
-    state = ckpt.load() or {"step": 0, ...}              # newest complete checkpoint, or None
+    state = ckpt.load() or {"step": 0, ...}              # newest complete checkpoint; None only when there is none
     for step in range(state["step"], n_steps):
         ...one step...
         state["step"] = step + 1
@@ -21,14 +21,17 @@ Why it is built this way (facts measured on Slurm 22.05; see docs/checkpoint.md)
   picked for preemption, and `TimeLimit`/`RunTime` say how close the limit is.
 - Handlers only set a flag (no I/O, no locks): the save happens at the next step boundary, in normal code.
 - Checkpoints are written to a temporary file in the same directory, fsynced, renamed, and the directory fsynced,
-  so a kill at any moment leaves either the old or the new checkpoint, never a torn one.
+  so a kill at any moment leaves either the old or the new checkpoint, never a torn one. The temporary file is
+  locked while written, so a requeued run starting during the old run's save removes only dead writers' leftovers.
 - Only rank 0 (`RANK`, else `SLURM_PROCID`) writes and requeues.
 - No heavy imports: torch is used only when the caller hands over an object whose type comes from torch.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import operator
 import os
 import pickle
 import re
@@ -94,16 +97,27 @@ def wiring_path() -> Path:
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None], mode: int = 0o600) -> Path:
-    """Write `path` through `write(fileobj)` so that readers see the old file or the complete new one, never part."""
+    """Write `path` through `write(fileobj)` so that readers see the old file or the complete new one, never part.
+
+    The temporary file has a name no other writer shares (two runs of a job with the same pid in two containers,
+    or an asynchronous save of the same step, used to collide) and stays locked until it is renamed, so that a run
+    starting meanwhile (requeue overlap) can tell it from a dead writer's leftover (`remove_stale_temps`).
+    """
     final = Path(path)
     d = final.parent
-    tmp = d / f".{final.name}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+    while True:
+        tmp = d / f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+        if _lock(fd, wait=True) is not False and os.fstat(fd).st_nlink > 0:
+            break
+        os.close(fd)  # a starting run took it for a leftover between its creation and the lock: take another
     try:
-        with os.fdopen(fd, "wb") as f:
+        # the file object does not own fd: the lock must hold until the rename, and a saver may close its file
+        with os.fdopen(fd, "wb", closefd=False) as f:
             write(f)
-            f.flush()
-            os.fsync(f.fileno())
+            if not f.closed:
+                f.flush()
+        os.fsync(fd)
         os.replace(tmp, final)
     except BaseException:
         try:
@@ -111,8 +125,56 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None], mod
         except OSError:
             pass
         raise
+    finally:
+        os.close(fd)
     fsync_dir(d)
     return final
+
+
+def _lock(fd: int, wait: bool) -> bool | None:
+    """flock `fd` exclusively: True when locked, False when another process holds it (only when not `wait`), None
+    when this filesystem cannot lock (then nobody can tell a live temporary file from a dead one)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+
+
+def remove_stale_temps(d: str | os.PathLike) -> int:
+    """Remove the temporary checkpoint files in `d` that no process is writing (their writer died: kill -9, node
+    crash); a file still locked by its writer (the previous run in its grace time) is left alone. Returns how many
+    were left because this filesystem cannot tell (no locks)."""
+    unknown = 0
+    try:
+        names = [n for n in os.listdir(d) if _TMP.match(n)]
+    except OSError:
+        return 0
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            if os.path.islink(p):  # never followed; removing the link itself harms nothing
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+            continue
+        try:
+            held = _lock(fd, wait=False)
+            if held is None:
+                unknown += 1
+            elif held and stat.S_ISREG(os.fstat(fd).st_mode):
+                try:
+                    os.unlink(p)
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)
+    return unknown
 
 
 def fsync_dir(d: str | os.PathLike) -> None:
@@ -154,6 +216,18 @@ def _formats(fmt: str) -> tuple[str, Saver, Loader]:
             return torch.load(f, map_location="cpu", weights_only=False)
         return "pt", save, load
     raise CheckpointError(f"checkpoint: unknown format {fmt!r} (pickle, json, torch, or pass saver=/loader=)")
+
+
+def _is_file(e: os.DirEntry) -> bool:
+    try:
+        return e.is_file()
+    except OSError:
+        return False
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    first = " ".join(text.split())
+    return first if len(first) <= limit else first[:limit] + "..."
 
 
 # --------------------------------------------------------------------------------------------------- Slurm state
@@ -229,7 +303,9 @@ class Checkpointer:
                  install: bool = True, log: Callable[[str], None] | None = None):
         if keep < 1:
             raise CheckpointError(f"checkpoint: keep must be at least 1, got {keep}")
-        self.dir = Path(directory)
+        # absolute now: training code that changes its working folder later (hydra does) must still save here,
+        # where the requeued run looks, not into a folder of the same name made elsewhere
+        self.dir = Path(directory).absolute()
         self.keep = keep
         ext, dsave, dload = _formats(fmt)
         self.fmt = fmt
@@ -263,7 +339,10 @@ class Checkpointer:
                 self.dir.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise CheckpointError(f"checkpoint: cannot create {self.dir}: {e.strerror}") from None
-            self._remove_stale_temps()
+            self._check_writable()
+            if remove_stale_temps(self.dir):
+                self.log(f"temporary files left in {self.dir}: this filesystem has no locks to tell a dead "
+                         f"writer's from one still writing")
         self._names = tuple(dict.fromkeys((self.warning_signal,) + tuple(s.upper().removeprefix("SIG")
                                                                           for s in signals)))
         if install:
@@ -319,72 +398,127 @@ class Checkpointer:
     # -- files
 
     def checkpoints(self) -> list[Checkpoint]:
-        """Complete checkpoints, oldest first (temporary files are never listed)."""
+        """Complete checkpoints, oldest first (temporary files are never listed, nor anything but plain files: a
+        FIFO named like a checkpoint would hang load(), a folder would fail the pruning)."""
         try:
-            names = os.listdir(self.dir)
+            with os.scandir(self.dir) as it:
+                entries = [(e.name, m) for e in it if (m := _NAME.match(e.name)) and _is_file(e)]
         except FileNotFoundError:
             return []
-        found = []
-        for n in names:
-            m = _NAME.match(n)
-            if m:
-                found.append(Checkpoint(self.dir / n, int(m.group(1))))
-        return sorted(found, key=lambda c: c.step)
+        except OSError as e:
+            raise CheckpointError(f"checkpoint: cannot list {self.dir}: {e.strerror or e}") from None
+        return sorted((Checkpoint(self.dir / n, int(m.group(1))) for n, m in entries), key=lambda c: c.step)
 
     def save(self, obj: Any, step: int) -> Path | None:
-        """Write checkpoint `step` atomically and keep the newest `keep`. Other ranks write nothing (None)."""
+        """Write checkpoint `step` atomically and keep the newest `keep` (and always the one just written: a path
+        returned is on disk). Other ranks write nothing (None)."""
         if self.rank != 0:
             return None
-        if not isinstance(step, int) or step < 0 or step >= 10**12:
+        try:  # numpy and torch integers say they are integers through __index__; True is no step
+            n = None if isinstance(step, bool) else operator.index(step)
+        except TypeError:
+            n = None
+        if n is None or n < 0 or n >= 10**12:
             raise CheckpointError(f"checkpoint: step must be an integer in [0, 10^12), got {step!r}")
+        step = n
         saver, ext = self._saver, self.ext
         if not self._custom and self.fmt == "pickle" and _is_torch(obj):
             ext, saver, _ = _formats("torch")
         path = self.dir / f"{PREFIX}{step:012d}.{ext}"
         try:
-            atomic_write(path, lambda f: saver(obj, f))
+            try:
+                atomic_write(path, lambda f: saver(obj, f))
+            except FileNotFoundError:
+                if self.dir.is_dir():
+                    raise
+                # removed while the job ran (scratch purges remove idle folders): the save at preemption must land
+                self.dir.mkdir(parents=True, exist_ok=True)
+                self.log(f"checkpoint folder {self.dir} was gone (removed while the job ran?): made it again")
+                atomic_write(path, lambda f: saver(obj, f))
         except OSError as e:
             raise CheckpointError(f"checkpoint: cannot write {path}: {e.strerror or e}") from None
         self.last_saved_at = time.time()
-        self._prune()
+        self._prune(path)
         return path
 
     def load(self) -> Any | None:
-        """The newest checkpoint that reads back; an unreadable one is reported and the next older one tried."""
-        for c in reversed(self.checkpoints()):
-            loader = _formats("torch")[2] if c.path.suffix == ".pt" and not self._custom else self._loader
-            try:
-                with open(c.path, "rb") as f:
-                    obj = loader(f)
-            except Exception as e:  # a foreign or damaged file must not stop the resume; say which one
-                self.log(f"skipping unreadable checkpoint {c.path}: {type(e).__name__}: {e}")
+        """The newest checkpoint that reads back; an unreadable one is reported and the next older one tried.
+
+        None only when there is no checkpoint at all: when there are some and none reads back (another code
+        version, damage), starting over would lose them all, so it is an error naming the newest.
+        """
+        for _ in range(100):
+            cs = self.checkpoints()
+            failed: list[tuple[Checkpoint, str]] = []
+            vanished = False
+            for c in reversed(cs):
+                loader = _formats("torch")[2] if c.path.suffix == ".pt" and not self._custom else self._loader
+                try:
+                    f = open(c.path, "rb")
+                except FileNotFoundError:  # replaced or pruned by another run of the job since it was listed
+                    vanished = True
+                    break
+                except OSError as e:
+                    failed.append((c, f"{type(e).__name__}: {e.strerror or e}"))
+                    self.log(f"skipping unreadable checkpoint {c.path}: {failed[-1][1]}")
+                    continue
+                try:
+                    with f:
+                        obj = loader(f)
+                except Exception as e:  # a foreign or damaged file must not stop the resume; say which one
+                    failed.append((c, _one_line(f"{type(e).__name__}: {e}")))
+                    self.log(f"skipping unreadable checkpoint {c.path}: {failed[-1][1]}")
+                    continue
+                self.loaded = c
+                return obj
+            if vanished:
                 continue
-            self.loaded = c
-            return obj
-        self.loaded = None
-        return None
+            self.loaded = None
+            if failed:
+                c, why = failed[0]
+                raise CheckpointError(f"checkpoint: none of the {len(failed)} checkpoint(s) in {self.dir} reads back "
+                                      f"(newest {c.path.name}: {why}); not starting over from nothing: move them "
+                                      f"aside to do so")
+            return None
+        raise CheckpointError(f"checkpoint: the checkpoints in {self.dir} kept vanishing while being read (another "
+                              f"run of this job pruning them?)")
 
     def latest_step(self) -> int | None:
         cs = self.checkpoints()
         return cs[-1].step if cs else None
 
-    def _prune(self) -> None:
-        for c in self.checkpoints()[:-self.keep]:
+    def _check_writable(self) -> None:
+        """Find a folder the job cannot write now, not at the save hours later when the signal came."""
+        probe = self.dir / f".ckpt-probe.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        except OSError as e:
+            raise CheckpointError(f"checkpoint: cannot write in {self.dir}: {e.strerror or e}") from None
+        try:
+            os.unlink(probe)
+        except OSError:  # another run starting here took it for a leftover; one left behind is removed as one
+            pass
+
+    def _prune(self, written: Path) -> None:
+        """Remove all but the newest `keep`, never `written`; a failure here is said, not raised: the save landed."""
+        try:
+            cs = self.checkpoints()
+        except CheckpointError as e:
+            self.log(f"old checkpoints not removed: {e}")
+            return
+        step = int(_NAME.match(written.name).group(1))
+        if cs and cs[-1].step > step:
+            self.log(f"saved step {step}, but {self.dir} holds step {cs[-1].step}: load() resumes from step "
+                     f"{cs[-1].step} (another run of this job writing at once?)")
+        for c in cs[:-self.keep]:
+            if c.path == written:
+                continue
             try:
                 c.path.unlink()
             except FileNotFoundError:
                 pass
-
-    def _remove_stale_temps(self) -> None:
-        try:
-            for n in os.listdir(self.dir):
-                if _TMP.match(n):
-                    try:
-                        os.unlink(self.dir / n)
-                    except OSError:
-                        pass
-        except OSError:
-            pass
+            except OSError as e:
+                self.log(f"old checkpoint {c.path} not removed: {e.strerror or e}")
 
     # -- requeue and exit
 

@@ -350,10 +350,15 @@ def test_atomic_write_replaces_and_refuses_planted_temp_symlink(tmp_path):
     (tmp_path / "f").write_bytes(b"old")
     p = C.atomic_write(tmp_path / "f", lambda f: f.write(b"abc"))
     assert p.read_bytes() == b"abc"
+    # the temporary name is no longer predictable (pid and a random part): a symlink planted at the old name is
+    # neither followed nor in the way, and two writes never share a name
     os.symlink(tmp_path / "victim", tmp_path / f".f.{os.getpid()}.tmp")
-    with pytest.raises(FileExistsError):
-        C.atomic_write(tmp_path / "f", lambda f: f.write(b"x"))
-    assert not (tmp_path / "victim").exists() and p.read_bytes() == b"abc"
+    C.atomic_write(tmp_path / "f", lambda f: f.write(b"x"))
+    assert not (tmp_path / "victim").exists() and p.read_bytes() == b"x"
+    seen: list[list[str]] = []
+    for _ in range(2):
+        C.atomic_write(tmp_path / "g", lambda f: seen.append([n for n in os.listdir(tmp_path) if n.startswith(".g.")]))
+    assert len(seen[0]) == len(seen[1]) == 1 and seen[0] != seen[1]
 
 
 def test_torch_objects_dispatch_to_torch_save_without_importing_torch(tmp_path, monkeypatch):
