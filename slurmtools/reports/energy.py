@@ -28,6 +28,8 @@ import pandas as pd
 IDLE_GPU_UTIL_PCT = 5.0
 MJ_PER_KWH = 3.6e9
 J_PER_KWH = 3.6e6
+#: NVML's energy counter (nvmlDeviceGetTotalEnergyConsumption) is an unsigned 64-bit count of mJ
+MAX_COUNTER_MJ = 2**64 - 1
 WINDOW_KEYS = ("mode", "start_step", "end_step", "start_time", "end_time", "why")
 
 
@@ -52,12 +54,18 @@ def record_energy(d: dict) -> dict:
     total = idle = 0
     known = unknown = 0
     idle_known = True
+    seen: set[str] = set()
     for g in ge:
         if not isinstance(g, dict):
             raise ValueError("field gpu_energy: expected a list of objects")
+        if g.get("gpu") is not None:  # a GPU listed twice would count its energy twice
+            if repr(g["gpu"]) in seen:
+                raise ValueError(f"field gpu_energy: GPU {g['gpu']!r} listed twice")
+            seen.add(repr(g["gpu"]))
         s, e = g.get("start_mj"), g.get("end_mj")
         for key, v in (("start_mj", s), ("end_mj", e)):
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            # NVML's counter is an unsigned 64-bit count of mJ: more is no reading of it
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_COUNTER_MJ):
                 raise ValueError(f"field gpu_energy.{key}: {v!r} is not an energy counter (mJ)")
         if s is None or e is None or e < s:
             unknown += 1

@@ -8,12 +8,18 @@ are merged here: utilisation is the mean over all their GPUs, memory the peak.
 The reader is tolerant: flat spellings (`job_id`, `gpu_util_pct` as a number or a list per GPU, `gpu_mem_mb`,
 ISO times) are read too. A record that cannot be read (a torn file) or holds what the epilog never writes (a GPU
 utilisation outside 0-100 %, a negative count, a time outside 1970-2200, an end before the start) is skipped and
-listed in `bad` with its reason (`slurmtools.reports.badrows`); it never ends the report on its own.
+listed in `bad` with its reason (`slurmtools.reports.badrows`); it never ends the report on its own. So is a value
+of a type the epilog never writes (text or true/false where it writes numbers, a fraction where it writes a whole
+number, a GPU listed twice: read as it was, each changed the run's GPUs, energy or utilisation unseen), a
+second record of one job, run and node (`<stem>.2.json`, a copy or a symlink: counted twice it doubled the run's
+GPUs and energy), and a file that is no record (a symlink, a FIFO that hung the report, a file larger than any
+record). A folder is searched, not counted.
 """
 
 from __future__ import annotations
 
 import json
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +32,12 @@ from slurmtools.reports.energy import merge_energy, record_energy, record_window
 
 #: the times a record may hold (the sacct reader's bounds): 1970 .. 2200
 _T_MIN, _T_MAX = pd.Timestamp(1, unit="s"), pd.Timestamp("2200-01-01")
+#: Slurm's job ids are 32-bit (ids above this wrapped the frame's int64 or named no Slurm job)
+MAX_JOB_ID = 0xFFFFFFFF
+#: a job's GPUs, as the sacct reader bounds a `gres/gpu` count: above it the run's int32 sum wrapped negative
+MAX_GPUS = 999_999_999
+#: the epilog's record is a few KiB (its slack windows at most 256 KiB): a larger file is no record
+MAX_RECORD_BYTES = 4 << 20
 
 _ALIASES = {
     "job_id": ("job", "job_id", "jobid", "SLURM_JOB_ID"),
@@ -57,6 +69,42 @@ def _get(d: dict, key: str):
         if k in d and d[k] is not None:
             return d[k]
     return None
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _whole(v, key: str, what: str) -> int:
+    """A whole number the epilog writes as one (an int, or ASCII digits from an older hook); else ValueError."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.isascii() and v.isdigit():
+        return int(v)
+    raise ValueError(f"field {key}: {v!r} is not {what}")
+
+
+def _numbers(v, key: str) -> list[float]:
+    """`v` (a number, or a list or object of numbers and nulls: nulls are unknown GPUs) as floats; text,
+    true/false or a nested value is not a measurement: ValueError naming the field."""
+    vals = list(v.values()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else [v]
+    for x in vals:
+        if x is not None and not _is_num(x):
+            raise ValueError(f"field {key}: {x!r} is not a number")
+    return [float(x) for x in vals if x is not None]
+
+
+def _gpu_ids(rows: list, key: str) -> None:
+    """Each GPU at most once in a per-GPU list: a GPU listed twice counted its energy twice."""
+    seen = set()
+    for g in rows:
+        i = g.get("gpu")
+        if i is None:
+            continue
+        k = repr(i)
+        if k in seen:
+            raise ValueError(f"field {key}: GPU {i!r} listed twice")
+        seen.add(k)
 
 
 def _mean(v) -> float:
@@ -99,19 +147,18 @@ def parse_record(d: dict) -> dict:
     jid = _get(d, "job_id")
     if jid is None:
         raise ValueError("field job (job_id) is missing")
-    try:
-        job_id = int(str(jid).split("_")[0].split(".")[0])
-    except ValueError:
-        raise ValueError(f"field job: expected a number, got {jid!r}") from None
-    if job_id <= 0:
+    head = jid.split("_")[0].split(".")[0].strip() if isinstance(jid, str) else jid
+    if isinstance(jid, str) and not (head.isascii() and head.isdigit()) or \
+            not isinstance(jid, str) and not (isinstance(jid, int) and not isinstance(jid, bool)):
+        raise ValueError(f"field job: expected a number, got {jid!r}")
+    job_id = int(head)
+    if not 0 < job_id <= MAX_JOB_ID:
         raise ValueError(f"field job: {jid!r} is not a job id")
     out = {"job_id_raw": job_id}
-    try:
-        out["run"] = int(_get(d, "run") or 0)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError("field restart_count: expected a number") from None
+    run_key = next((k for k in _ALIASES["run"] if d.get(k) is not None), None)
+    out["run"] = 0 if run_key is None else _whole(d[run_key], run_key, "a run index")
     if not 0 <= out["run"] < 2**31:
-        raise ValueError(f"field run: {out['run']} is not a run index")
+        raise ValueError(f"field {run_key}: {out['run']} is not a run index")
     utils: list[float] = []
     mem = np.nan
     acc = d.get("gpu_accounting")
@@ -119,36 +166,45 @@ def parse_record(d: dict) -> dict:
         for g in acc:
             if not isinstance(g, dict):
                 raise ValueError("field gpu_accounting: expected a list of objects")
+            for k in ("gpu_util_pct", "max_memory_bytes"):  # null: unknown for that GPU; else a number
+                if g.get(k) is not None and not _is_num(g[k]):
+                    raise ValueError(f"field gpu_accounting.{k}: {g[k]!r} is not a number")
             u = g.get("gpu_util_pct")
-            if isinstance(u, (int, float)) and not isinstance(u, bool):
+            if u is not None:
                 utils.append(float(u))
             m = g.get("max_memory_bytes")
-            if isinstance(m, (int, float)) and not isinstance(m, bool):
+            if m is not None:
                 mem = float(np.fmax(mem, m / 2**20))
+        _gpu_ids(acc, "gpu_accounting")
     elif acc is not None:
         raise ValueError("field gpu_accounting: expected a list of objects")
     flat = _get(d, "gpu_util_pct")
     if flat is not None and not utils:
-        vals = flat if isinstance(flat, (list, tuple)) else list(flat.values()) if isinstance(flat, dict) else [flat]
         try:
-            utils = [float(x) for x in vals if x is not None and not isinstance(x, bool)]
-        except (TypeError, ValueError):
-            raise ValueError("field gpu_util_pct: expected a number or a list of numbers") from None
+            utils = _numbers(flat, "gpu_util_pct")
+        except ValueError as exc:
+            raise ValueError(f"{exc}; expected a number or a list of numbers") from None
     fm = _get(d, "gpu_mem_mb")
     if fm is not None:
         try:
-            mem = float(np.fmax(mem, _mean(fm) if not isinstance(fm, (list, tuple)) else max(map(float, fm))))
-        except (TypeError, ValueError):
-            raise ValueError("field gpu_mem_mb: expected a number or a list of numbers") from None
+            fms = _numbers(fm, "gpu_mem_mb")
+        except ValueError as exc:
+            raise ValueError(f"{exc}; expected a number or a list of numbers") from None
+        if fms:  # a list: the peak over the GPUs; an object (older records): their mean, as it was read
+            mem = float(np.fmax(mem, max(fms) if isinstance(fm, (list, tuple)) else _mean(fms)))
     # NVML reports each GPU's utilisation in percent: above 100 (or below 0) is not a measurement
     out["utils"] = _checked(utils, "gpu_util_pct", 100.0)
     out["gpu_mem_mb"] = mem if np.isnan(mem) else _checked([mem], "gpu_mem_mb", None)[0]
-    try:
-        g = _get(d, "gpus")
-        out["gpus"] = len(g) if isinstance(g, (list, tuple)) else int(g or 0)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError("field gpus: expected a count or a list of GPU indexes") from None
-    if not 0 <= out["gpus"] < 10**9:
+    g = _get(d, "gpus")
+    if isinstance(g, (list, tuple)):
+        if any(not (isinstance(i, int) and not isinstance(i, bool) and i >= 0) for i in g) or len(set(g)) < len(g):
+            raise ValueError(f"field gpus: {g!r} is not a list of distinct GPU indexes")
+        out["gpus"] = len(g)
+    elif g is None or isinstance(g, int) and not isinstance(g, bool):
+        out["gpus"] = g or 0
+    else:
+        raise ValueError(f"field gpus: expected a count or a list of GPU indexes, got {g!r}")
+    if not 0 <= out["gpus"] <= MAX_GPUS:
         raise ValueError(f"field gpus: {out['gpus']} is not a count of GPUs")
     for key in ("start", "end", "last_checkpoint"):
         try:
@@ -158,8 +214,11 @@ def parse_record(d: dict) -> dict:
                              f"{_get(d, key)!r}") from None
     if not pd.isna(out["start"]) and not pd.isna(out["end"]) and out["end"] < out["start"]:
         raise ValueError(f"field end: {out['end']} is before start {out['start']}")
-    out["user"] = str(_get(d, "user") or "")
-    out["tier"] = str(_get(d, "tier") or "")
+    for key in ("user", "tier"):
+        v = _get(d, key)
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"field {key}: {v!r} is not a name")
+        out[key] = v or ""
     out.update(record_energy(d))  # GPU energy (issue 13): energy_mj, idle_energy_mj, energy_(unknown_)gpus
     out["slack_windows"] = record_windows(d)
     return out
@@ -214,29 +273,86 @@ def merge_records(recs: list[dict]) -> pd.DataFrame:
     return frame.astype(COLUMNS)
 
 
+def _record_bytes(f: Path) -> bytes | None:
+    """The bytes of record file `f`; None for a folder (searched, not a record). ValueError for what the epilog
+    never writes there: a symlink (it writes plain files; a link to a record counted it twice), a FIFO or device
+    (reading one hung the report), a file larger than any record."""
+    st = f.lstat()
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise ValueError("a symlink, not a record (the epilog writes plain files); not followed")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("not a plain file (the epilog writes plain files); not read")
+    if st.st_size > MAX_RECORD_BYTES:
+        raise ValueError(f"{st.st_size:,} bytes, more than a record holds ({MAX_RECORD_BYTES:,}); not read")
+    return f.read_bytes()
+
+
+def _node(d: dict) -> str | None:
+    """The node a record is of (`node`, as every epilog version writes it); None when it names none."""
+    v = d.get("node")
+    return v if isinstance(v, str) and v else None
+
+
 def read_epilog_dir(path: str | Path) -> EpilogRecords:
-    """Every `*.json` under `path` (recursively: the spool folder or its `jobs/`). A missing folder: no records."""
+    """Every `*.json` under `path` (recursively: the spool folder or its `jobs/`). A missing folder: no records.
+
+    Records of one job, run and node whose ends are within SAME_RUN_GAP_S are one record written twice (the epilog
+    names the second `<stem>.2.json`; a copy, a restored backup): the first written (the earlier end, then the
+    name) counts and each other is listed, never added to the run's GPUs and energy."""
     root = Path(path)
     recs, problems, files = [], [], 0
     bad = BadRows(str(root), "records")
     if not root.is_dir():
         return EpilogRecords(merge_records([]), 0, [f"{root}: no epilog GPU records (folder missing)"], bad)
+
+    def skip(f: Path, why: str, text: str, line: int | None = None) -> None:
+        problems.append(f"{f}: {why}")
+        bad.rows.append(BadRow(str(f), line, why, text))
+
+    parsed: list[tuple[Path, str, str | None, dict]] = []
     for f in sorted(root.rglob("*.json")):
-        files += 1
         text, line = "", None
         try:
-            raw = f.read_bytes()
+            raw = _record_bytes(f)
+        except (OSError, ValueError) as exc:
+            files += 1
+            skip(f, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, "")
+            continue
+        if raw is None:
+            continue
+        files += 1
+        try:
             text = raw.decode(errors="replace")
             d = json.loads(raw.decode())
             if not isinstance(d, dict):
                 raise ValueError("expected a JSON object")
-            recs.append(parse_record(d))
-        except (OSError, ValueError, RecursionError) as exc:
+            parsed.append((f, text, _node(d), parse_record(d)))
+        except (ValueError, RecursionError) as exc:
             if isinstance(exc, json.JSONDecodeError):
                 line = exc.lineno
-            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            problems.append(f"{f}: {why}")
-            bad.rows.append(BadRow(str(f), line, why, text))
+            skip(f, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, text, line)
+    first: dict[tuple, tuple[Path, pd.Timestamp]] = {}
+    job_gpus: dict[int, int] = {}
+    for f, text, node, r in sorted(parsed, key=lambda p: (p[3]["end"].value if not pd.isna(p[3]["end"]) else 0,
+                                                          str(p[0]))):
+        if node is not None:
+            k = (r["job_id_raw"], r["run"], node)
+            seen = first.get(k)
+            if seen is not None and (pd.isna(seen[1]) or pd.isna(r["end"])
+                                     or (r["end"] - seen[1]).total_seconds() <= SAME_RUN_GAP_S):
+                skip(f, f"a second record of job {r['job_id_raw']} run {r['run']} on node {node} (the first: "
+                        f"{seen[0]}); not counted: its GPUs and energy would count twice", text)
+                continue
+            first[k] = (f, r["end"])
+        total = job_gpus.get(r["job_id_raw"], 0) + r["gpus"]
+        if total > MAX_GPUS:
+            skip(f, f"field gpus: {r['gpus']} more GPUs give job {r['job_id_raw']} more than {MAX_GPUS:,}", text)
+            continue
+        job_gpus[r["job_id_raw"]] = total
+        recs.append(r)
+    bad.rows.sort(key=lambda b: b.source)
     bad.total = files
     return EpilogRecords(merge_records(recs), files, problems, bad)
 

@@ -110,9 +110,11 @@ def load_campaigns(path: str, site, trace: Trace, notes: list[str] | None = None
         account = t.str("account")
         acct = site.accounts.get(account)
         if acct is None:
+            # the hint only for a name a TOML table can take bare: "add [accounts.] to that file" for an empty one
+            hint = (f"; for a what-if with a new account, add [accounts.{account}] to that file"
+                    if _NAME.match(account) else "")
             raise t.error("account", f"{shown(account)} is not an account of the candidate site {site_file} "
-                                     f"(accounts there: {', '.join(sorted(site.accounts))}); for a what-if with a "
-                                     f"new account, add [accounts.{account}] to that file")
+                                     f"(accounts there: {', '.join(sorted(site.accounts))}){hint}")
         user = t.str("user", f"campaign-{name}")
         if not _NAME.match(user):
             raise t.error("user", f"{shown(user)}: letters, digits, '.', '_' and '-' only")

@@ -53,3 +53,117 @@ def test_a_truncated_record_is_listed_with_its_line_and_text(tmp_path):
     assert b.text == whole[:len(whole) // 2] and b.line is not None and b.line > 1
     assert bad[0].summary().startswith(f"1 of 2 records of {tmp_path} were bad and skipped (50.00%)")
     assert notes == []  # listed in bad_rows.csv, not repeated as notes
+
+
+#: values of a type the epilog never writes: each used to be coerced or dropped unseen (a string utilisation left
+#: the run's mean to the other GPUs, `gpus: true` counted one GPU, a fraction of a job id or run was cut off)
+WRONG_TYPE = {
+    "utilisation as text": (_rec(906, 50, gpu_accounting=[{"gpu": 0, "gpu_util_pct": "5"},
+                                                          {"gpu": 1, "gpu_util_pct": 90}]),
+                            "field gpu_accounting.gpu_util_pct: '5' is not a number"),
+    "utilisation true": (_rec(907, 50, gpu_accounting=[{"gpu": 0, "gpu_util_pct": True}]),
+                         "field gpu_accounting.gpu_util_pct: True is not a number"),
+    "memory as text": (_rec(908, 50, gpu_accounting=[{"gpu": 0, "gpu_util_pct": 5, "max_memory_bytes": "9"}]),
+                       "field gpu_accounting.max_memory_bytes: '9' is not a number"),
+    "flat utilisation as text": ({"job_id": 909, "gpu_util_pct": "40"}, "field gpu_util_pct: '40' is not a number"),
+    "flat memory object of text": ({"job_id": 910, "gpu_mem_mb": {"0": "x", "1": 5}},
+                                   "field gpu_mem_mb: 'x' is not a number"),
+    "gpus true": (_rec(911, 50, gpus=True), "field gpus: expected a count or a list of GPU indexes, got True"),
+    "gpus fraction": (_rec(912, 50, gpus=2.7), "field gpus: expected a count or a list of GPU indexes, got 2.7"),
+    "gpus as text": (_rec(913, 50, gpus="0,1"), "field gpus: expected a count or a list of GPU indexes, got '0,1'"),
+    "gpus list of names": (_rec(914, 50, gpus=["a", "b", "c"]), "field gpus: ['a', 'b', 'c'] is not a list of"),
+    "gpus index twice": (_rec(915, 50, gpus=[0, 0]), "field gpus: [0, 0] is not a list of distinct GPU indexes"),
+    "job id fraction": (_rec(9.5, 50), "field job: expected a number, got 9.5"),
+    "job id other digits": (_rec("\u0669\u0669", 50), "field job: expected a number, got '\u0669\u0669'"),
+    "job id above 32 bits": (_rec(2**40, 50), f"field job: {2**40} is not a job id"),
+    "run fraction": (_rec(916, 50, run=1.9), "field run: 1.9 is not a run index"),
+    "run true": (_rec(917, 50, run=True), "field run: True is not a run index"),
+    "unknown-run as text": (_rec(918, 50, run="unknown-run"), "field run: 'unknown-run' is not a run index"),
+    "user a list": (_rec(919, 50, user=["a"]), "field user: ['a'] is not a name"),
+    "energy GPU twice": (_rec(920, 50, gpu_energy=[{"gpu": 0, "start_mj": 0, "end_mj": 10**9}] * 2),
+                         "field gpu_energy: GPU 0 listed twice"),
+    "accounting GPU twice": (_rec(921, 50, gpu_accounting=[{"gpu": 0, "gpu_util_pct": 5}] * 2),
+                             "field gpu_accounting: GPU 0 listed twice"),
+    "energy past 64 bits": (_rec(922, 50, gpu_energy=[{"gpu": 0, "start_mj": 0, "end_mj": 10**30}]),
+                            "field gpu_energy.end_mj: 1000000000000000000000000000000 is not an energy counter"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(WRONG_TYPE))
+def test_a_value_of_the_wrong_type_is_skipped_not_coerced(tmp_path, kind):
+    rec, words = WRONG_TYPE[kind]
+    (tmp_path / "1.0.gpu01.json").write_text(json.dumps(_rec(1, 40)))
+    (tmp_path / "bad.0.gpu01.json").write_text(json.dumps(rec))
+    got = read_epilog_dir(tmp_path)
+    assert got.frame["job_id_raw"].tolist() == [1] and got.frame["gpu_util_pct"].tolist() == [40]
+    [b] = got.bad.rows
+    assert b.source == str(tmp_path / "bad.0.gpu01.json") and b.reason.startswith(words), b.reason
+    assert "\n" not in b.reason and (got.bad.total, got.files) == (2, 2)
+
+
+def test_a_job_id_past_64_bits_is_listed_not_a_crash(tmp_path):
+    (tmp_path / "1.0.gpu01.json").write_text(json.dumps(_rec(1, 40)))
+    (tmp_path / "x.0.gpu01.json").write_text(json.dumps(_rec(10**30, 40)))
+    bad: list = []
+    frame, _ = ingest.load_epilog(tmp_path, bad_rows=bad)  # was: OverflowError out of the whole report
+    assert frame["job_id_raw"].tolist() == [1]
+    assert [r.reason for r in bad[0].rows] == [f"field job: {10**30} is not a job id"]
+
+
+def _node_rec(job: int, node: str, end: int = 1793584800, gpus: int = 2) -> dict:
+    r = _rec(job, 50, node=node, end=end, gpus=list(range(gpus)))
+    r["gpu_energy"] = [{"gpu": i, "start_mj": 0, "end_mj": 3_600_000_000} for i in range(gpus)]
+    return r
+
+
+def test_a_second_record_of_one_run_and_node_counts_once_and_is_listed(tmp_path):
+    # the epilog names a second record of one job, run and node `<stem>.2.json`; a copy or a symlink says the same
+    (tmp_path / "5.0.gpu01.json").write_text(json.dumps(_node_rec(5, "gpu01")))
+    (tmp_path / "5.0.gpu01.2.json").write_text(json.dumps(_node_rec(5, "gpu01", end=1793584805)))
+    (tmp_path / "5.0.gpu02.json").write_text(json.dumps(_node_rec(5, "gpu02")))
+    got = read_epilog_dir(tmp_path)
+    # was: 6 GPUs on 3 nodes and 6 GPUs' energy (the run's GPUs and energy counted half again), nothing listed
+    assert got.frame[["job_id_raw", "gpus", "nodes", "energy_mj"]].values.tolist() == [[5, 4, 2, 4 * 3.6e9]]
+    [b] = got.bad.rows
+    assert b.source == str(tmp_path / "5.0.gpu01.2.json")
+    first = tmp_path / "5.0.gpu01.json"
+    assert b.reason.startswith(f"a second record of job 5 run 0 on node gpu01 (the first: {first})")
+    assert (got.bad.total, got.files) == (3, 3)
+
+
+def test_two_runs_numbered_alike_on_one_node_are_not_duplicates(tmp_path):
+    # records written before issue 16 could number two runs alike: more than SAME_RUN_GAP_S apart, both count
+    (tmp_path / "5.0.gpu01.json").write_text(json.dumps(_node_rec(5, "gpu01")))
+    (tmp_path / "5.0.gpu01.2.json").write_text(json.dumps(_node_rec(5, "gpu01", end=1793584800 + 3600)))
+    got = read_epilog_dir(tmp_path)
+    assert got.bad.rows == [] and got.frame["gpus"].tolist() == [2, 2]
+
+
+def test_files_that_are_no_records_are_listed_and_a_fifo_does_not_hang(tmp_path):
+    import os
+
+    (tmp_path / "5.0.gpu01.json").write_text(json.dumps(_node_rec(5, "gpu01")))
+    os.symlink(tmp_path / "5.0.gpu01.json", tmp_path / "link.json")    # was: counted twice
+    os.symlink("/nonexistent", tmp_path / ".#5.0.gpu01.json")           # an editor's lock file
+    os.mkfifo(tmp_path / "6.0.gpu01.json")                              # was: the report hung reading it
+    (tmp_path / "big.json").write_bytes(b" " * (5 << 20))
+    (tmp_path / "7.0.gpu01.json").mkdir()                               # a folder: searched, not a record
+    (tmp_path / "7.0.gpu01.json" / "7.0.gpu01.json").write_text(json.dumps(_node_rec(7, "gpu01")))
+    got = read_epilog_dir(tmp_path)
+    assert got.frame[["job_id_raw", "gpus", "nodes"]].values.tolist() == [[5, 2, 1], [7, 2, 1]]
+    assert {(b.source.removeprefix(str(tmp_path) + "/"), b.reason.split(" (")[0].split(",")[0])
+            for b in got.bad.rows} == {("link.json", "a symlink"), (".#5.0.gpu01.json", "a symlink"),
+                                       ("6.0.gpu01.json", "not a plain file"), ("big.json", "5")}
+    assert [b.reason for b in got.bad.rows if b.source.endswith("big.json")] == [
+        "5,242,880 bytes, more than a record holds (4,194,304); not read"]
+    assert (got.bad.total, got.files) == (6, 6)
+
+
+def test_gpus_summed_over_a_jobs_records_never_wrap(tmp_path):
+    for n in range(3):
+        (tmp_path / f"5.0.gpu0{n}.json").write_text(json.dumps(_rec(5, 50, node=f"gpu0{n}", gpus=999_999_999)))
+    got = read_epilog_dir(tmp_path)
+    # was: one run of -1,294,967,299 GPUs (int32 wrapped), nothing listed
+    assert got.frame["gpus"].tolist() == [999_999_999]
+    assert sorted(b.source[-14:] for b in got.bad.rows) == ["5.0.gpu01.json", "5.0.gpu02.json"]
+    assert all(b.reason == "field gpus: 999999999 more GPUs give job 5 more than 999,999,999" for b in got.bad.rows)

@@ -159,6 +159,17 @@ def test_account_error_says_how_to_add_it(site, trace, tmp_path):
         load_campaigns(write(tmp_path, BASE.replace('"vision"', '"physics"') + "jobs = 1\n"), site, trace)
 
 
+@pytest.mark.parametrize("account", ["", " ", "a b", "vision]"])
+def test_an_account_no_table_can_name_gets_no_table_to_add(site, trace, tmp_path, account):
+    # was: "add [accounts.] to that file" (or "[accounts.a b]"), a table TOML refuses
+    path = write(tmp_path, BASE.replace('"vision"', repr(account).replace("'", '"')) + "jobs = 1\n")
+    with pytest.raises(ConfigError) as e:
+        load_campaigns(path, site, trace)
+    line = str(e.value)
+    assert line.startswith(f"{path}: campaign[0].account: ") and "is not an account of the candidate site" in line
+    assert "\n" not in line and "[accounts." not in line, line
+
+
 @pytest.mark.parametrize("body,where,message", [
     ("", "campaign", "missing (required)"),
     ("campaign = []\n", "campaign", "nothing to add"),
