@@ -80,12 +80,44 @@ class Checkpoint:
 
 
 def rank() -> int:
-    """This process's global rank: torchrun's RANK, else Slurm's SLURM_PROCID, else 0."""
+    """This process's global rank: torchrun's RANK, else Slurm's SLURM_PROCID, else 0 (neither set, or set empty).
+
+    A value that is set but not ASCII digits ('-1', 'abc', '²', '١') is refused in one line naming the variable:
+    read as 0, as it used to be, it made two processes rank 0, both writing and pruning the same checkpoints.
+    """
     for var in ("RANK", "SLURM_PROCID"):
         v = os.environ.get(var, "").strip()
-        if v.isdigit():
-            return int(v)
+        if not v:
+            continue
+        n = _env_whole(v)
+        if n is None:
+            raise CheckpointError(f"checkpoint: {var}={v[:20]!r}: expected this process's rank as a whole number "
+                                  f"(ASCII digits); a guess could make two ranks write the same checkpoints")
+        return n
     return 0
+
+
+def _env_whole(v: str) -> int | None:
+    """A whole number in ASCII digits, as torchrun and Slurm write them, else None ('²' and '١' pass
+    str.isdigit(), and int('١') is 1)."""
+    return int(v) if v.isascii() and v.isdigit() and len(v) < 19 else None
+
+
+#: the most seconds `--signal=...@lead` may ask for (Slurm's limit; site validation holds tiers to it)
+SIGNAL_LEAD_MAX = 0xFFFF
+
+
+def signal_lead_from_env() -> int | None:
+    """SLURMTOOLS_SIGNAL_LEAD (the plan sets it to the tier's --signal lead in seconds); None when unset or empty.
+    A value that is set but unreadable is refused: read as None it would make every warning a time limit."""
+    v = os.environ.get("SLURMTOOLS_SIGNAL_LEAD", "").strip()
+    if not v:
+        return None
+    n = _env_whole(v)
+    if n is None or n > SIGNAL_LEAD_MAX:
+        raise CheckpointError(f"checkpoint: SLURMTOOLS_SIGNAL_LEAD={v[:20]!r}: expected whole seconds from 0 to "
+                              f"{SIGNAL_LEAD_MAX} (ASCII digits), as --signal=...@lead takes")
+    return n
 
 
 def wiring_path() -> Path:
@@ -320,8 +352,7 @@ class Checkpointer:
             where = "warning_signal" if warning_signal else "SLURMTOOLS_CHECKPOINT_SIGNAL"
             raise CheckpointError(f"checkpoint: {where}: {why_not(given)}")
         self.warning_signal = normalize(given)
-        lead_env = os.environ.get("SLURMTOOLS_SIGNAL_LEAD", "").strip()
-        self.signal_lead = signal_lead if signal_lead is not None else (int(lead_env) if lead_env.isdigit() else None)
+        self.signal_lead = signal_lead if signal_lead is not None else signal_lead_from_env()
         self.job_id = job_id or os.environ.get("SLURM_JOB_ID")
         # what scontrol is told: an array task by ARRAYJOB_TASK, since its SLURM_JOB_ID may be the array's own id,
         # which `scontrol requeue` takes for every task of the array (measured in CI: one preempted task's requeue
@@ -615,7 +646,7 @@ def slurm_job_ref(env: dict | None = None) -> str | None:
     own id, which scontrol takes for the whole array), else SLURM_JOB_ID; None outside a job."""
     e = os.environ if env is None else env
     arr, task = e.get("SLURM_ARRAY_JOB_ID", "").strip(), e.get("SLURM_ARRAY_TASK_ID", "").strip()
-    if arr.isdigit() and task.isdigit():
+    if _env_whole(arr) is not None and _env_whole(task) is not None:
         return f"{arr}_{task}"
     return e.get("SLURM_JOB_ID") or None
 

@@ -18,9 +18,12 @@ Layers (docs/slack.md says why each rule is what it is):
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
 import shutil
+import stat
 import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
@@ -217,10 +220,23 @@ class ModeState:
     def from_dict(cls, d: Mapping[str, Any] | None) -> "ModeState":
         if not d:
             return cls()
+        if not isinstance(d, Mapping):
+            raise SlackError(f"slack: saved mode state: expected a table, got {_shown(d)}")
         known = {f for f in cls.__dataclass_fields__}
         s = cls(**{k: v for k, v in d.items() if k in known})
         if s.mode not in MODES or (s.candidate is not None and s.candidate not in MODES):
-            raise SlackError(f"slack: saved mode state names an unknown mode ({s.mode!r}, {s.candidate!r})")
+            raise SlackError(f"slack: saved mode state names an unknown mode ({_shown(s.mode)}, "
+                             f"{_shown(s.candidate)})")
+        # refused at resume, not at the first boundary after it, where decide() would raise inside the loop
+        for k in ("count", "observations", "changed_at"):
+            if type(getattr(s, k)) is not int or getattr(s, k) < 0:
+                raise SlackError(f"slack: saved mode state: {k}: expected a whole number, got {_shown(getattr(s, k))}")
+        for k in ("last_taken_at", "last_score"):
+            if getattr(s, k) is not None and not _real(getattr(s, k)):
+                raise SlackError(f"slack: saved mode state: {k}: expected a number, got {_shown(getattr(s, k))}")
+        if type(s.known) is not bool or not isinstance(s.reason, str):
+            raise SlackError(f"slack: saved mode state: known or reason of the wrong type ({_shown(s.known)}, "
+                             f"{_shown(s.reason)})")
         return s
 
 
@@ -311,41 +327,136 @@ def write_cache(path: str | os.PathLike, doc: dict) -> Path:
 
 
 def read_cache(path: str | os.PathLike) -> dict:
-    """The cached file's document; one SlackError line naming the file when it is missing, torn or foreign."""
+    """The cached file's document; one SlackError line naming the file when it is missing, torn or foreign.
+
+    Read only as the refresher leaves it (a plain file renamed into place, mode 0644), since a training process
+    must neither hang on it nor take its mode from someone else: never through a symlink at the path, never a
+    FIFO (open would block the loop for good) or a device, not a file others can write, nor one another user put
+    in a folder anyone can write (/tmp), nor more than MAX_CACHE_BYTES. NaN and Infinity, which Python's json
+    takes, are refused: they compare false to everything and would freeze a mode or read as fresh forever.
+    """
     p = Path(path)
     try:
-        with open(p, "rb") as f:
-            raw = f.read(16 << 20)
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise SlackError(f"slack: {p}: no cached signal (run `slurmtools slack --refresh --out {p}`)") from None
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise SlackError(f"slack: {p}: a symlink, not followed (the refresher renames a plain file there; "
+                             f"someone else put the link)") from None
         raise SlackError(f"slack: {p}: cannot read: {e.strerror or e}") from None
     try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise SlackError(f"slack: {p}: not JSON (a torn or foreign file)") from None
+        st = os.fstat(fd)
+        why = _not_the_refreshers(p, st)
+        if why:
+            raise SlackError(f"slack: {p}: {why}")
+        raw, n = [], 0
+        while n <= MAX_CACHE_BYTES:
+            b = os.read(fd, MAX_CACHE_BYTES + 1 - n)
+            if not b:
+                break
+            raw.append(b)
+            n += len(b)
+    except OSError as e:
+        raise SlackError(f"slack: {p}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if n > MAX_CACHE_BYTES:
+        raise SlackError(f"slack: {p}: more than {MAX_CACHE_BYTES} bytes, not a cached signal")
+    try:
+        doc = json.loads(b"".join(raw), parse_constant=_no_constant)
+    except _NotFinite as e:
+        raise SlackError(f"slack: {p}: {e} in it, which no refresher writes") from None
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise SlackError(f"slack: {p}: not JSON ({'empty' if not n else 'a torn or foreign file'})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-        raise SlackError(f"slack: {p}: format {got!r}, expected {FORMAT!r}")
-    if not isinstance(doc.get("taken_at"), (int, float)) or not isinstance(doc.get("signals"), list):
-        raise SlackError(f"slack: {p}: taken_at or signals missing")
+        raise SlackError(f"slack: {p}: format {_shown(got)}, expected {FORMAT!r}")
+    if not _real(doc.get("taken_at")) or not isinstance(doc.get("signals"), list):
+        raise SlackError(f"slack: {p}: taken_at or signals missing, or not epoch seconds and a list")
     return doc
+
+
+#: more than any site's cached file (a signal is ~300 bytes; a site has tens of partitions x tiers)
+MAX_CACHE_BYTES = 16 << 20
+#: the GPU counts a signal may hold: whole numbers a float keeps exactly (the score divides them)
+_MAX_COUNT = 1 << 53
+_COUNTS = ("idle_gpus", "total_gpus", "demand_ahead", "preemptor_demand", "exposed_lower_gpus", "exposed_same_gpus")
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _real(v: Any) -> bool:
+    """A finite number (not a bool, which json writes as true/false but Python counts as an int)."""
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _shown(v: Any) -> str:
+    """A value from the file for a one-line message: its repr, cut short."""
+    try:
+        r = repr(v)
+    except ValueError:  # an int of more digits than Python converts
+        return "a number too long to show"
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def _not_the_refreshers(p: Path, st: os.stat_result) -> str | None:
+    """Why the opened file at `p` is not one the refresher left (None: it may be)."""
+    if not stat.S_ISREG(st.st_mode):
+        m = st.st_mode
+        return f"{'a folder' if stat.S_ISDIR(m) else 'a FIFO' if stat.S_ISFIFO(m) else 'a device'}, not a plain file"
+    if st.st_mode & 0o002:
+        return f"writable by anyone (mode {stat.S_IMODE(st.st_mode):o}; the refresher writes 0644)"
+    if st.st_uid not in (0, os.geteuid()):
+        try:
+            open_folder = os.stat(p.parent).st_mode & 0o002
+        except OSError as e:
+            return f"its folder: {e.strerror or e}"
+        if open_folder:
+            return f"owned by uid {st.st_uid} in a folder anyone can write (anyone could have put it there)"
+    return None
+
+
+def _signal_why(d: Mapping[str, Any]) -> str | None:
+    """Why a signal entry cannot be scored (None: every field is of its type and in range)."""
+    for k in _COUNTS:
+        v = d.get(k)
+        if type(v) is not int or not 0 <= v <= _MAX_COUNT:
+            return f"{k}: expected a whole number of GPUs, 0 or more, got {_shown(v)}"
+    c = d.get("preempt_chance")
+    if not _real(c) or not 0 <= c <= 1:
+        return f"preempt_chance: expected a number from 0 to 1, got {_shown(c)}"
+    if not _real(d.get("taken_at")):
+        return f"taken_at: expected epoch seconds, got {_shown(d.get('taken_at'))}"
+    return None
 
 
 def signal_from_cache(doc: dict, partition: str | None, tier: str | None, now: float,
                       path: str = "") -> SlackSignal:
-    """The signal of `partition` and `tier` (None: the file's defaults) in a cached document, with its age."""
+    """The signal of `partition` and `tier` (None: the file's defaults) in a cached document, with its age (0 for a
+    file from a clock ahead of this one: the caller decides how far ahead is too far)."""
     partition = partition or doc.get("default_partition")
     tier = tier or doc.get("default_tier")
+    if not (isinstance(partition, str) and partition and isinstance(tier, str) and tier):
+        raise SlackError(f"slack: {path}: no partition and tier asked for, and no default_partition and "
+                         f"default_tier in the file (got {_shown(partition)}, {_shown(tier)})")
     for d in doc["signals"]:
         if isinstance(d, dict) and d.get("partition") == partition and d.get("tier") == tier:
-            try:
-                return SlackSignal.from_dict(d, source="cache", age_s=round(max(0.0, now - doc["taken_at"]), 1))
-            except TypeError:
-                raise SlackError(f"slack: {path}: the signal of {partition}/{tier} lacks fields") from None
+            why = _signal_why(d)
+            if why:
+                raise SlackError(f"slack: {path}: the signal of {partition}/{tier}: {why}")
+            return SlackSignal.from_dict(d, source="cache", age_s=round(max(0.0, now - doc["taken_at"]), 1))
     have = sorted({f"{d.get('partition')}/{d.get('tier')}" for d in doc["signals"] if isinstance(d, dict)})
-    raise SlackError(f"slack: {path}: no signal for partition {partition!r} and tier {tier!r} "
-                     f"(it has: {', '.join(have) or 'none'})")
+    listed = ", ".join(h if h.isprintable() and len(h) <= 60 else _shown(h) for h in have[:10])
+    listed += f" and {len(have) - 10} more" if len(have) > 10 else ""
+    raise SlackError(f"slack: {path}: no signal for partition {_shown(partition)} and tier {_shown(tier)} "
+                     f"(it has: {listed or 'none'})")
 
 
 # --------------------------------------------------------------------------------------------------- polling
@@ -439,14 +550,19 @@ class Slack:
             path = self.cache_file
             try:
                 doc = read_cache(path)
-                if self._settings is None and isinstance(doc.get("settings"), dict):
+                if self._settings is None:
+                    # the site's thresholds: without them no mode can be decided, and the defaults are not the site's
                     try:
-                        self._settings = SlackSettings.from_dict(doc["settings"])
-                    except (TypeError, ValueError, KeyError):
-                        pass  # a damaged settings block: keep the defaults, the signal is still good
+                        self._settings = SlackSettings.from_dict(doc.get("settings"))
+                    except ValueError as e:
+                        return None, f"slack: {path}: settings: {e}"
                 sig = signal_from_cache(doc, self.partition, self.tier, now, str(path))
             except SlackError as e:
                 return None, str(e)
+            ahead = doc["taken_at"] - now
+            if ahead > self.settings.max_age:  # of no telling age: it would read as fresh until this clock caught up
+                return None, (f"cached signal in {path} is dated {ahead:.0f}s ahead of this node's clock, past "
+                              f"max_age {self.settings.max_age}s: the clocks disagree")
             if sig.age_s > self.settings.max_age:
                 return None, (f"cached signal in {path} is {sig.age_s:.0f}s old, past max_age "
                               f"{self.settings.max_age}s")

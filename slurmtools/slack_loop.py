@@ -83,7 +83,7 @@ class SlackLoop:
         self.every = every
         self.job_id = job_id or os.environ.get("SLURM_JOB_ID")
         self.rank = _rank() if rank is None else rank
-        self.run = int(os.environ.get("SLURM_RESTART_COUNT", "0") or 0)
+        self.run = _restart_count()
         self._clock = clock
         self.log = log or (lambda m: None)
         self.path = Path(path) if path else (Path(checkpointer.dir) / WINDOWS_NAME if checkpointer is not None
@@ -91,6 +91,8 @@ class SlackLoop:
         self.windows: list[Window] = []
         self.current: Window | None = None
         self._last_boundary: int | None = None
+        #: whether the last boundary had no signal: losing it and getting it back are said once each, not per poll
+        self._lost = False
 
     @property
     def mode(self) -> str:
@@ -118,6 +120,12 @@ class SlackLoop:
         new = self.slack.mode()
         why = self.slack.state.reason
         now = self._clock()
+        r = self.slack.last
+        lost = r is not None and r.signal is None
+        if lost != self._lost and self.current is not None:  # the first window's line says why already
+            self.log(f"slack signal lost at step {step}, mode {new} held until it is back: {r.note}" if lost
+                     else f"slack signal back at step {step}: {r.note}")
+        self._lost = lost
         if self.current is None:
             self.current = Window(new, step, now, run=self.run, why=why)
             self.log(f"slack mode {new} from step {step} ({why})")
@@ -156,8 +164,9 @@ class SlackLoop:
         closed there ("checkpoint") and a new one opens in the same mode at the first step of this run."""
         if not d:
             return
-        if d.get("format") != WINDOWS_FORMAT:
-            raise SlackError(f"slack: the checkpoint's slack state has format {d.get('format')!r}, expected "
+        if not isinstance(d, dict) or d.get("format") != WINDOWS_FORMAT:
+            got = d.get("format") if isinstance(d, dict) else type(d).__name__
+            raise SlackError(f"slack: the checkpoint's slack state has format {str(got)[:40]!r}, expected "
                              f"{WINDOWS_FORMAT!r}")
         self.slack.state = ModeState.from_dict(d.get("state"))
         self.windows = [Window.from_dict(w) for w in d.get("windows", [])]
@@ -203,6 +212,17 @@ class SlackLoop:
                 atomic_write(p, lambda f: f.write(body), mode=0o644)
             except OSError as e:
                 self.log(f"slack windows not written to {p}: {e.strerror or e}")
+
+
+def _restart_count() -> int:
+    """SLURM_RESTART_COUNT (Slurm sets it from the first requeue on; absent: the first run). Anything but ASCII
+    digits is refused here, at construction: a guess would file this run's windows under another run."""
+    v = os.environ.get("SLURM_RESTART_COUNT", "").strip()
+    if not v:
+        return 0
+    if not (v.isascii() and v.isdigit() and len(v) < 10):
+        raise SlackError(f"slack: SLURM_RESTART_COUNT={v[:20]!r}: expected a whole number of restarts (ASCII digits)")
+    return int(v)
 
 
 def _default_path(job_id: str | None) -> Path | None:

@@ -3,6 +3,7 @@ loading a site does not import what reading and deciding the signal need."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -60,17 +61,70 @@ class SlackSettings:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "SlackSettings":
-        """From the cached file (written by `to_dict`); unknown keys are ignored, a wrong type is refused."""
-        known = {f for f in cls.__dataclass_fields__}
-        kw = {k: v for k, v in d.items() if k in known and k != "windows"}
-        wins = tuple(PriceWindow(name=w["name"], start_min=int(w["start_min"]), end_min=int(w["end_min"]),
-                                 factor=float(w["factor"]), days=tuple(int(x) for x in w.get("days", range(7))))
-                     for w in d.get("windows", ()))
-        s = cls(**kw, windows=wins)
-        if not (isinstance(s.polls, int) and s.polls >= 1 and 0 <= s.light_at < s.heavy_at <= 1):
-            raise ValueError("settings out of range")
-        return s
+        """From the cached file (written by `to_dict`, every key since the format's first version): every value
+        checked as the site loader checks it, since a wrong one would raise or decide inside a training loop later,
+        and none filled in with a default; unknown keys are ignored. A ValueError names the key ("max_age: ...")."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"expected a table, got {_shown(d)}")
+        interval = _whole(d, "poll_interval", 1)
+        heavy = _real(d, "heavy_at", 0.0, 1.0)
+        light = _real(d, "light_at", 0.0, 1.0)
+        if light >= heavy:
+            raise ValueError(f"light_at: expected a score below heavy_at ({heavy:g}), got {light:g}")
+        margin = _real(d, "margin", 0.0, 1.0)
+        if light + margin >= heavy - margin:
+            raise ValueError(f"margin: {margin:g} makes the bands around light_at and heavy_at meet")
+        polls = _whole(d, "polls", 1)
+        max_age = _whole(d, "max_age", interval)
+        cache = d.get("cache_file")
+        if not isinstance(cache, str):
+            raise ValueError(f"cache_file: expected a path, got {_shown(cache)}")
+        raw = d.get("windows")
+        if not isinstance(raw, (list, tuple)):
+            raise ValueError(f"windows: expected a list, got {_shown(raw)}")
+        wins = []
+        for i, w in enumerate(raw):
+            at = f"windows[{i}]"
+            if not isinstance(w, Mapping) or not isinstance(w.get("name"), str):
+                raise ValueError(f"{at}: expected a table with a name, got {_shown(w)}")
+            days = w.get("days")
+            if not isinstance(days, (list, tuple)) or not all(type(x) is int and 0 <= x <= 6 for x in days):
+                raise ValueError(f"{at}.days: expected day numbers 0 (Monday) to 6, got {_shown(days)}")
+            wins.append(PriceWindow(name=w["name"], start_min=_whole(w, "start_min", 0, 1439, at),
+                                    end_min=_whole(w, "end_min", 0, 1440, at),
+                                    factor=_real(w, "factor", 0.0, math.inf, at), days=tuple(days)))
+        return cls(poll_interval=interval, heavy_at=heavy, light_at=light, margin=margin, polls=polls,
+                   max_age=max_age, cache_file=cache, windows=tuple(wins))
 
     def window_at(self, t: datetime) -> PriceWindow | None:
         """The first window open at `t` (site order), or None."""
         return next((w for w in self.windows if w.active(t)), None)
+
+
+def _shown(v: Any) -> str:
+    """A value for a one-line message: its repr, cut short (a file may hold anything)."""
+    try:
+        r = repr(v)
+    except ValueError:  # an int of more digits than Python converts
+        return "a number too long to show"
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def _whole(d: Mapping[str, Any], key: str, lo: int, hi: int = 1 << 53, at: str = "") -> int:
+    """`d[key]` as a whole number in [lo, hi] (true and 1.0 are not: the writer writes ints; absent is not)."""
+    name = f"{at}.{key}" if at else key
+    v = d.get(key)
+    if type(v) is not int or not lo <= v <= hi:
+        span = f"from {lo} to {hi}" if hi < 1 << 53 else f"{lo} or more"
+        raise ValueError(f"{name}: expected a whole number {span}, got {_shown(v)}")
+    return v
+
+
+def _real(d: Mapping[str, Any], key: str, lo: float, hi: float, at: str = "") -> float:
+    """`d[key]` as a finite number in [lo, hi] (NaN compares false to everything and would freeze a mode)."""
+    name = f"{at}.{key}" if at else key
+    v = d.get(key)
+    if type(v) not in (int, float) or not math.isfinite(v) or not lo <= v <= hi:
+        span = f"from {lo:g} to {hi:g}" if hi < math.inf else f"{lo:g} or more"
+        raise ValueError(f"{name}: expected a finite number {span}, got {_shown(v)}")
+    return float(v)

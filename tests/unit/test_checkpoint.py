@@ -116,6 +116,50 @@ def test_only_rank_zero_writes(tmp_path, monkeypatch):
     assert C.rank() == 0
 
 
+@pytest.mark.parametrize("var", ["RANK", "SLURM_PROCID"])
+@pytest.mark.parametrize("value", ["abc", "-1", "1.0", "+1", "0x1", "\u00b2", "\u0661", "1 2"])
+def test_an_unreadable_rank_is_refused_not_taken_for_rank_zero(tmp_path, monkeypatch, var, value):
+    """RANK='abc' used to read as rank 0: with the real rank 0 beside it, two processes wrote and pruned the same
+    checkpoints. '\u00b2' passed str.isdigit() and int() raised ValueError; '\u0661' read as rank 1."""
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv(var, value)
+    with pytest.raises(C.CheckpointError) as e:
+        Checkpointer(tmp_path / "r", install=False)
+    assert str(e.value) == (f"checkpoint: {var}={value!r}: expected this process's rank as a whole number (ASCII "
+                            f"digits); a guess could make two ranks write the same checkpoints")
+    assert not (tmp_path / "r").exists()
+
+
+def test_rank_empty_means_unset_and_ascii_digits_stand(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", " ")
+    monkeypatch.setenv("SLURM_PROCID", " 3 ")
+    assert C.rank() == 3
+    monkeypatch.setenv("SLURM_PROCID", "")
+    assert C.rank() == 0  # neither set: a single process
+    monkeypatch.setenv("RANK", "012")
+    assert C.rank() == 12
+
+
+@pytest.mark.parametrize("value", ["60s", "-5", "1e2", "\u00b2", "65536"])
+def test_an_unreadable_signal_lead_is_refused(tmp_path, monkeypatch, value):
+    """SLURMTOOLS_SIGNAL_LEAD='60s' used to read as no lead, which makes every warning signal a time limit
+    (classify); '\u00b2' raised ValueError from int()."""
+    monkeypatch.setenv("SLURMTOOLS_SIGNAL_LEAD", value)
+    with pytest.raises(C.CheckpointError, match=r"^checkpoint: SLURMTOOLS_SIGNAL_LEAD=.*: expected whole seconds "
+                                                r"from 0 to 65535 \(ASCII digits\)"):
+        Checkpointer(tmp_path, install=False)
+    monkeypatch.setenv("SLURMTOOLS_SIGNAL_LEAD", " 90 ")
+    assert Checkpointer(tmp_path, install=False).signal_lead == 90
+    monkeypatch.setenv("SLURMTOOLS_SIGNAL_LEAD", "")
+    assert Checkpointer(tmp_path, install=False).signal_lead is None
+    assert Checkpointer(tmp_path, install=False, signal_lead=30).signal_lead == 30
+
+
+def test_an_array_id_in_other_digits_is_not_passed_to_scontrol():
+    """'\u00b2' passes str.isdigit(): scontrol was told to requeue job '\u00b2_1'; the hooks already read ASCII only."""
+    assert C.slurm_job_ref({"SLURM_JOB_ID": "301", "SLURM_ARRAY_JOB_ID": "\u00b2", "SLURM_ARRAY_TASK_ID": "1"}) == "301"
+
+
 def test_kill_during_writes_never_leaves_torn_checkpoint(tmp_path):
     """A writer SIGKILLed at random moments: every listed checkpoint still loads completely."""
     code = textwrap.dedent(f"""
