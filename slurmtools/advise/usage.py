@@ -75,8 +75,8 @@ def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None
     jobs = jobs[jobs["start"].notna()].reset_index(drop=True)
     # run index: the n-th run of a job by start, as the report counts runs
     run_no = jobs.groupby("job_id_raw", sort=False).cumcount().to_numpy()
-    detail, enotes = gpu_detail(epilog_dir, jobs.assign(run=run_no)[["job_id_raw", "run", "start", "end"]]) \
-        if epilog_dir is not None else ({}, [])
+    detail, enotes = gpu_detail(epilog_dir, jobs.assign(run=run_no)[["job_id_raw", "run", "start", "end"]],
+                                cluster) if epilog_dir is not None else ({}, [])
     notes += enotes
     end = jobs["end"].to_numpy(dtype="datetime64[s]")
     lo, hi = np.datetime64(since, "s"), np.datetime64(until, "s")
@@ -286,10 +286,11 @@ def _cpu_time(v: str | None) -> float | None:
     return days * 86400 + secs
 
 
-def gpu_records(path: str | Path) -> tuple[list[dict], list[str]]:
+def gpu_records(path: str | Path, cluster: str | None = None) -> tuple[list[dict], list[str]]:
     """The epilog's records under `path`, one dict per file (job_id_raw, run, start, end, utils and mem_utils per
     GPU, gpu_mem_mb), and notes on records skipped. Each record goes through the report's parser
-    (`reports.epilog.parse_record`): advise and the report read a record alike."""
+    (`reports.epilog.parse_record`): advise and the report read a record alike, and skip another cluster's
+    (`cluster`: the site's)."""
     from slurmtools.reports.epilog import parse_record
 
     root = Path(path)
@@ -301,7 +302,7 @@ def gpu_records(path: str | Path) -> tuple[list[dict], list[str]]:
             d = json.loads(f.read_bytes().decode())
             if not isinstance(d, dict):
                 raise ValueError("expected a JSON object")
-            rec = parse_record(d)
+            rec = parse_record(d, cluster)
         except (OSError, ValueError, RecursionError) as exc:
             skipped.append(f"{f.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
             continue
@@ -318,8 +319,8 @@ def gpu_records(path: str | Path) -> tuple[list[dict], list[str]]:
     return out, notes
 
 
-def gpu_detail(path: str | Path, jobs=None) -> tuple[dict[tuple[int, int], tuple[list, list, float | None]],
-                                                       list[str]]:
+def gpu_detail(path: str | Path, jobs=None, cluster: str | None = None
+               ) -> tuple[dict[tuple[int, int], tuple[list, list, float | None]], list[str]]:
     """(job, run) -> (SM utilisation per GPU, memory-controller utilisation per GPU, peak GPU memory MB), every
     node of a run merged, and notes. Records are placed on runs as the report places them: records of one
     (job, run) far apart in time are told apart (`reports.epilog.run_parts`), and with `jobs` (sacct's runs:
@@ -330,7 +331,7 @@ def gpu_detail(path: str | Path, jobs=None) -> tuple[dict[tuple[int, int], tuple
 
     from slurmtools.reports.epilog import run_parts
 
-    recs, notes = gpu_records(path)
+    recs, notes = gpu_records(path, cluster)
     if not recs:
         return {}, notes
     f = pd.DataFrame(recs).astype({"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]",

@@ -177,7 +177,7 @@ def report(
                                                events_source=events_file or "sacctmgr show event",
                                                first_job=first, bad_rows=bad)
     ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
-    epilog, enotes = ingest.load_epilog(ep_path, bad_rows=bad)
+    epilog, enotes = ingest.load_epilog(ep_path, bad_rows=bad, cluster=site.cluster_name)
     share, where = _max_bad_share(max_bad_share, site)
     try:
         badrows.check_share(bad, share, where)

@@ -108,6 +108,13 @@ def first_host(hostlist: str | None) -> str | None:
     return name if _node_ok(name) else None
 
 
+def _cluster(s: str | None) -> str | None:
+    """slurmd's ClusterName (Slurm lower-cases it and allows 40 characters): letters, digits and `._-`, at most 64,
+    as a node name. The reports compare it with the site's cluster_name, so what cannot be a cluster's name is
+    unknown (None), never recorded as another cluster."""
+    return _word(s, _node_ok)
+
+
 def _text(limit: int):
     return lambda s: (s or "")[:limit] or None
 
@@ -128,6 +135,8 @@ _FIELDS = (
     ("exit_code", ("SLURM_JOB_EXIT_CODE2", "SLURM_JOB_EXIT_CODE"), _text(32), "an exit code"),
     ("derived_exit", ("SLURM_JOB_DERIVED_EC",), _text(32), "an exit code"),
     ("context", ("SLURM_SCRIPT_CONTEXT",), _word, "a word"),
+    # job ids are per cluster: the reports join a record only to its own cluster's jobs (22.05 and 25.11 set it)
+    ("cluster", ("SLURM_CLUSTER_NAME",), _cluster, "a cluster name"),
 )
 
 
@@ -141,7 +150,7 @@ class JobEnv:
 
     __slots__ = ("job_id", "user", "uid", "account", "partition", "node", "nodelist", "gpus", "gpus_given",
                  "restart_count", "start_time", "array_job", "array_task", "exit_code", "derived_exit", "context",
-                 "problems")
+                 "cluster", "problems")
 
     def __init__(self, **kw):
         for k in self.__slots__:

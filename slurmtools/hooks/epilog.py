@@ -7,6 +7,9 @@ step around the record (start mark, Slurm's fields, GPU telemetry, stop report, 
 alone: the record is written with that part unknown.
 Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier) and the
 preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0).
+The record names its cluster (`cluster`, from SLURM_CLUSTER_NAME, which slurmd gives the epilog in 22.05 and
+25.11; null, logged, without it): job ids are per cluster, and records gathered from several clusters would
+otherwise join one cluster's jobs to another's GPU use.
 Which run this is, and its start, come from Slurm (`hooks.run_identity`): slurmd skips the prolog on some quick
 restarts, so the prolog's start mark is used only where it agrees with Slurm, and a start Slurm's job record no
 longer holds (a requeued run on 22.05) is asked of sacct.
@@ -52,17 +55,22 @@ def _guarded(log: HookLog, what: str, fn, *args, default=None):
 
 
 def run(log: HookLog, now: float | None = None) -> dict | None:
-    job = read_job(log)
     end = time.time() if now is None else now
+    refused = None
     try:
         dfd = safefs.open_secure_dir(spool_dir(), create=True)
     except (safefs.UnsafePath, OSError) as e:
-        log(f"spool folder refused, no record written: {e}")
-        dfd = None
+        refused, dfd = e, None
+    # attached before the job is read, so why a variable is unknown reaches hooks.log: slurmd logs an epilog's
+    # output only when it fails, and this one exits 0
     log.attach(dfd)
+    job = read_job(log)
+    if refused is not None:
+        log(f"spool folder refused, no record written: {refused}")
     if job.job_id is None:
         log("no usable SLURM_JOB_ID; nothing recorded")
         return None
+    _guarded(log, "cluster name", _say_no_cluster, job, log)
     mark_start, mark_restart, mark_energy, mark_why = _guarded(log, "start mark", _take_start, job, log,
                                                                default=(None, None, None, ""))
     fields = None
@@ -76,6 +84,7 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
                     default={}) or {}
     rec = {
         "job": job.job_id,
+        "cluster": job.cluster,  # job ids are per cluster: the reports join the record to this cluster's jobs only
         "user": job.user,
         "uid": job.uid,
         "account": job.account,
@@ -121,6 +130,14 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
             _guarded(log, "decision log", _audit, job, fields, run_no, report, log, start, end)
     _guarded(log, "scratch clean-up", _clean_scratch, job, log)
     return rec
+
+
+def _say_no_cluster(job: JobEnv, log: HookLog) -> None:
+    """Log why the record's cluster is null when slurmd gave no SLURM_CLUSTER_NAME (an unreadable one is logged by
+    `read_job`): the reports can then not tell this record from another cluster's job of the same id."""
+    if job.cluster is None and not (os.environ.get("SLURM_CLUSTER_NAME") or "").strip():
+        log("SLURM_CLUSTER_NAME absent or empty (slurmd 22.05 and 25.11 set it); the record's cluster is unknown "
+            "(null)")
 
 
 def _identify(job: JobEnv, fields: dict | None, mark_start: float | None, mark_restart: int | None, now: float,

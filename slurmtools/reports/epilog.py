@@ -12,8 +12,11 @@ listed in `bad` with its reason (`slurmtools.reports.badrows`); it never ends th
 of a type the epilog never writes (text or true/false where it writes numbers, a fraction where it writes a whole
 number, a GPU listed twice: read as it was, each changed the run's GPUs, energy or utilisation unseen), a
 second record of one job, run and node (`<stem>.2.json`, a copy or a symlink: counted twice it doubled the run's
-GPUs and energy), and a file that is no record (a symlink, a FIFO that hung the report, a file larger than any
-record). A folder is searched, not counted.
+GPUs and energy), a file that is no record (a symlink, a FIFO that hung the report, a file larger than any
+record), and, given the site's cluster_name, a record whose `cluster` names another cluster (job ids are per
+cluster: records collected from several clusters joined one's GPU use to another's jobs of the same id). A record
+without `cluster` (an older epilog, or one that did not know) cannot be told apart and is used. A folder is
+searched, not counted.
 """
 
 from __future__ import annotations
@@ -140,8 +143,24 @@ def _checked(values: list[float], key: str, top: float | None) -> list[float]:
     return values
 
 
-def parse_record(d: dict) -> dict:
-    """One record -> typed fields, utilisation kept per GPU so several nodes' records can be merged.
+def _other_cluster(d: dict, job_id: int, cluster: str | None) -> None:
+    """ValueError when the record names a cluster other than `cluster` (the site's cluster_name): job ids are per
+    cluster, so its GPU use would be joined to another cluster's job of the same id. A record without `cluster`
+    (an epilog before the field, or one that did not know) cannot be told apart and is used. Slurm lower-cases
+    ClusterName, so case is not compared."""
+    c = d.get("cluster")
+    if c is None:
+        return
+    if not isinstance(c, str) or not c:
+        raise ValueError(f"field cluster: {c!r} is not a cluster name")
+    if cluster is not None and c.lower() != cluster.lower():
+        raise ValueError(f"field cluster: job {job_id}'s record is of cluster {c}, not of {cluster} (the site's "
+                         f"cluster_name): job ids are per cluster; not joined to {cluster}'s job {job_id}")
+
+
+def parse_record(d: dict, cluster: str | None = None) -> dict:
+    """One record -> typed fields, utilisation kept per GPU so several nodes' records can be merged. With
+    `cluster` (the site's cluster_name), a record of another cluster is refused.
 
     Raises ValueError naming the field that is wrong."""
     jid = _get(d, "job_id")
@@ -154,6 +173,7 @@ def parse_record(d: dict) -> dict:
     job_id = int(head)
     if not 0 < job_id <= MAX_JOB_ID:
         raise ValueError(f"field job: {jid!r} is not a job id")
+    _other_cluster(d, job_id, cluster)
     out = {"job_id_raw": job_id}
     run_key = next((k for k in _ALIASES["run"] if d.get(k) is not None), None)
     out["run"] = 0 if run_key is None else _whole(d[run_key], run_key, "a run index")
@@ -295,8 +315,10 @@ def _node(d: dict) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def read_epilog_dir(path: str | Path) -> EpilogRecords:
+def read_epilog_dir(path: str | Path, cluster: str | None = None) -> EpilogRecords:
     """Every `*.json` under `path` (recursively: the spool folder or its `jobs/`). A missing folder: no records.
+    With `cluster` (the site's cluster_name), a record naming another cluster is listed, not joined: records
+    gathered from several clusters hold the same job ids.
 
     Records of one job, run and node whose ends are within SAME_RUN_GAP_S are one record written twice (the epilog
     names the second `<stem>.2.json`; a copy, a restored backup): the first written (the earlier end, then the
@@ -328,7 +350,7 @@ def read_epilog_dir(path: str | Path) -> EpilogRecords:
             d = json.loads(raw.decode())
             if not isinstance(d, dict):
                 raise ValueError("expected a JSON object")
-            parsed.append((f, text, _node(d), parse_record(d)))
+            parsed.append((f, text, _node(d), parse_record(d, cluster)))
         except (ValueError, RecursionError) as exc:
             if isinstance(exc, json.JSONDecodeError):
                 line = exc.lineno

@@ -218,18 +218,19 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
     return cap, events, notes
 
 
-def load_epilog(path: str | Path | None, decisions: str | Path | None = None, bad_rows: list | None = None
-                ) -> tuple[pd.DataFrame | None, list[str]]:
+def load_epilog(path: str | Path | None, decisions: str | Path | None = None, bad_rows: list | None = None,
+                cluster: str | None = None) -> tuple[pd.DataFrame | None, list[str]]:
     """The epilog's records under `path`, with last-checkpoint times from the decision log `decisions` (default:
     `decisions.jsonl` in `path` or, for the spool's `jobs/` folder, beside it). Records skipped as bad (epilog
-    files, decision-log lines) are appended to `bad_rows`."""
+    files, decision-log lines) are appended to `bad_rows`; with `cluster` (the site's cluster_name), so is a record
+    of another cluster (job ids are per cluster)."""
     from slurmtools.audit import LOG_NAME
     from slurmtools.reports.badrows import BadRows
     from slurmtools.reports.epilog import add_checkpoints, checkpoints_from_decisions, read_epilog_dir
 
     if path is None:
         return None, []
-    rec = read_epilog_dir(path)
+    rec = read_epilog_dir(path, cluster)
     problems = list(rec.problems)
     if bad_rows is not None and rec.bad is not None and rec.files:
         bad_rows.append(rec.bad)

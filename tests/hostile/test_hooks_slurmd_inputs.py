@@ -21,6 +21,10 @@
    which holds Slurm's own files only, so the expectations file in /etc/slurm was never found.
 9. The lab fault file with a wrong type (`"nodes": ["gpu03"]`, a fault that is a string) crashed the check, and
    the node was kept without a word about the file.
+10. Clusters: job ids are per cluster, and the record did not say which cluster ran the job, so records collected
+   from several clusters joined one cluster's GPU use to another's job of the same id. slurmd gives the hooks
+   SLURM_CLUSTER_NAME (25.11 prep_script_slurmd.c `_build_env`; 22.05.8's prep_script.so holds the same name);
+   the record keeps it, null with the reason logged when it is absent or cannot be a cluster's name.
 The hooks run as slurmd runs them (scripts/prolog, scripts/epilog) or in this process with the suite's NVML-shaped
 fake (tests/nvml_fake.py); `scontrol` is the recorder script of test_prolog_fail_closed.
 """
@@ -407,3 +411,49 @@ def test_a_lab_fault_file_of_wrong_types_is_refused_naming_the_field(tmp_path, d
     r = run(EPILOG, node.env())
     [rec] = node.records()
     assert r.returncode == 0 and rec["energy_why"].startswith(said), rec["energy_why"]
+
+
+# ------------------------------------------------------------------------------------------- 10. clusters
+
+def test_the_record_names_the_cluster_slurmd_gives_and_the_report_keeps_the_sites(tmp_path):
+    from slurmtools.reports.epilog import read_epilog_dir
+
+    node = Node(tmp_path)
+    r = run(EPILOG, node.env(SLURM_CLUSTER_NAME="alpha"))
+    assert r.returncode == 0 and "SLURM_CLUSTER_NAME" not in r.stderr.decode(), r.stderr.decode()
+    [rec] = node.records()
+    assert rec["cluster"] == "alpha" and rec["job"] == 77
+    # the same job id on another cluster, collected into the same folder
+    other = {**rec, "cluster": "beta", "node": "b-gpu03"}
+    (node.spool / "jobs" / "77.0.b-gpu03.json").write_text(json.dumps(other))
+    got = read_epilog_dir(node.spool / "jobs", cluster="alpha")
+    assert got.frame[["job_id_raw", "gpus", "nodes"]].values.tolist() == [[77, 2, 1]]
+    [b] = got.bad.rows
+    assert b.source.endswith("77.0.b-gpu03.json") and "of cluster beta, not of alpha" in b.reason
+
+
+@pytest.mark.parametrize("raw, said", [
+    (None, "SLURM_CLUSTER_NAME absent or empty (slurmd 22.05 and 25.11 set it); the record's cluster is unknown "
+           "(null)"),
+    ("  ", "SLURM_CLUSTER_NAME absent or empty (slurmd 22.05 and 25.11 set it); the record's cluster is unknown "
+           "(null)"),
+    ("al pha", "SLURM_CLUSTER_NAME='al pha' is not a cluster name; unknown"),
+    ("alpha\nbeta", "SLURM_CLUSTER_NAME='alpha\\nbeta' is not a cluster name; unknown"),
+    (b"alpha\xff", "SLURM_CLUSTER_NAME='alpha\\udcff' is not a cluster name; unknown"),
+    ("a" * 65, f"SLURM_CLUSTER_NAME='{'a' * 65}' is not a cluster name; unknown"),
+])
+def test_a_cluster_slurmd_did_not_give_is_null_with_the_reason(tmp_path, raw, said):
+    node = Node(tmp_path)
+    env = node.env() if raw is None else node.env(SLURM_CLUSTER_NAME=raw)
+    r = run(EPILOG, env)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and "Traceback" not in err
+    [rec] = node.records()
+    assert "cluster" in rec and rec["cluster"] is None and rec["job"] == 77  # the record is kept, its cluster unknown
+    assert said in err and said in (node.spool / "hooks.log").read_text(), err
+
+
+def test_the_cluster_is_read_like_every_other_variable():
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_CLUSTER_NAME": " gpu-east.2 "})
+    assert job.cluster == "gpu-east.2" and job.problems == []
+    assert JobEnv.from_environ({"SLURM_JOB_ID": "7"}).cluster is None

@@ -84,6 +84,8 @@ WRONG_TYPE = {
                          "field gpu_energy: GPU 0 listed twice"),
     "accounting GPU twice": (_rec(921, 50, gpu_accounting=[{"gpu": 0, "gpu_util_pct": 5}] * 2),
                              "field gpu_accounting: GPU 0 listed twice"),
+    "cluster a number": (_rec(923, 50, cluster=5), "field cluster: 5 is not a cluster name"),
+    "cluster empty": (_rec(924, 50, cluster=""), "field cluster: '' is not a cluster name"),
     "energy past 64 bits": (_rec(922, 50, gpu_energy=[{"gpu": 0, "start_mj": 0, "end_mj": 10**30}]),
                             "field gpu_energy.end_mj: 1000000000000000000000000000000 is not an energy counter"),
 }
@@ -167,3 +169,46 @@ def test_gpus_summed_over_a_jobs_records_never_wrap(tmp_path):
     assert got.frame["gpus"].tolist() == [999_999_999]
     assert sorted(b.source[-14:] for b in got.bad.rows) == ["5.0.gpu01.json", "5.0.gpu02.json"]
     assert all(b.reason == "field gpus: 999999999 more GPUs give job 5 more than 999,999,999" for b in got.bad.rows)
+
+
+def test_records_of_another_cluster_are_listed_not_joined(tmp_path):
+    # job ids are per cluster: records collected from two clusters hold job 7001 of each
+    (tmp_path / "alpha").mkdir()
+    (tmp_path / "beta").mkdir()
+    (tmp_path / "alpha" / "7001.0.a01.json").write_text(json.dumps(_rec(7001, 40, cluster="alpha", node="a01")))
+    (tmp_path / "beta" / "7001.0.b01.json").write_text(json.dumps(_rec(7001, 90, cluster="beta", node="b01",
+                                                                       gpus=[0, 1, 2, 3])))
+    (tmp_path / "beta" / "7002.0.b01.json").write_text(json.dumps(_rec(7002, 10, cluster="beta", node="b01")))
+    # written by an epilog before the field (or one that did not know): cannot be told apart, so it is used
+    (tmp_path / "7003.0.a02.json").write_text(json.dumps(_rec(7003, 60, node="a02")))
+    (tmp_path / "7004.0.a02.json").write_text(json.dumps(_rec(7004, 70, cluster=None, node="a02")))
+    got = read_epilog_dir(tmp_path, cluster="alpha")
+    # was: job 7001 with 6 GPUs at 65 % (beta's GPUs and use joined to alpha's job), and beta's job 7002 kept
+    assert got.frame.sort_values("job_id_raw")[["job_id_raw", "gpus", "gpu_util_pct"]].values.tolist() == [
+        [7001, 2, 40], [7003, 2, 60], [7004, 2, 70]]
+    assert [(b.source, b.reason) for b in got.bad.rows] == [
+        (str(tmp_path / "beta" / f"{j}.0.b01.json"),
+         f"field cluster: job {j}'s record is of cluster beta, not of alpha (the site's cluster_name): job ids are "
+         f"per cluster; not joined to alpha's job {j}") for j in (7001, 7002)]
+    assert (got.bad.total, got.files) == (5, 5)
+    # Slurm lower-cases ClusterName: a site file that writes it otherwise still names the same cluster
+    assert sorted(read_epilog_dir(tmp_path, cluster="Alpha").frame["job_id_raw"]) == [7001, 7003, 7004]
+    # without the site's cluster nothing can be compared: every record is read (as before)
+    assert read_epilog_dir(tmp_path).bad.rows == []
+
+
+def test_the_report_and_advise_pass_the_sites_cluster_to_the_records(tmp_path):
+    """`slurmtools report` (ingest.load_epilog) and advise (usage.gpu_records) hand the site's cluster_name to the
+    record reader: another cluster's record of the same job id is listed in bad_rows, not joined."""
+    from slurmtools.advise.usage import gpu_records
+
+    (tmp_path / "7001.0.a01.json").write_text(json.dumps(_rec(7001, 40, cluster="alpha", node="a01")))
+    (tmp_path / "7001.0.b01.json").write_text(json.dumps(_rec(7001, 90, cluster="beta", node="b01")))
+    bad: list = []
+    frame, _ = ingest.load_epilog(tmp_path, bad_rows=bad, cluster="alpha")
+    assert frame["gpu_util_pct"].tolist() == [40]
+    assert [r.source for r in bad[0].rows] == [str(tmp_path / "7001.0.b01.json")]
+    recs, notes = gpu_records(tmp_path, "alpha")
+    assert [r["utils"] for r in recs] == [[40.0, 40.0]]
+    assert notes and "is of cluster beta, not of alpha" in notes[0]
+    assert len(gpu_records(tmp_path)[0]) == 2  # no site cluster: nothing to compare
