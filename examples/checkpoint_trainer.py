@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from slurmtools.checkpoint import Checkpointer  # noqa: E402
+from slurmtools.checkpoint import Checkpointer, CheckpointError  # noqa: E402
 
 MOD = (1 << 61) - 1
 
@@ -61,8 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         state = {"step": step + 1, "acc": step_fn(state["acc"], step)}
         log(f"step {step}")
         if ckpt.should_stop():
+            # a plain loop calls ckpt.save_and_exit(state, step=...); this one logs the save before exiting, so it
+            # hands a failed save to exit() itself, which then still requeues
             t0 = time.time()
-            written = ckpt.save(state, step=state["step"])
+            try:
+                written = ckpt.save(state, step=state["step"])
+            except CheckpointError as e:
+                ckpt.exit(save_error=e)
             cause = ckpt.cause
             log(f"saved step={state['step']} cause={cause.kind} signal={cause.signal} rank={ckpt.rank} "
                 f"path={written.name if written else 'none'} "

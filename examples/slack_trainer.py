@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, ".."), HERE]
 
 from checkpoint_trainer import expected, step_fn  # noqa: E402,F401  (the same accumulator as that trainer)
-from slurmtools.checkpoint import Checkpointer  # noqa: E402
+from slurmtools.checkpoint import Checkpointer, CheckpointError  # noqa: E402
 from slurmtools.slack import Slack  # noqa: E402
 from slurmtools.slack_loop import SlackLoop  # noqa: E402
 
@@ -61,8 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         log(f"step {step} mode={mode}")
         if ckpt.should_stop() or (a.save_every and state["step"] % a.save_every == 0):
             state["slack"] = loop.state_dict()
-            written = ckpt.save(state, step=state["step"])
-            if ckpt.should_stop():
+            stopping = ckpt.should_stop()
+            try:
+                written = ckpt.save(state, step=state["step"])
+            except CheckpointError as e:
+                if not stopping:
+                    raise
+                ckpt.exit(save_error=e)  # a failed save at the stop still ends the job as stopped (requeued)
+            if stopping:
                 log(f"saved step={state['step']} mode={mode} cause={ckpt.cause.kind} "
                     f"path={written.name if written else 'none'}")
                 ckpt.exit()

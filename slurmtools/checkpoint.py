@@ -9,8 +9,7 @@ Use::
         ...one step...
         state["step"] = step + 1
         if ckpt.should_stop():                           # a warning or preemption signal arrived
-            ckpt.save(state, step=step + 1)
-            ckpt.exit()                                  # requeues on the time-limit path, then exits
+            ckpt.save_and_exit(state, step=step + 1)     # saves, requeues (even when the save fails), exits
     ckpt.save(state, step=n_steps)
 
 Why it is built this way (facts measured on Slurm 22.05; see docs/checkpoint.md):
@@ -42,13 +41,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, BinaryIO
+from typing import Any, BinaryIO, Callable, NoReturn
 
 from slurmtools.errors import SlurmtoolsError
 
 PREFIX = "ckpt-"
 _NAME = re.compile(r"^ckpt-(\d{12})\.(pkl|json|bin|pt)$")
 _TMP = re.compile(r"^\.ckpt-.*\.tmp$")
+_DEAD_SAVE = re.compile(r"^\.(ckpt-\d{12}\.(?:pkl|json|bin|pt))\..+\.tmp$")  # a save's, not the start probe
+#: of two checkpoints of one step with the same modification time, load() takes the one later in this order
+FORMAT_ORDER = ("json", "bin", "pkl", "pt")
 #: Slurm may send the --signal warning up to 60 s early and checks every 30 s; slack for "close to the limit"
 TIME_LIMIT_SLACK = 120
 
@@ -175,10 +177,10 @@ def _lock(fd: int, wait: bool) -> bool | None:
         return None
 
 
-def remove_stale_temps(d: str | os.PathLike) -> int:
+def remove_stale_temps(d: str | os.PathLike, removed: list[str] | None = None) -> int:
     """Remove the temporary checkpoint files in `d` that no process is writing (their writer died: kill -9, node
     crash); a file still locked by its writer (the previous run in its grace time) is left alone. Returns how many
-    were left because this filesystem cannot tell (no locks)."""
+    were left because this filesystem cannot tell (no locks); the names removed are added to `removed`."""
     unknown = 0
     try:
         names = [n for n in os.listdir(d) if _TMP.match(n)]
@@ -203,7 +205,9 @@ def remove_stale_temps(d: str | os.PathLike) -> int:
                 try:
                     os.unlink(p)
                 except OSError:
-                    pass
+                    continue
+                if removed is not None:
+                    removed.append(n)
         finally:
             os.close(fd)
     return unknown
@@ -255,6 +259,13 @@ def _is_file(e: os.DirEntry) -> bool:
         return e.is_file()
     except OSError:
         return False
+
+
+def _mtime_ns(p: Path) -> int:
+    try:
+        return os.stat(p).st_mtime_ns
+    except OSError:  # gone since it was listed: load() lists again when it finds it gone
+        return -1
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -371,9 +382,14 @@ class Checkpointer:
             except OSError as e:
                 raise CheckpointError(f"checkpoint: cannot create {self.dir}: {e.strerror}") from None
             self._check_writable()
-            if remove_stale_temps(self.dir):
+            dead: list[str] = []
+            if remove_stale_temps(self.dir, dead):
                 self.log(f"temporary files left in {self.dir}: this filesystem has no locks to tell a dead "
                          f"writer's from one still writing")
+            dead = sorted({m.group(1) for n in dead if (m := _DEAD_SAVE.match(n))})
+            if dead:  # a save killed every run shows only here: its own process had no time to say anything
+                self.log(f"removed the unfinished save of {', '.join(dead)}: its writer died while saving (killed "
+                         f"at the end of the time Slurm gives? then the save is too slow to ever land)")
         self._names = tuple(dict.fromkeys((self.warning_signal,) + tuple(s.upper().removeprefix("SIG")
                                                                           for s in signals)))
         if install:
@@ -438,7 +454,15 @@ class Checkpointer:
             return []
         except OSError as e:
             raise CheckpointError(f"checkpoint: cannot list {self.dir}: {e.strerror or e}") from None
-        return sorted((Checkpoint(self.dir / n, int(m.group(1))) for n, m in entries), key=lambda c: c.step)
+        cs = [Checkpoint(self.dir / n, int(m.group(1))) for n, m in entries]
+        seen: set[int] = set()
+        dup: set[int] = set()
+        for c in cs:
+            (dup if c.step in seen else seen).add(c.step)
+        # two files of one step (a run that changed format): the newer one counts, then a fixed format order, so
+        # that load() never depends on the order the folder lists them in
+        return sorted(cs, key=lambda c: (c.step, _mtime_ns(c.path) if c.step in dup else 0,
+                                         FORMAT_ORDER.index(c.path.suffix[1:])))
 
     def save(self, obj: Any, step: int) -> Path | None:
         """Write checkpoint `step` atomically and keep the newest `keep` (and always the one just written: a path
@@ -456,6 +480,7 @@ class Checkpointer:
         if not self._custom and self.fmt == "pickle" and _is_torch(obj):
             ext, saver, _ = _formats("torch")
         path = self.dir / f"{PREFIX}{step:012d}.{ext}"
+        t0 = time.monotonic()
         try:
             try:
                 atomic_write(path, lambda f: saver(obj, f))
@@ -469,8 +494,23 @@ class Checkpointer:
         except OSError as e:
             raise CheckpointError(f"checkpoint: cannot write {path}: {e.strerror or e}") from None
         self.last_saved_at = time.time()
+        if self._got is not None:
+            self._time_stop_save(path, time.monotonic() - t0)
         self._prune(path)
         return path
+
+    def _time_stop_save(self, path: Path, took: float) -> None:
+        """Say how long the save at a stop took and, when the lead is known, whether it fits in it: a save that
+        outlasts the time Slurm gives is killed on every run, and the job never gets past its last checkpoint."""
+        sig, at = self._got
+        since = self.last_saved_at - at
+        self.log(f"saved {path.name} at the stop in {took:.1f} s ({since:.1f} s after SIG{sig})")
+        lead = self.signal_lead
+        if lead and since > lead:  # lead 0 is "no time-limit warning": nothing to compare with
+            self.log(f"the stop took {since:.1f} s from SIG{sig} to the saved checkpoint (the save {took:.1f} s), "
+                     f"more than the signal lead of {lead} s (SLURMTOOLS_SIGNAL_LEAD): at the time limit Slurm "
+                     f"ends the job before a save this slow lands, on every run, and the job makes no progress; "
+                     f"give the tier a longer lead or make the save (and the step it waits for) faster")
 
     def load(self) -> Any | None:
         """The newest checkpoint that reads back; an unreadable one is reported and the next older one tried.
@@ -501,6 +541,12 @@ class Checkpointer:
                     self.log(f"skipping unreadable checkpoint {c.path}: {failed[-1][1]}")
                     continue
                 self.loaded = c
+                tried = {f.path for f, _ in failed}
+                others = [o.path.name for o in cs if o.step == c.step and o.path != c.path and o.path not in tried]
+                if others:
+                    self.log(f"{len(others) + 1} checkpoints of step {c.step}: loaded {c.path.name}, ignored "
+                             f"{', '.join(others)} (the newest by modification time counts; on equal times the "
+                             f"format order {', '.join(reversed(FORMAT_ORDER))})")
                 return obj
             if vanished:
                 continue
@@ -513,6 +559,31 @@ class Checkpointer:
             return None
         raise CheckpointError(f"checkpoint: the checkpoints in {self.dir} kept vanishing while being read (another "
                               f"run of this job pruning them?)")
+
+    def save_and_exit(self, obj: Any, step: int, code: int | None = None) -> NoReturn:
+        """Save at a stop, then end as `exit()` does, whether the save landed or not (the loop's one call).
+
+        A save that failed here used to raise out of the loop: the job ended FAILED and was not requeued, the
+        work since the last checkpoint lost, and the job too. Now it ends as the signal wants (requeued on the
+        time-limit and preemption paths) and resumes from the last good checkpoint; see `exit(save_error=...)`.
+        """
+        error = None
+        try:
+            self.save(obj, step)
+        except Exception as e:  # a saver's own error too: the requeue must still happen
+            error = e
+        self.exit(code, save_error=error)
+
+    def _resume_point(self) -> str:
+        """Where the next run resumes: the newest checkpoint in the folder (load() falls back to older ones)."""
+        try:
+            cs = self.checkpoints()
+        except CheckpointError as e:
+            why = str(e).removeprefix("checkpoint: ")
+            return f"the next run resumes from the newest checkpoint it can read ({why})"
+        if not cs:
+            return f"no checkpoint in {self.dir}: the next run starts from the beginning"
+        return f"the next run resumes from step {cs[-1].step} ({cs[-1].path})"
 
     def latest_step(self) -> int | None:
         cs = self.checkpoints()
@@ -578,29 +649,39 @@ class Checkpointer:
             return "none"
         return "marker"
 
-    def exit(self, code: int | None = None) -> None:
+    def exit(self, code: int | None = None, save_error: BaseException | None = None) -> NoReturn:
         """End the process after a save: requeue on the time-limit and preemption paths, then exit.
+
+        `save_error`, the save at the stop having failed, is said in one line with the checkpoint the next run
+        resumes from; the job still ends as it would have, and exits 1 (unless `code` is given) only when
+        nothing requeues it, so that the lost save shows in its state.
 
         Preemption also requeues itself: a job that ends during GraceTime would otherwise finish as COMPLETED
         and never run again. When Slurm cannot be asked (no scontrol, e.g. in a container), the warning signal
         still requeues: both of its causes want it; a bare SIGTERM (possibly scancel) does not. Exit code 0
         unless given.
         """
+        if save_error is not None and self.rank == 0:
+            why = str(save_error) if isinstance(save_error, CheckpointError) else _one_line(
+                f"checkpoint: save failed: {type(save_error).__name__}: {save_error}")
+            self.log(f"save at the stop failed, the job ends without it: {why}; {self._resume_point()}")
         cause = self.cause
         if cause is not None and self.rank == 0:
             self._report(cause)
         wanted = cause is not None and (cause.kind in ("time_limit", "preempted") or (
             cause.kind == "unknown" and cause.signal == self.warning_signal and bool(self.job_id)))
+        by_slurm = False
         if wanted and cause.kind == "preempted" and slurm_requeues_preempted_exit() and self.rank == 0:
             # this Slurm requeues the preempted job itself once it ends; a requeue of ours would make Slurm
             # requeue the next run as well
             self.log("Slurm requeues this preempted job itself when it ends")
-            wanted = False
-        if self.requeue_enabled and wanted:
-            self.requeue()
+            wanted, by_slurm = False, True
+        how = self.requeue() if self.requeue_enabled and wanted else "none"
+        if save_error is not None and code is None and how == "none" and not by_slurm and self.rank == 0:
+            self.log(f"nothing requeues job {self.job_id or '(none: not in a job)'}: exit code 1, for the lost save")
+            code = 1
         sys.stdout.flush()
         sys.exit(0 if code is None else code)
-
 
     def _report(self, cause: StopCause) -> None:
         """Leave the cause in the job's scratch folder: the epilog (root) puts it in the decision log.

@@ -390,3 +390,88 @@ def test_a_saver_that_closes_the_file_still_saves(tmp_path):
     ck = Checkpointer(tmp_path, saver=saver, loader=lambda f: f.read(), install=False)
     ck.save(b"weights", step=3)
     assert ck.load() == b"weights" and temps(tmp_path) == []
+
+
+# ---- a save that fails at the stop (disk full, quota, a folder gone for good): the job still ends as stopped
+
+
+STOP_STEP = """import os, resource, shutil, signal, sys, time
+sys.path.insert(0, {repo!r})
+from slurmtools.checkpoint import Checkpointer
+how, sig, d = sys.argv[1], sys.argv[2], sys.argv[3]
+ck = Checkpointer(d, log=print)                  # real handlers for the warning (URG) and TERM
+ck.save({{"step": 1}}, step=1)
+if how == "fsize":                               # the kernel refuses the write: the path ENOSPC and quotas take
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+else:                                            # the folder purged, and a file where it must be made again
+    shutil.rmtree(os.path.dirname(d))
+    open(os.path.dirname(d), "w").close()
+os.kill(os.getpid(), getattr(signal, "SIG" + sig))
+for step in range(1, 100):
+    time.sleep(0.01)
+    if ck.should_stop():
+        ck.save_and_exit({{"step": step + 1, "blob": b"x" * 1_000_000}}, step=step + 1)
+print("never stopped")
+"""
+
+
+@pytest.mark.parametrize("how", ["fsize", "folder-gone"])
+@pytest.mark.parametrize("sig", ["URG", "TERM"])
+def test_a_save_that_fails_at_the_stop_still_ends_the_job_as_stopped(tmp_path, how, sig):
+    """save_and_exit: the failed save at the warning raised out of the loop, and the job ended FAILED and was not
+    requeued. Now one line says so and which checkpoint the next run resumes from, and the job is requeued as the
+    warning wants (here through the batch wiring's marker: the step has no scontrol, as in a container; the
+    wiring's `scontrol` is a recorder, as in tests/unit/test_checkpoint.py). A bare TERM (scancel) requeues
+    nothing: exit code 1 then, so the lost save shows in the job's state."""
+    bindir, rec = tmp_path / "bin", tmp_path / "scontrol-args"
+    bindir.mkdir()
+    (bindir / "scontrol").write_text(f"#!/bin/sh\necho \"$@\" > {rec}\n")
+    (bindir / "scontrol").chmod(0o755)
+    (tmp_path / "step.py").write_text(STOP_STEP.format(repo=str(REPO)))
+    d = tmp_path / "scratch" / "run1"
+    (tmp_path / "job.sh").write_text(f"""source {REPO / "slurmtools" / "checkpoint_wiring.sh"}
+slurmtools_run env PATH=/nonexistent {sys.executable} {tmp_path / "step.py"} {how} {sig} {d}
+echo "rc=$?"
+""")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM") and k != "RANK"}
+    env.update(SLURM_JOB_ID="4250", SLURMTOOLS_CHECKPOINT_SIGNAL="URG", PATH=f"{bindir}:/usr/bin:/bin",
+               SLURMTOOLS_SCRATCH_PATTERN=str(tmp_path / "job-{job_id}"))
+    r = subprocess.run(["bash", str(tmp_path / "job.sh")], env=env, capture_output=True, text=True, timeout=60)
+    out = r.stdout.splitlines()
+    failed = [ln for ln in out if "save at the stop failed" in ln]
+    assert len(failed) == 1, (r.stdout, r.stderr)
+    if how == "fsize":
+        assert f"cannot write {d}/ckpt-000000000002.pkl: File too large" in failed[0]
+        assert f"the next run resumes from step 1 ({d}/ckpt-000000000001.pkl)" in failed[0]
+        assert sorted(os.listdir(d)) == ["ckpt-000000000001.pkl"]
+    else:
+        assert f"cannot write {d}/ckpt-000000000002.pkl" in failed[0] and f"cannot list {d}" in failed[0]
+    if sig == "URG":
+        assert out[-1] == "rc=0" and rec.read_text().split() == ["requeue", "4250"], (r.stdout, r.stderr)
+    else:
+        assert out[-1] == "rc=1" and not rec.exists(), (r.stdout, r.stderr)
+        assert any("nothing requeues job 4250: exit code 1" in ln for ln in out), out
+    assert "never stopped" not in r.stdout and "Traceback" not in r.stderr
+
+
+def test_the_next_run_names_the_save_its_writer_died_in(tmp_path):
+    """A save longer than the time Slurm gives is killed on every run and says nothing itself: the next run finds
+    its unfinished file and names it, so the researcher sees why the job makes no progress."""
+    code = """
+    import os, pickle, signal, sys
+    from slurmtools.checkpoint import Checkpointer
+    ck = Checkpointer(sys.argv[1], install=False)
+    ck.save({"step": 1}, step=1)
+    def saver(o, f):
+        f.write(pickle.dumps(o)[:50_000]); f.flush(); os.kill(os.getpid(), signal.SIGKILL)
+    ck._saver, ck._custom = saver, True
+    ck.save({"step": 2, "blob": b"b" * 300_000}, step=2)
+    """
+    r = run_child(code, str(tmp_path))
+    assert r.returncode == -signal.SIGKILL, (r.stdout, r.stderr)
+    msgs: list[str] = []
+    assert Checkpointer(tmp_path, install=False, log=msgs.append).load() == {"step": 1}
+    dead = [m for m in msgs if "unfinished save" in m]
+    assert len(dead) == 1 and "ckpt-000000000002.pkl" in dead[0] and "its writer died" in dead[0], msgs
+    assert temps(tmp_path) == []

@@ -461,3 +461,64 @@ def test_whether_slurm_requeues_a_preempted_job_itself_comes_from_the_release_ta
     assert C.slurm_requeues_preempted_exit() is expected
     monkeypatch.setenv("PATH", str(tmp_path / "none"))
     assert C.slurm_requeues_preempted_exit() is None
+
+
+def test_two_formats_of_one_step_load_the_newer_then_a_fixed_order(tmp_path):
+    """ckpt-100.pkl and ckpt-100.pt (a run that changed format): load() took whichever the folder listed first.
+    Now the newer file counts, on equal times the format order (pt before pkl), with a line naming the other."""
+    import pickle
+
+    for ext in ("pkl", "pt"):
+        (tmp_path / f"ckpt-000000000100.{ext}").write_bytes(pickle.dumps({"from": ext}))
+    pkl, pt = tmp_path / "ckpt-000000000100.pkl", tmp_path / "ckpt-000000000100.pt"
+    for newer, older, want in ((pkl, pt, "pkl"), (pt, pkl, "pt")):
+        os.utime(older, ns=(1_700_000_000_000_000_000,) * 2)
+        os.utime(newer, ns=(1_700_000_001_000_000_000,) * 2)
+        msgs: list[str] = []
+        ck = Checkpointer(tmp_path, saver=pickle.dump, loader=pickle.load, install=False, log=msgs.append)
+        assert ck.load() == {"from": want} and ck.loaded.path == newer
+        assert [m for m in msgs if "checkpoints of step 100" in m] == [
+            f"2 checkpoints of step 100: loaded {newer.name}, ignored {older.name} (the newest by modification time "
+            f"counts; on equal times the format order pt, pkl, bin, json)"]
+    os.utime(pkl, ns=(1_700_000_000_000_000_000,) * 2)
+    os.utime(pt, ns=(1_700_000_000_000_000_000,) * 2)
+    ck = Checkpointer(tmp_path, saver=pickle.dump, loader=pickle.load, install=False, log=lambda m: None)
+    assert ck.load() == {"from": "pt"}
+    pt.write_bytes(b"damaged")   # the one that counts does not read back: the other of the same step is used
+    os.utime(pt, ns=(1_700_000_000_000_000_000,) * 2)
+    assert ck.load() == {"from": "pkl"}
+
+
+STOP_SAVE = """import os, signal, sys, time
+sys.path.insert(0, {repo!r})
+from slurmtools.checkpoint import Checkpointer
+def saver(o, f):
+    time.sleep(float(sys.argv[2]))
+    f.write(repr(o).encode())
+ck = Checkpointer(sys.argv[1], saver=saver, loader=lambda f: f.read(), log=print)
+ck.save(1, step=1)      # before any signal: no timing line
+os.kill(os.getpid(), signal.SIGURG)
+while not ck.should_stop():
+    time.sleep(0.01)
+ck.save(2, step=2)
+"""
+
+
+@pytest.mark.parametrize("lead, save_s, too_slow", [("1", "1.3", True), ("1", "0", False), ("", "1.3", False),
+                                                    ("0", "1.3", False)])
+def test_a_save_at_the_stop_says_how_long_it_took_and_when_it_outlasts_the_lead(tmp_path, lead, save_s, too_slow):
+    """A save longer than the time Slurm gives is killed on every requeue, and the job never progresses: the save at
+    a stop says how long it took, and when that is more than the signal lead (SLURMTOOLS_SIGNAL_LEAD, when known;
+    0 is no time-limit warning), says so in one line."""
+    (tmp_path / "step.py").write_text(STOP_SAVE.format(repo=str(REPO)))
+    r = subprocess.run([sys.executable, str(tmp_path / "step.py"), str(tmp_path / "ck"), save_s], capture_output=True,
+                       text=True, timeout=60, env=no_slurm_env(SLURMTOOLS_SIGNAL_LEAD=lead))
+    assert r.returncode == 0, r.stderr
+    timed = [ln for ln in r.stdout.splitlines() if " at the stop in " in ln]
+    assert len(timed) == 1 and timed[0].startswith("saved ckpt-000000000002.bin at the stop in "), r.stdout
+    took = float(timed[0].split(" at the stop in ")[1].split()[0])
+    assert took >= float(save_s) - 0.05
+    slow = [ln for ln in r.stdout.splitlines() if "more than the signal lead" in ln]
+    assert len(slow) == (1 if too_slow else 0), r.stdout
+    if too_slow:
+        assert "more than the signal lead of 1 s (SLURMTOOLS_SIGNAL_LEAD)" in slow[0]
