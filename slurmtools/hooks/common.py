@@ -256,15 +256,31 @@ def spool_dir() -> str:
 
 
 class HookLog:
-    """Lines to stderr and, when the spool folder is safe, to `hooks.log` in it (one O_APPEND write each)."""
+    """Lines to stderr and, when the spool folder is safe, to `hooks.log` in it (one O_APPEND write each). Lines
+    said before the folder is attached (why a variable of the job is unknown: the job is read first) are kept and
+    written when it is: slurmd shows a hook's stderr only when the hook fails."""
+
+    #: lines kept for hooks.log until the folder is attached, at most
+    PENDING_MAX = 200
 
     def __init__(self, hook: str, job: JobEnv | None = None):
         self.hook = hook
         self.job = job
         self.dfd: int | None = None
+        self._pending: list[bytes] = []
 
     def attach(self, dfd: int | None) -> None:
         self.dfd = dfd
+        pending, self._pending = self._pending, []
+        if dfd is not None:
+            for line in pending:
+                self._append(line)
+
+    def _append(self, line: bytes) -> None:
+        try:
+            safefs.append_at(self.dfd, "hooks.log", line)
+        except OSError:
+            pass
 
     def __call__(self, msg: str) -> None:
         job = self.job.job_id if self.job else None
@@ -275,10 +291,9 @@ class HookLog:
         except Exception:
             pass
         if self.dfd is not None:
-            try:
-                safefs.append_at(self.dfd, "hooks.log", line.encode("utf-8", "replace"))
-            except OSError:
-                pass
+            self._append(line.encode("utf-8", "replace"))
+        elif len(self._pending) < self.PENDING_MAX:
+            self._pending.append(line.encode("utf-8", "replace"))
 
 
 def find_scontrol() -> str | None:

@@ -40,6 +40,7 @@ import pytest
 
 from slurmtools.hooks import epilog, nvml, prolog, telemetry
 from slurmtools.hooks.common import JobEnv, loads
+from slurmtools.hooks.labfake import FAKE_NAME
 from tests.hostile.test_prolog_fail_closed import EPILOG, PROLOG, Node, run
 from tests.nvml_fake import fake_nvml
 from tests.unit.test_hooks_nvml import Lines, h100
@@ -457,3 +458,15 @@ def test_the_cluster_is_read_like_every_other_variable():
     job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_CLUSTER_NAME": " gpu-east.2 "})
     assert job.cluster == "gpu-east.2" and job.problems == []
     assert JobEnv.from_environ({"SLURM_JOB_ID": "7"}).cluster is None
+
+
+def test_the_prolog_logs_why_a_variable_is_unknown_in_hooks_log(tmp_path):
+    """The prolog reads the job before it opens its spool folder; a variable it cannot read is said in hooks.log
+    all the same (slurmd shows a prolog's stderr only when it fails, and this one passes)."""
+    node = Node(tmp_path)
+    (node.etc / FAKE_NAME).write_text(json.dumps({"default": {"count": 8}}))  # a healthy node
+    r = run(PROLOG, node.env(SLURM_JOB_UID="abc", SLURM_CLUSTER_NAME="al pha"))
+    assert r.returncode == 0, r.stderr.decode()
+    log = (node.spool / "hooks.log").read_text()
+    assert "SLURM_JOB_UID='abc' is not a whole number; unknown" in log, log
+    assert "SLURM_CLUSTER_NAME='al pha' is not a cluster name; unknown" in log, log
