@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from slurmtools.errors import SlurmtoolsError
 from slurmtools.slack_settings import DAYS, DEFAULT_CACHE, PriceWindow, SlackSettings  # noqa: F401  (re-exported)
+from slurmtools.slack_settings import _shown  # one way to show a value of the file in a line
 
 MODES = ("light", "moderate", "heavy")
 #: the cached file's format tag; a reader refuses another one rather than guess at its fields
@@ -395,15 +396,6 @@ def _no_constant(name: str) -> Any:
 def _real(v: Any) -> bool:
     """A finite number (not a bool, which json writes as true/false but Python counts as an int)."""
     return type(v) in (int, float) and math.isfinite(v)
-
-
-def _shown(v: Any) -> str:
-    """A value from the file for a one-line message: its repr, cut short."""
-    try:
-        r = repr(v)
-    except ValueError:  # an int of more digits than Python converts
-        return "a number too long to show"
-    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def _not_the_refreshers(p: Path, st: os.stat_result) -> str | None:

@@ -30,16 +30,19 @@ BAD = {
 
 
 @pytest.mark.parametrize("kind", sorted(BAD))
-def test_each_bad_record_is_skipped_with_its_reason(tmp_path, kind):
-    rec, words = BAD[kind]
+def test_each_bad_record_is_skipped_with_its_reason(tmp_path, kind, cases=BAD):
+    """A good record and `cases[kind]`: the good one counts, the bad one is listed once, with its reason on one line
+    (the wrong-type cases below go through here too)."""
+    rec, words = cases[kind]
     (tmp_path / "1.0.gpu01.json").write_text(json.dumps(_rec(1, 40)))
     (tmp_path / "bad.0.gpu01.json").write_text(json.dumps(rec))
     got = read_epilog_dir(tmp_path)
     assert got.frame["job_id_raw"].tolist() == [1]
     assert got.frame["gpu_util_pct"].tolist() == [40]
     assert [(b.source, b.line) for b in got.bad.rows] == [(str(tmp_path / "bad.0.gpu01.json"), None)]
-    assert got.bad.rows[0].reason.startswith(words)
-    assert (got.bad.total, len(got.bad.rows)) == (2, 1)
+    assert got.bad.rows[0].reason.startswith(words), got.bad.rows[0].reason
+    assert "\n" not in got.bad.rows[0].reason
+    assert (got.bad.total, len(got.bad.rows), got.files) == (2, 1, 2)
 
 
 def test_a_truncated_record_is_listed_with_its_line_and_text(tmp_path):
@@ -93,14 +96,7 @@ WRONG_TYPE = {
 
 @pytest.mark.parametrize("kind", sorted(WRONG_TYPE))
 def test_a_value_of_the_wrong_type_is_skipped_not_coerced(tmp_path, kind):
-    rec, words = WRONG_TYPE[kind]
-    (tmp_path / "1.0.gpu01.json").write_text(json.dumps(_rec(1, 40)))
-    (tmp_path / "bad.0.gpu01.json").write_text(json.dumps(rec))
-    got = read_epilog_dir(tmp_path)
-    assert got.frame["job_id_raw"].tolist() == [1] and got.frame["gpu_util_pct"].tolist() == [40]
-    [b] = got.bad.rows
-    assert b.source == str(tmp_path / "bad.0.gpu01.json") and b.reason.startswith(words), b.reason
-    assert "\n" not in b.reason and (got.bad.total, got.files) == (2, 2)
+    test_each_bad_record_is_skipped_with_its_reason(tmp_path, kind, WRONG_TYPE)
 
 
 def test_a_job_id_past_64_bits_is_listed_not_a_crash(tmp_path):
