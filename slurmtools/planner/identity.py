@@ -9,17 +9,14 @@ planning offline. Every refusal is a `RequestError` naming the option at fault.
 
 from __future__ import annotations
 
-import re
 import stat
 from dataclasses import dataclass
 from typing import Sequence
 
 from slurmtools.planner.request import BEST_TIER, RequestError
 from slurmtools.site.model import Site
-from slurmtools.slurm.model import Association, UserAssociations
+from slurmtools.slurm.model import USER_NAME_RULE, Association, UserAssociations, is_user_name
 
-#: a user name as Slurm and passwd accept it (a `$` ends machine accounts); anything else is refused up front
-_USER_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._@-]*\$?$")
 #: at most this many names are listed in a refusal (a real site has thousands of users)
 _LIST_MAX = 12
 
@@ -66,8 +63,8 @@ def check_user_name(user: str, given: bool) -> None:
     """Refuse what cannot be a user name before it is looked up anywhere."""
     if not user:
         raise RequestError("--user", "cannot tell who you are (this process's uid has no passwd entry): pass --user")
-    if not _USER_NAME.match(user):
-        raise RequestError(_user_opt(user, given), "is not a user name (letters, digits, . _ @ -)")
+    if not is_user_name(user):
+        raise RequestError(_user_opt(user, given), f"is not a user name ({USER_NAME_RULE})")
 
 
 def resolve(site: Site, user: str, *, user_given: bool, account: str | None, tier: str | None,

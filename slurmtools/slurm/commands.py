@@ -18,8 +18,8 @@ from slurmtools.durations import parse_duration
 from slurmtools.errors import ParseError, SlurmError, SlurmUnavailable, whole_number
 from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
-from slurmtools.slurm.model import (AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo, QosInfo,
-                                    UserAssociations)
+from slurmtools.slurm.model import (USER_NAME_RULE, AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo,
+                                    QosInfo, UserAssociations, is_user_name)
 from slurmtools.slurm.readers.common import check_errors as _check_errors, num as _num, ts as _ts
 from slurmtools.slurm.tres import parse_tres
 
@@ -32,8 +32,6 @@ _HELP_HINT = re.compile(r'Try "?[\w./-]+ --help"? for (?:more )?information\.?')
 
 #: sacctmgr association fields the identity check reads, in this order (the same names in 22.05 and 25.11)
 ASSOC_FIELDS = ("Cluster", "Account", "User", "Partition", "QOS", "DefaultQOS")
-#: a user name that can go into a `sacctmgr ... where` clause as one name (no list, no clause of its own)
-_USER_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._@-]*\$?$")
 
 #: sacct fields the accounting query reads (22.05 names; `restarts` does not exist there)
 #: JobName comes last: it is the one free-text field, and a "|" inside it can then be put back together
@@ -237,8 +235,8 @@ class CommandBackend(Backend):
         return out
 
     def associations(self, user: str) -> UserAssociations:
-        if not _USER_NAME.match(user or ""):
-            raise SlurmError("sacctmgr", f"{user!r} is not a user name sacctmgr can look up")
+        if not is_user_name(user or ""):  # one name in a `where` clause: no list, no clause of its own
+            raise SlurmError("sacctmgr", f"{user!r} is not a user name sacctmgr can look up ({USER_NAME_RULE})")
         assoc = self.run(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}",
                           "format=" + ",".join(ASSOC_FIELDS)])
         default = self.run(["sacctmgr", "-n", "-P", "show", "user", "where", f"name={user}",

@@ -10,6 +10,20 @@ from datetime import datetime
 UNSCHEDULABLE_STATES = frozenset(("down", "drained", "draining", "fail", "future", "unknown"))
 UNSCHEDULABLE_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING", "NOT_RESPONDING", "MAINTENANCE", "RESERVED",
                                  "POWERED_DOWN", "FAIL"))
+#: what a user name may not hold to be one name in a `sacctmgr ... where user=NAME` clause: a comma (sacctmgr reads
+#: a list), `=` (another clause), quotes (sacctmgr strips them); the rest of a passwd name (`DOMAIN\\alice` from
+#: winbind, `john smith`, `alice@realm`, `HOST$`) reads back as written: measured with sacctmgr on 22.05
+USER_NAME_FORBIDDEN = frozenset(",='\"")
+#: what `is_user_name` says a name must be, for a one-line refusal
+USER_NAME_RULE = "printable, at most 255 bytes, not starting with '-' or a blank, without , = or quotes"
+
+
+def is_user_name(name: str) -> bool:
+    """Whether `name` can be a passwd user name that Slurm's commands look up as one name."""
+    return (bool(name) and name.isprintable() and not name[0] in "- " and not name[-1] == " "
+            and len(name.encode("utf-8", "surrogatepass")) <= 255 and USER_NAME_FORBIDDEN.isdisjoint(name))
+
+
 #: Slurm's words for a job that runs on its nodes: RUNNING, or the flag `job_state_string()` names instead while it
 #: runs (CONFIGURING while its allocated nodes boot or PrologSlurmctld runs, SIGNALING while a signal is sent)
 RUNNING_STATES = frozenset(("RUNNING", "CONFIGURING", "SIGNALING"))

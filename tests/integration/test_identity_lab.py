@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import uuid
@@ -153,6 +154,14 @@ def test_command_backend_reads_associations(lab):
         ("vision", ("production", "scavenger", "standard"), "standard")]
     assert cmd.associations("mallory").rows == ()
     assert "labuser" in cmd.accounting_users()
+    # passwd names from a directory (winbind's DOMAIN\\user, a blank) are looked up as one name each
+    for name in ("dom\\alice", "john smith"):
+        lab.sh(f"sacctmgr -i add user {shlex.quote(name)} account=nlp")
+        try:
+            got = cmd.associations(name)
+            assert got.default_account == "nlp" and [(r.user, r.account) for r in got.rows] == [(name, "nlp")], got
+        finally:
+            lab.sh(f"sacctmgr -i delete user {shlex.quote(name)}", check=False)
 
 
 @pytest.mark.slurm_release("25.11")

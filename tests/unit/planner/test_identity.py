@@ -137,11 +137,19 @@ def test_partition_rows_add_their_qos(site):
 
 
 def test_what_cannot_be_a_user_name_is_refused(site):
-    for bad in ("a,b", "x y", "u=1", "-rf"):
+    for bad in ("a,b", "u=1", "-rf", "x'y", 'x"y', " lead", "tab\tin", "x" * 256):
         with pytest.raises(RequestError, match="is not a user name"):
             live(site, bad, slurm=UserAssociations(bad, None, ()))
     with pytest.raises(RequestError, match="cannot tell who you are"):
         live(site, "", slurm=UserAssociations("", None, ()), given=False)
+
+
+def test_passwd_names_from_directories_are_user_names(site):
+    """winbind's DOMAIN\\user, a name with a blank, sssd's user@realm, a machine account: sacctmgr looks each up as
+    one name (tests/integration/test_identity_lab.py), so each gets the association check, not a refusal."""
+    for name in ("DOM\\alice", "john smith", "alice@example.org", "HOST$", "jos\u00e9"):
+        rows = (Association("lab", "vision", name, "", ("standard",)),)
+        assert live(site, name, slurm=UserAssociations(name, "vision", rows)).account == "vision"
 
 
 # ------------------------------------------------------------------------------------------- offline (site file)
