@@ -233,7 +233,7 @@ class ModeState:
             if type(getattr(s, k)) is not int or getattr(s, k) < 0:
                 raise SlackError(f"slack: saved mode state: {k}: expected a whole number, got {_shown(getattr(s, k))}")
         for k in ("last_taken_at", "last_score"):
-            if getattr(s, k) is not None and not _real(getattr(s, k)):
+            if getattr(s, k) is not None and not _finite_number(getattr(s, k)):
                 raise SlackError(f"slack: saved mode state: {k}: expected a number, got {_shown(getattr(s, k))}")
         if type(s.known) is not bool or not isinstance(s.reason, str):
             raise SlackError(f"slack: saved mode state: known or reason of the wrong type ({_shown(s.known)}, "
@@ -373,7 +373,7 @@ def read_cache(path: str | os.PathLike) -> dict:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise SlackError(f"slack: {p}: format {_shown(got)}, expected {FORMAT!r}")
-    if not _real(doc.get("taken_at")) or not isinstance(doc.get("signals"), list):
+    if not _finite_number(doc.get("taken_at")) or not isinstance(doc.get("signals"), list):
         raise SlackError(f"slack: {p}: taken_at or signals missing, or not epoch seconds and a list")
     return doc
 
@@ -393,7 +393,7 @@ def _no_constant(name: str) -> Any:
     raise _NotFinite(name)
 
 
-def _real(v: Any) -> bool:
+def _finite_number(v: Any) -> bool:
     """A finite number (not a bool, which json writes as true/false but Python counts as an int)."""
     return type(v) in (int, float) and math.isfinite(v)
 
@@ -422,9 +422,9 @@ def _signal_why(d: Mapping[str, Any]) -> str | None:
         if type(v) is not int or not 0 <= v <= _MAX_COUNT:
             return f"{k}: expected a whole number of GPUs, 0 or more, got {_shown(v)}"
     c = d.get("preempt_chance")
-    if not _real(c) or not 0 <= c <= 1:
+    if not _finite_number(c) or not 0 <= c <= 1:
         return f"preempt_chance: expected a number from 0 to 1, got {_shown(c)}"
-    if not _real(d.get("taken_at")):
+    if not _finite_number(d.get("taken_at")):
         return f"taken_at: expected epoch seconds, got {_shown(d.get('taken_at'))}"
     return None
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +86,9 @@ class SlackLoop:
         self.rank = _rank() if rank is None else rank
         self.run = _restart_count()
         self._clock = clock
-        self.log = log or (lambda m: None)
+        #: default: rank 0 says it on stderr (the job's error file), as the Checkpointer does; the other ranks would
+        #: only repeat it, and a lost signal or an unwritten windows file must not pass unseen
+        self.log = log or (_stderr if self.rank == 0 else (lambda m: None))
         self.path = Path(path) if path else (Path(checkpointer.dir) / WINDOWS_NAME if checkpointer is not None
                                              else _default_path(self.job_id))
         self.windows: list[Window] = []
@@ -212,6 +215,10 @@ class SlackLoop:
                 atomic_write(p, lambda f: f.write(body), mode=0o644)
             except OSError as e:
                 self.log(f"slack windows not written to {p}: {e.strerror or e}")
+
+
+def _stderr(msg: str) -> None:
+    print(f"slurmtools.slack: {msg}", file=sys.stderr, flush=True)
 
 
 def _restart_count() -> int:

@@ -66,16 +66,16 @@ class SlackSettings:
         and none filled in with a default; unknown keys are ignored. A ValueError names the key ("max_age: ...")."""
         if not isinstance(d, Mapping):
             raise ValueError(f"expected a table, got {_shown(d)}")
-        interval = _whole(d, "poll_interval", 1)
-        heavy = _real(d, "heavy_at", 0.0, 1.0)
-        light = _real(d, "light_at", 0.0, 1.0)
+        interval = _bounded_whole(d, "poll_interval", 1)
+        heavy = _bounded_real(d, "heavy_at", 0.0, 1.0)
+        light = _bounded_real(d, "light_at", 0.0, 1.0)
         if light >= heavy:
             raise ValueError(f"light_at: expected a score below heavy_at ({heavy:g}), got {light:g}")
-        margin = _real(d, "margin", 0.0, 1.0)
+        margin = _bounded_real(d, "margin", 0.0, 1.0)
         if light + margin >= heavy - margin:
             raise ValueError(f"margin: {margin:g} makes the bands around light_at and heavy_at meet")
-        polls = _whole(d, "polls", 1)
-        max_age = _whole(d, "max_age", interval)
+        polls = _bounded_whole(d, "polls", 1)
+        max_age = _bounded_whole(d, "max_age", interval)
         cache = d.get("cache_file")
         if not isinstance(cache, str):
             raise ValueError(f"cache_file: expected a path, got {_shown(cache)}")
@@ -90,9 +90,9 @@ class SlackSettings:
             days = w.get("days")
             if not isinstance(days, (list, tuple)) or not all(type(x) is int and 0 <= x <= 6 for x in days):
                 raise ValueError(f"{at}.days: expected day numbers 0 (Monday) to 6, got {_shown(days)}")
-            wins.append(PriceWindow(name=w["name"], start_min=_whole(w, "start_min", 0, 1439, at),
-                                    end_min=_whole(w, "end_min", 0, 1440, at),
-                                    factor=_real(w, "factor", 0.0, math.inf, at), days=tuple(days)))
+            wins.append(PriceWindow(name=w["name"], start_min=_bounded_whole(w, "start_min", 0, 1439, at),
+                                    end_min=_bounded_whole(w, "end_min", 0, 1440, at),
+                                    factor=_bounded_real(w, "factor", 0.0, math.inf, at), days=tuple(days)))
         return cls(poll_interval=interval, heavy_at=heavy, light_at=light, margin=margin, polls=polls,
                    max_age=max_age, cache_file=cache, windows=tuple(wins))
 
@@ -110,7 +110,7 @@ def _shown(v: Any) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
-def _whole(d: Mapping[str, Any], key: str, lo: int, hi: int = 1 << 53, at: str = "") -> int:
+def _bounded_whole(d: Mapping[str, Any], key: str, lo: int, hi: int = 1 << 53, at: str = "") -> int:
     """`d[key]` as a whole number in [lo, hi] (true and 1.0 are not: the writer writes ints; absent is not)."""
     name = f"{at}.{key}" if at else key
     v = d.get(key)
@@ -120,7 +120,7 @@ def _whole(d: Mapping[str, Any], key: str, lo: int, hi: int = 1 << 53, at: str =
     return v
 
 
-def _real(d: Mapping[str, Any], key: str, lo: float, hi: float, at: str = "") -> float:
+def _bounded_real(d: Mapping[str, Any], key: str, lo: float, hi: float, at: str = "") -> float:
     """`d[key]` as a finite number in [lo, hi] (NaN compares false to everything and would freeze a mode)."""
     name = f"{at}.{key}" if at else key
     v = d.get(key)
