@@ -9,6 +9,12 @@ import math
 import re
 from decimal import Decimal
 
+#: time limits (partition MaxTime, QoS MaxWall, --time) go through time_str2mins (src/common/parse_time.c): the
+#: seconds in a signed int, rounded up to minutes by adding 59 in that int, so past INT_MAX - 59 s it overflows
+#: (sbatch -t 35791394 becomes 2957761-01:03:00, sacctmgr MaxWall=35791394 changes nothing; measured on 22.05.8 and
+#: 25.11.7); whole minutes: 35,791,393 min = 2,147,483,580 s
+TIME_LIMIT_MAX = (2**31 - 1 - 59) // 60 * 60
+
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # numbers are ASCII digits: `\d` would also match `٣`, which int() and Decimal() read as 3 (re.ASCII keeps `\s` and
 # the units to ASCII too)

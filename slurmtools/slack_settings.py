@@ -7,6 +7,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from slurmtools.durations import TIME_LIMIT_MAX
+
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -66,7 +68,7 @@ class SlackSettings:
         and none filled in with a default; unknown keys are ignored. A ValueError names the key ("max_age: ...")."""
         if not isinstance(d, Mapping):
             raise ValueError(f"expected a table, got {_shown(d)}")
-        interval = _bounded_whole(d, "poll_interval", 1)
+        interval = _bounded_whole(d, "poll_interval", 1, TIME_LIMIT_MAX)
         heavy = _bounded_real(d, "heavy_at", 0.0, 1.0)
         light = _bounded_real(d, "light_at", 0.0, 1.0)
         if light >= heavy:
@@ -74,8 +76,8 @@ class SlackSettings:
         margin = _bounded_real(d, "margin", 0.0, 1.0)
         if light + margin >= heavy - margin:
             raise ValueError(f"margin: {margin:g} makes the bands around light_at and heavy_at meet")
-        polls = _bounded_whole(d, "polls", 1)
-        max_age = _bounded_whole(d, "max_age", interval)
+        polls = _bounded_whole(d, "polls", 1, TIME_LIMIT_MAX)
+        max_age = _bounded_whole(d, "max_age", interval, TIME_LIMIT_MAX)
         cache = d.get("cache_file")
         if not isinstance(cache, str):
             raise ValueError(f"cache_file: expected a path, got {_shown(cache)}")

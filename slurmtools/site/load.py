@@ -10,11 +10,12 @@ import re
 import stat
 from pathlib import Path
 
+from slurmtools.durations import TIME_LIMIT_MAX
 from slurmtools.errors import ConfigError
 from slurmtools.site.model import (MIG_PROFILE, Account, AdviseSettings, EnergySettings, GpuType, Partition,
                                    PolicySettings, ReportSettings, Site, TelemetrySettings, Tier)
 from slurmtools.site.tomlread import Table, each, load_toml, shown
-from slurmtools.site.validate import (CPU_MEM_TOLERANCE, EXACT, GPU_MEMORY_GB, MIN_RUNS, NAME, NAME_RULE,
+from slurmtools.site.validate import (CPU_MEM_TOLERANCE, EXACT, GPU_MEMORY_GB, MIN_RUNS, NAME, NAME_RULE, POLLS,
                                       SHARDS_PER_GPU, TIME_RATIO, check_hosts, check_site)
 
 SYSTEM_SITE = Path("/etc/slurmtools/site.toml")
@@ -317,6 +318,9 @@ def _slack(t: Table, spool: Path):
     interval = t.duration("poll_interval", d.poll_interval)
     if interval < 1:
         raise t.error("poll_interval", "expected at least 1s between two polls of Slurm")
+    if interval > TIME_LIMIT_MAX:
+        raise t.error("poll_interval", f"expected at most {TIME_LIMIT_MAX}s, Slurm's longest time limit (no job "
+                                       f"would see a second poll), got {interval}s")
     heavy = t.float("heavy_at", d.heavy_at, minimum=0.0)
     light = t.float("light_at", d.light_at, minimum=0.0)
     if heavy > 1:
@@ -327,10 +331,13 @@ def _slack(t: Table, spool: Path):
     if light + margin >= heavy - margin:
         raise t.error("margin", f"{margin:g} makes the bands around light_at ({light:g}) and heavy_at ({heavy:g}) "
                                 f"meet: expected below {(heavy - light) / 2:g}")
-    polls = t.int("polls", d.polls, minimum=1)
+    polls = t.int("polls", d.polls, minimum=1, maximum=POLLS)
     max_age = t.duration("max_age", d.max_age)
     if max_age < interval:
         raise t.error("max_age", f"expected at least poll_interval ({interval}s), got {max_age}s")
+    if max_age > TIME_LIMIT_MAX:
+        raise t.error("max_age", f"expected at most {TIME_LIMIT_MAX}s, Slurm's longest time limit (a signal that "
+                                 f"old is never stale to any job), got {max_age}s")
     cache = t.str("cache_file", str(spool / "slack.json"))
     if not cache.startswith("/"):
         raise t.error("cache_file", f'expected an absolute path like "/var/spool/slurmtools/slack.json", got '

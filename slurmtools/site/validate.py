@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from slurmtools.durations import human
+from slurmtools.durations import TIME_LIMIT_MAX, human
 from slurmtools.errors import ConfigError
 from slurmtools.site.tomlread import Bound
 
@@ -29,11 +29,6 @@ QOS_INT_MAX = 2**31 - 1
 #: other counts (MaxTRES gres/gpu=N, MaxCPUsPerNode) are uint32; 0xfffffffe (NO_VAL) and 0xffffffff (INFINITE)
 #: mean "unset" and "clear"
 UINT32_MAX_VALUE = 0xFFFFFFFD
-#: time limits (partition MaxTime, QoS MaxWall, --time) go through time_str2mins (src/common/parse_time.c): the
-#: seconds in a signed int, rounded up to minutes by adding 59 in that int, so past INT_MAX - 59 s it overflows
-#: (sbatch -t 35791394 becomes 2957761-01:03:00, sacctmgr MaxWall=35791394 changes nothing; measured on 22.05.8 and
-#: 25.11.7); whole minutes: 35,791,393 min = 2,147,483,580 s
-TIME_LIMIT_MAX = (2**31 - 1 - 59) // 60 * 60
 #: Slurm counts time limits in whole minutes; a limit under one is "0s", which leaves no job any time
 TIME_LIMIT_MIN = 60
 
@@ -60,6 +55,9 @@ MIN_RUNS = Bound(0x3FFFFFF, "the job ids one Slurm cluster has, MAX_JOB_ID")
 #: a time limit over the longest run: a limit is at most TIME_LIMIT_MAX s and a run lasts at least 1 s, so a larger
 #: ratio is never reached and the time rule would silently never fire
 TIME_RATIO = Bound(TIME_LIMIT_MAX, "the longest Slurm time limit over a run of 1 s")
+#: [slack] polls in a row before a mode changes: more, at least a second apart, outlast Slurm's longest time limit,
+#: so no job would ever see the mode change
+POLLS = Bound(TIME_LIMIT_MAX, "the polls a second apart in Slurm's longest time limit")
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 NAME_RULE = "names must start with a letter and hold only letters, digits, _ or -"

@@ -40,6 +40,14 @@ SITE_CASES = [
      "an empty currency: the reports' costs would have no unit; name it (e.g. \"EUR\"), or leave the key out for USD"),
     ('name = "example"', 'name = " "', "site.name",
      "an empty name: the site's name heads its reports and job_submit.lua; name the site"),
+    # [slack]: the site took poll_interval = "99999999999999d", which the cached signal's reader then refused
+    ('[policy]', '[slack]\npoll_interval = "24856d"\n\n[policy]', "slack.poll_interval",
+     "expected at most 2147483580s, Slurm's longest time limit (no job would see a second poll), got 2147558400s"),
+    ('[policy]', '[slack]\nmax_age = "24856d"\n\n[policy]', "slack.max_age",
+     "expected at most 2147483580s, Slurm's longest time limit (a signal that old is never stale to any job), got "
+     "2147558400s"),
+    ('[policy]', f'[slack]\npolls = {BIG}\n\n[policy]', "slack.polls",
+     "is more than the polls a second apart in Slurm's longest time limit (2147483580)"),
 ]
 
 
@@ -56,6 +64,8 @@ def test_the_bounds_themselves_pass(tmp_path):
                                                       '9007199254740991')
     p.write_text(p.read_text().replace("cpu_mem_tolerance = 1.0", "cpu_mem_tolerance = 1024")
                  .replace("min_runs = 3", "min_runs = 67108863").replace("time_ratio = 2.0", "time_ratio = 2147483580"))
+    p.write_text(p.read_text().replace("[policy]", '[slack]\npoll_interval = "2147483580s"\nmax_age = '
+                                                   '"2147483580s"\npolls = 2147483580\n\n[policy]', 1))
     r = cli("site", "check", str(p))
     assert r.code == 0, r.err
 

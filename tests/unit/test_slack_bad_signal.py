@@ -135,11 +135,11 @@ def test_a_bad_signal_file_holds_the_mode_says_why_once_and_recovers(tmp_path, m
 
 BAD_SETTINGS = [  # (id, the first file's settings, words): they are the site's thresholds, read from the first file
     ("poll_interval a string", with_settings(poll_interval="1m"),
-     "settings: poll_interval: expected a whole number 1 or more, got '1m'"),
-    ("max_age below the interval", with_settings(max_age=0), "settings: max_age: expected a whole number 1 or more"),
+     "settings: poll_interval: expected a whole number from 1 to 2147483580, got '1m'"),
+    ("max_age below the interval", with_settings(max_age=0), "settings: max_age: expected a whole number from 1 to 2147483580"),
     ("margin a string", with_settings(margin="x"), "settings: margin: expected a finite number from 0 to 1, got 'x'"),
     ("bands meet", with_settings(margin=0.2), "settings: margin: 0.2 makes the bands around light_at and heavy_at"),
-    ("polls a float", with_settings(polls=2.5), "settings: polls: expected a whole number 1 or more, got 2.5"),
+    ("polls a float", with_settings(polls=2.5), "settings: polls: expected a whole number from 1 to 2147483580, got 2.5"),
     ("window factor a string", with_settings(windows=[
         {"name": "n", "start_min": 0, "end_min": 1440, "factor": "2", "days": [0]}]), "settings: windows[0].factor"),
     ("window days names", with_settings(windows=[
@@ -261,3 +261,18 @@ def test_a_saved_mode_state_of_wrong_types_is_refused_at_resume_not_in_the_loop(
         loop.load_state_dict({"format": "slurmtools-slack-windows/1", "state": state, "windows": [],
                               "current": None}, step=10)
     assert words in str(e.value) and str(e.value).startswith("slack: saved mode state")
+
+
+def test_settings_at_the_sites_bounds_read_back_from_the_cached_file_and_past_them_are_refused():
+    """The site and the cached file's reader take the same range: the longest values the site takes (Slurm's
+    longest time limit) read back as written, where a site's "99999999999999d" used to be written and then refused."""
+    from slurmtools.durations import TIME_LIMIT_MAX
+    from slurmtools.slack_settings import SlackSettings
+
+    top = SlackSettings(poll_interval=TIME_LIMIT_MAX, max_age=TIME_LIMIT_MAX, polls=TIME_LIMIT_MAX)
+    assert SlackSettings.from_dict(top.to_dict()) == top
+    for key in ("poll_interval", "max_age", "polls"):
+        d = top.to_dict()
+        d[key] = TIME_LIMIT_MAX + 1
+        with pytest.raises(ValueError, match=f"^{key}: expected a whole number from .* to {TIME_LIMIT_MAX}, got "):
+            SlackSettings.from_dict(d)
