@@ -27,6 +27,9 @@ _TOKEN = re.compile(r"\S+")
 _DIGITS = frozenset("0123456789")
 _NIC_LEGEND = re.compile(r"^\s*NIC([0-9]{1,9})\s*:\s*(\S+)\s*$")
 _AFFINITY_COLUMNS = {("CPU", "Affinity"): "cpu", ("NUMA", "Affinity"): "numa", ("GPU", "NUMA", "ID"): "gpu_numa"}
+# What a paste puts where it left devices, rows or cells out (`GPU3  SYS  ...`, a `...` line between rows): the
+# matrix is incomplete, and saying so beats "expected a link class, found '...'".
+_ELIDED = re.compile(r"^(?:\.{2,}|\u2026|\[(?:\.{2,}|\u2026)\])$")
 _COLUMN_TITLES = {"cpu": "CPU Affinity", "numa": "NUMA Affinity", "gpu_numa": "GPU NUMA ID"}
 
 
@@ -139,22 +142,34 @@ class TopoMatrix:
 
 # ---------------------------------------------------------------- parsing helpers
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Terminal escapes: the real ESC byte, or the forms a paste leaves of it. Newer nvidia-smi underlines its header
+# (`ESC[4m ... ESC[0m`) even into a pipe; GitHub drops the ESC byte (`[4mGPU0`, sgl-project/sglang#26039), `cat -v`
+# and editors show it as `^[` (`^[[4mGPU0`, InternLM/lmdeploy#4953), some viewers as U+241B. Without the ESC only
+# colour/underline codes (`[...m`) are taken: no other `[` appears in a topo -m table.
+_ANSI = re.compile(r"(?:\x1b|\^\[|\u241b)\[[0-9;]{0,16}[A-Za-z]|\[[0-9;]{0,16}m")
 # What a paste puts before each line of the output: a comment sign (`#`, `# `), or the quote markers of a markdown
 # or e-mail reply (`> `, `> > `, `>>> `). No line nvidia-smi prints starts with either.
 _PREFIX = re.compile(r"[ \t]*(?:#|>(?:[ \t]*>)*)")
+# The matrix retyped as a markdown table for a README or docs page (`| GPU0 | X | NODE |`, then `|------|------|`
+# under the header; seen in the server guide of github.com/DDVD233/midoc): the bars are cell separators, and the
+# rule line under the header is no row.
+_TABLE_ROW = re.compile(r"[ \t]*\|")
+_RULE = re.compile(r"^[\s:+=-]*-{3}[\s:+=-]*$")
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
     """(offset, content) per line: a leading `#` (comment-prefixed paste) or run of `>` (quoted reply) is dropped,
-    keeping real columns. Terminal escapes (newer nvidia-smi underlines its header even into a pipe) become blanks
-    of the same width, so columns stay where they were."""
+    keeping real columns. Terminal escapes (newer nvidia-smi underlines its header even into a pipe) and the bars of
+    a markdown table become blanks of the same width, so columns stay where they were."""
     out = []
     for raw in text.splitlines():
         raw = _ANSI.sub(lambda m: " " * len(m.group()), raw)
         m = _PREFIX.match(raw)
         off = m.end() if m else 0
-        out.append((off, raw[off:]))
+        content = raw[off:]
+        if _TABLE_ROW.match(content):
+            content = content.replace("|", " ")
+        out.append((off, content))
     return out
 
 
@@ -242,6 +257,9 @@ def _header_columns(toks: list[tuple[int, str]], source: str, lineno: int):
             columns.append(_AFFINITY_COLUMNS[phrase])
             i += len(phrase)
             continue
+        if _ELIDED.match(tok):
+            raise ParseError(source, lineno, f"the header elides devices here ({tok}): every column of the matrix is "
+                                             "needed", col)
         if columns:
             raise ParseError(source, lineno, f"unexpected header column {tok!r} after the affinity columns", col)
         fused = re.fullmatch(r"(?:(?:GPU|NIC)[0-9]+)+", tok)
@@ -254,12 +272,21 @@ def _header_columns(toks: list[tuple[int, str]], source: str, lineno: int):
     return devices, columns
 
 
-def _is_p2p(lines: list[tuple[int, str]], header_at: int) -> bool:
+def _headless_row(lines: list[tuple[int, str]], at: int) -> str:
+    """Why the first line starting with GPU0 is refused: it is GPU0's row (X or a link class follows), so the header
+    above it is missing or was garbled past reading; taking the row as the header misnamed every column."""
+    above = next((c.strip() for _, c in reversed(lines[:at]) if c.strip()), "")
+    said = f"; the line above it reads {above[:40]!r}" if above else ""
+    return ("this is the row of GPU0, but no header line (GPU0 GPU1 ... CPU Affinity) comes before it: the header "
+            f"is missing or garbled{said}")
+
+
+def _is_p2p(lines: list[tuple[int, str]], header_at: int, first: int) -> bool:
     before = " ".join(c for _, c in lines[:header_at])
     if "-p2p" in before:
         return True
-    if header_at + 1 < len(lines):
-        toks = [t for _, t in _tokens(lines[header_at + 1][1], 0)]
+    if first < len(lines):
+        toks = [t for _, t in _tokens(lines[first][1], 0)]
         return any(t in _P2P_WORDS for t in toks[1:])
     return False
 
@@ -273,14 +300,19 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     for n, (off, content) in enumerate(lines):
         toks = _tokens(content, off)
         if toks and re.match(r"GPU0(?:\b|GPU|NIC|$)", toks[0][1]):
+            if len(toks) > 1 and _link_from_word(toks[1][1]):
+                raise ParseError(source, n + 1, _headless_row(lines, n), toks[0][0])
             header_at = n
             break
     if header_at is None:
         if re.search(r"^\s*GPU \d+: .*\n\s*Link \d+:", text, re.M):
-            raise ParseError(source, None, "this is `nvidia-smi nvlink -s` output, not `nvidia-smi topo -m` "
-                                           "(import it as nvlink status)")
+            raise ParseError(source, None, "this is `nvidia-smi nvlink -s` output, not `nvidia-smi topo -m`: "
+                                           "it gives the link speeds beside a topo -m file (`--nvlink`)")
         raise ParseError(source, None, "no `nvidia-smi topo -m` header found (a line starting with GPU0)")
-    if _is_p2p(lines, header_at):
+    row0 = header_at + 1   # GPU0's row: the next line, or the one after a markdown rule under the header
+    if row0 < len(lines) and _RULE.match(lines[row0][1]):
+        row0 += 1
+    if _is_p2p(lines, header_at, row0):
         raise ParseError(source, header_at + 1, "this is `nvidia-smi topo -p2p` output (peer-to-peer "
                                                 "capability: OK/CNS/GNS), not the link matrix of `nvidia-smi "
                                                 "topo -m`")
@@ -295,7 +327,7 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     rows: list[list[Link]] = []
     values: list[dict[str, tuple[int, str] | None]] = []
     for r, label in enumerate(labels):
-        ln = header_at + 1 + r
+        ln = row0 + r
         if ln >= len(lines) or not lines[ln][1].strip() or lines[ln][1].strip().startswith("Legend"):
             at = min(ln, len(lines)) + 1
             raise ParseError(source, at, f"table ends after {r} of {n} rows; expected the row of {label} "
@@ -311,6 +343,9 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
             except ValueError:
                 fused = False
             if not fused:
+                if _ELIDED.match(first):
+                    raise ParseError(source, ln + 1, f"rows were elided here ({first}): expected the row of {label}; "
+                                                     "every row of the matrix is needed", col0)
                 raise ParseError(source, ln + 1, f"expected the row of {label}, found {first!r}", col0)
             toks = [(col0, label), (col0 + len(label), rest)] + toks[1:]
         cells: list[Link] = []
@@ -325,6 +360,9 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
                 words = _split_cell(tok, n)
             except ValueError as exc:
                 raise ParseError(source, ln + 1, f"{exc}; cannot tell the cells apart", col) from None
+            if words is None and _ELIDED.match(tok):
+                raise ParseError(source, ln + 1, f"row {label} elides cells here ({tok}); expected the cell for "
+                                                 f"{labels[len(cells)]}", col)
             if words is None:
                 if tok in _P2P_WORDS:
                     raise ParseError(source, ln + 1, f"{tok!r} is a `topo -p2p` status, not a link class", col)
@@ -350,11 +388,11 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     for i in range(n):
         for j in range(i + 1, n):
             if rows[i][j] != rows[j][i]:
-                raise ParseError(source, header_at + 2 + j,
+                raise ParseError(source, row0 + 1 + j,
                                  f"matrix not symmetric: {labels[i]}->{labels[j]} is {rows[i][j].token} but "
                                  f"{labels[j]}->{labels[i]} is {rows[j][i].token} (misaligned paste?)")
 
-    legend, after_legend = _nic_legend(lines, header_at + 1 + n, source)
+    legend, after_legend = _nic_legend(lines, row0 + n, source)
     unnamed = [label for label in labels if re.fullmatch(r"NIC[0-9]{1,9}", label) and int(label[3:]) not in legend]
     if legend and unnamed:
         raise ParseError(source, after_legend, f"the NIC Legend names no {', '.join(unnamed)} (cut short, or a "
@@ -373,7 +411,7 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     if legend:
         extra = ", ".join(f"NIC{k}" for k in sorted(legend))
         raise ParseError(source, None, f"NIC Legend names {extra}, which the matrix does not have")
-    pcie_only = not any(c.kind == "NV" for r in rows for c in r) and _pcie_only(lines, header_at, header_at + 1 + n)
+    pcie_only = not any(c.kind == "NV" for r in rows for c in r) and _pcie_only(lines, header_at, row0 + n)
     return TopoMatrix(source, tuple(devices), tuple(tuple(r) for r in rows), tuple(columns), pcie_only)
 
 
