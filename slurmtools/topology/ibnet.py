@@ -87,8 +87,8 @@ def _quoted(s: str, start: int = 0) -> tuple[str, int]:
     return s[q1 + 1:q2], q2 + 1
 
 
-def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
-    """'4xNDR' -> (4, 'NDR'); the last word of a port line."""
+def _rate(tail: str, source: str, n: int, col: int) -> tuple[int, str]:
+    """'4xNDR' -> (4, 'NDR'): the link rate of a port line, found at column `col`."""
     w, x, sp = tail.partition("x")
     try:
         width = whole_number(w)
@@ -98,15 +98,79 @@ def _rate(tail: str, source: str, n: int, line: str) -> tuple[int, str]:
         # infiniband-diags prints ?? for a width and ??? for a speed it does not know: a tool older than the fabric
         raise ParseError(source, n, f"link rate {tail!r}: this ibnetdiscover does not know the link's "
                                     f"{'width' if width is None else 'speed'} (infiniband-diags older than the "
-                                    "fabric prints ?? and ???); rerun it with a newer rdma-core",
-                         len(line.rstrip()) - len(tail) + 1)
+                                    "fabric prints ?? and ???); rerun it with a newer rdma-core", col)
     if not x or width is None or sp not in IB_LANE_GBYTES:
         raise ParseError(source, n, f"expected the link rate (like 4xNDR) at the end of the line, "
-                                    f"found {tail or 'nothing'!r}", len(line.rstrip()) - len(tail) + 1)
+                                    f"found {tail or 'nothing'!r}", col)
     if width not in IB_WIDTHS:
         raise ParseError(source, n, f"link rate {tail!r}: {width} lanes is no InfiniBand link width (they are "
-                                    f"{', '.join(map(str, IB_WIDTHS))})", len(line.rstrip()) - len(tail) + 1)
+                                    f"{', '.join(map(str, IB_WIDTHS))})", col)
     return width, sp
+
+
+# What ibnetdiscover may print after a port line's link rate: `-f` adds the raw speed, width and VL capability
+# (` s=4 w=2 v=4`; infiniband-diags before rdma-core also ` e=4`, the extended speed), and a port cabled to a Xsigo
+# director gets ` slot 3` or ` (scp)` (out_switch_port in infiniband-diags/ibnetdiscover.c). None of it changes the
+# cable, so the rate is the word before it.
+_AFTER_RATE = re.compile(r"(?:[ \t]+(?:[swve]=[0-9]+|slot [0-9]+|\(scp\)))+[ \t]*\Z")
+
+
+def _rate_word(line: str, start: int) -> tuple[str, int]:
+    """The link rate word of a port line (searched from `start`, after the far port) and its 0-based column:
+    the last word, or the last before what `-f` and Xsigo ports append (`_AFTER_RATE`); empty with no comment."""
+    body = line.rstrip()
+    if line.find("#", start) < 0:
+        return "", len(body)
+    at = body.rfind(" ", start) + 1
+    last = body[at:]
+    if "=" in last or last == "(scp)" or last.isdigit():
+        m = _AFTER_RATE.search(body, start)
+        if m is not None:
+            end = m.start()
+            at = max(body.rfind(" ", start, end), body.rfind("\t", start, end)) + 1
+            return body[at:end], at
+    return last, at
+
+
+# Lines of a full dump that say nothing about nodes or cables, read over: `-g` (grouping) heads its chassis with
+# `Chassis 1 (guid 0x...)`, a Xsigo chassis with `Hostname: ...`, and the rest with `Non-Chassis Nodes`; `-s`
+# prints each node as it is found (`DR path slid 0; dlid 0; 0,1 -> new Switch {<guid>} portnum 0 lid 3-3 "..."`,
+# a lid range) on the same standard output as the dump.
+_NOT_NODES = re.compile(r'Chassis [0-9]+(?: \(guid 0x[0-9a-fA-F]+\))?[ \t]*\Z|Non-Chassis Nodes[ \t]*\Z|Hostname: '
+                        r'|.* -> [^{]*\{[0-9a-fA-F]+\} portnum [0-9]+ (?:base )?lid [0-9]+-[0-9]+')
+
+_RERUN = "import what plain `ibnetdiscover` prints"
+# Other tools' outputs, and ibnetdiscover's other forms, that are fed to the dump reader: how to know each by a
+# line, and what to say. None of them holds the node entries with their cables that a topology is built from.
+_OTHER_OUTPUTS = (
+    (re.compile(r"(?:CA|SW|RT)[ \t]+[0-9]+[ \t]+[0-9]+[ \t]+0x[0-9a-fA-F]+[ \t]+\S+[ \t]+\S+"),
+     f"this is an `ibnetdiscover -p` ports report, not a topology dump: it lists ports one per line, not the node "
+     f"entries with their cables that a topology is read from; {_RERUN}"),
+    (re.compile(r"(?:Switch|Ca|Router)[ \t]*:[ \t]*0x[0-9a-fA-F]+[ \t]+ports[ \t]+[0-9]+"),
+     f"this is a node list (`ibnetdiscover -l`, -S, -H or -R, ibswitches, ibhosts, ibrouters), not a topology dump: "
+     f"it names nodes but none of the cables between them; {_RERUN}"),
+    (re.compile(r"(?:CA|Switch):[ \t]|.*==\(.*\)==>"),
+     f"this is `iblinkinfo` output, not an ibnetdiscover topology dump; {_RERUN}"),
+    (re.compile(r"[<>] "),
+     f"this is `ibnetdiscover --diff` output (what changed between two scans), not a topology dump; {_RERUN}"),
+    (re.compile(r"\{ ?(?:CA|SW|Rt) +Ports:"),
+     f"this is a subnet .lst file (OpenSM or ibdiagnet), not an ibnetdiscover topology dump; {_RERUN}"),
+    (re.compile(r"CA '"),
+     f"this is `ibstat` output (one host's adapters), not a fabric topology dump; {_RERUN}"),
+    (re.compile(r"ibwarn: |ibpanic: |ibnetdiscover: |(?:src/|libibnetdisc/)?[a-z_]+\.c:[0-9]+; "),
+     "this is a warning ibnetdiscover printed on standard error, saved into the dump: the scan it comes from may "
+     "have missed nodes that did not answer; rerun ibnetdiscover and keep only its standard output (2>/dev/null) "
+     "once it prints no warnings"),
+)
+
+
+def _other_output(line: str) -> str | None:
+    """What `line` shows the file to be when it is not an ibnetdiscover topology dump (a list form, another tool's
+    output, stderr mixed in), as the one-line message to give; None when the line is not one of those."""
+    for rx, what in _OTHER_OUTPUTS:
+        if rx.match(line):
+            return what
+    return None
 
 
 @gc_paused()
@@ -124,9 +188,10 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
 # (Ca, Rt alike), and its first port line when that ends the entry (a host adapter's one port). GUIDs in
 # lower-case hex and port numbers without leading zeros (nine digits at most), as ibnetdiscover prints them, so
 # that an end of a cable is one node and one port number whatever line names it. Matched in place in the whole
-# dump: an entry ends at a blank line or at the end of the dump.
+# dump: an entry ends at a blank line or at the end of the dump. A port line may end in what `-f` adds after the
+# rate (` s=4 w=2 v=4`, see `_AFTER_RATE`).
 _PORT = (r'\[(0|[1-9][0-9]{0,8})\](?:\(([0-9a-f]+)\))?[ \t]+"[SHR]-([0-9a-f]+)"\[(0|[1-9][0-9]{0,8})\]'
-         r'[^\n#]*#[^\n]* ([0-9]+x[A-Z0-9]+)')
+         r'[^\n#]*#[^\n]* ([0-9]+x[A-Z0-9]+)(?: [swve]=[0-9]+)*')
 _ENTRY = re.compile(r'(?:(?:vendid|devid|sysimgguid|switchguid|caguid|rtguid)=[^\n]*\n)*'
                     r'(Switch|Ca|Rt)[ \t]+([0-9]+)[ \t]+"[SHR]-([0-9a-f]+)"[ \t]*#[^"\n]*"([^"\n]*)"[^\n]*'
                     rf'(?:\n{_PORT}(?=\n\n|\Z))?')
@@ -195,7 +260,7 @@ def _scan(body: str, pos: int, stop: int, n: int):
         if port is not None:                     # the first port line, which ends the entry
             n = at + 3
             if kind == "Ca":
-                port_guids[guid] = (pguid,) if pguid else ()
+                port_guids[guid] = (_guid64(pguid),) if pguid else ()
             base.append(at + 1 - len(rows))
             owner.append(place)
             rows.append((port, pguid, far, far_port, rate))
@@ -214,7 +279,7 @@ def _scan(body: str, pos: int, stop: int, n: int):
         n = at + lines_in("\n", m.start(1), end) + 2
         pos = end + 2
         if kind == "Ca":
-            port_guids[guid] = tuple([r[1] for r in found if r[1]])
+            port_guids[guid] = tuple([_guid64(r[1]) for r in found if r[1]])
         k = len(found)
         if k:
             base += [at + 1 - len(rows)] * k
@@ -287,7 +352,11 @@ def _pair_ends(source: str, nodes: dict[str, IbNode], port_guids: dict[str, tupl
 
 def _read_lines(text: str, source: str) -> IbFabric:
     """The line-by-line reader: any dump `_read_entries` reads, and the ones it leaves, with an error naming the
-    line for anything that is not ibnetdiscover output."""
+    line for anything that is not ibnetdiscover output (and, where a line shows it, what the file is instead).
+
+    Beyond the entry reader's shape it reads what ibnetdiscover's options add (`-g` grouping lines and external
+    port numbers, `-f` words after the rate, `-s` progress lines), CRLF line ends, and a dump whose lines are all
+    indented, as the man page's example and pastes in mails and documents show it."""
     nodes: dict[str, IbNode] = {}
     port_guids: dict[str, list[str]] = {}
     seen: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # (guid, port) -> (peer, port, width, speed, line)
@@ -302,34 +371,44 @@ def _read_lines(text: str, source: str) -> IbFabric:
         if not line:
             continue
         c0 = line[0]
+        ind = 0                            # columns of indentation, read over (and added back in messages)
+        if c0 in " \t":
+            body = line.lstrip(" \t")
+            if not body or body[0] == "#":
+                continue
+            ind = len(line) - len(body)
+            line, c0 = body, body[0]
         if c0 == "[":
             if cur is None:
-                raise ParseError(source, n, "a port line before any Switch/Ca header", 1)
+                raise ParseError(source, n, "a port line before any Switch/Ca header", 1 + ind)
             try:
                 close = line.index("]")
                 port = whole_number(line[1:close])
                 q1 = line.index('"', close)
                 q2 = line.index('"', q1 + 1)
                 if cur_guids is not None and line[close + 1] == "(":
-                    cur_guids.append(line[close + 2:line.index(")", close)].lower())
+                    cur_guids.append(_guid64(line[close + 2:line.index(")", close)].lower()))
                 rclose = line.index("]", q2)
                 if line[q2 + 1] != "[":
                     raise ValueError("no [ after the remote node")
                 rport = whole_number(line[q2 + 2:rclose])
             except (ValueError, IndexError):
-                raise ParseError(source, n, 'expected a port line like [1] "S-<guid>"[17] # ... 4xNDR', 1) from None
+                raise ParseError(source, n, 'expected a port line like [1] "S-<guid>"[17] # ... 4xNDR',
+                                 1 + ind) from None
             remote = line[q1 + 1:q2]
             rguid = remotes.get(remote)
             if rguid is None:
                 kind, _, rguid = remote.partition("-")
                 if kind not in _REMOTE_KINDS or not rguid:
                     raise ParseError(source, n, f'expected a remote node "S-<guid>" or "H-<guid>", found {remote!r}',
-                                     q1 + 1)
+                                     q1 + 1 + ind)
                 rguid = remotes[remote] = rguid.lower()
-            tail = line[line.rfind(" ", rclose) + 1:].rstrip() if line.find("#", rclose) >= 0 else ""
+            tail, at = _rate_word(line, rclose)
             rate = rates.get(tail)
             if rate is None:
-                rate = rates[tail] = _rate(tail, source, n, line)
+                rate = _rate(tail, source, n, at + 1 + ind)
+                if tail:
+                    rates[tail] = rate
             width, speed = rate
             me, them = (cur, port), (rguid, rport)
             pending = seen.pop(them, None)
@@ -351,7 +430,7 @@ def _read_lines(text: str, source: str) -> IbFabric:
             seen[me] = (rguid, rport, width, speed, n)
             cables.append(new(IbCable, (cur, port, rguid, rport, width, speed, n)))
             continue
-        if line.startswith(_SKIP) or (c0 in " \t#" and (not line.strip() or line.lstrip()[0] == "#")):
+        if line.startswith(_SKIP) or c0 == "#":
             continue
         head = line.split(None, 1)[0]
         if head in _KIND:
@@ -362,11 +441,12 @@ def _read_lines(text: str, source: str) -> IbFabric:
                 desc_at = rest[1].find("#", after)
                 desc = _quoted(rest[1], desc_at)[0] if desc_at >= 0 else ""
             except (ValueError, IndexError):
-                raise ParseError(source, n, f'expected {head} <ports> "<S|H>-<guid>" # "<description>"', 1) from None
+                raise ParseError(source, n, _other_output(line) or
+                                 f'expected {head} <ports> "<S|H>-<guid>" # "<description>"', 1 + ind) from None
             guid = name.partition("-")[2].lower()
             if not guid:
                 raise ParseError(source, n, f"expected a node id like S-<guid>, found {name!r}",
-                                 line.index('"') + 1)
+                                 line.index('"') + 1 + ind)
             if guid in nodes:
                 raise ParseError(source, n, f"node {guid} is listed twice (first at line {nodes[guid].line})")
             nodes[guid] = new(IbNode, (_KIND[head], guid, ports, desc, n))
@@ -375,13 +455,23 @@ def _read_lines(text: str, source: str) -> IbFabric:
                 cur_guids = port_guids[guid] = []
             cur = guid
             continue
-        raise ParseError(source, n, f"unexpected line starting {head[:20]!r}: not ibnetdiscover output", 1)
+        if _NOT_NODES.match(line):
+            continue
+        raise ParseError(source, n, _other_output(line) or
+                         f"unexpected line starting {head[:20]!r}: not ibnetdiscover output", 1 + ind)
     if not nodes:
         raise ParseError(source, None, "no Switch or Ca entries: not ibnetdiscover output")
     for c in cables:
         if c.b not in nodes:
             raise ParseError(source, c.line, f"cable to {c.b}[{c.b_port}], a node the dump never lists")
     return IbFabric(source, nodes, tuple(cables), {g: tuple(p) for g, p in port_guids.items()})
+
+
+def _guid64(text: str) -> str:
+    """A GUID as 16 hex digits: ibnetdiscover prints port GUIDs with `%" PRIx64` (no leading zeros:
+    `(8c0eb0300ddbf02)` for the port of node `H-08c0eb0300ddbf02`) but node GUIDs with `%016" PRIx64`, and
+    ibstat and every other tool print all 16."""
+    return text if len(text) >= 16 else text.rjust(16, "0")
 
 
 # -------------------------------------------------------------------------------------------- decisions
@@ -456,6 +546,11 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         raise ParseError("--hostname-pattern", None, f"not a regular expression: {exc}") from None
     if "host" not in rx.groupindex:
         raise ParseError("--hostname-pattern", None, "the pattern needs a named group (?P<host>...)")
+    if not any(n.kind == "switch" for n in fabric.nodes.values()):
+        # adapters cabled back to back (two hosts and a cable, no switch): every host would be left out in silence
+        raise ParseError(fabric.source, None, f"no switch in the dump: its {len(fabric.nodes)} node(s) are cabled "
+                                              "straight to one another (back to back), so no host hangs under a "
+                                              "switch and there is no switch fabric to import")
     switches = {g: n for g, n in fabric.nodes.items() if n.kind == "switch"
                 and not (exclude_switch and any(fnmatch.fnmatchcase(g, p) or fnmatch.fnmatchcase(n.description, p)
                                                 for p in exclude_switch))}
@@ -544,11 +639,27 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         entry = switch_links.get(key)
         if entry is None:
             switch_links[key] = [width, speed, 1]
-        else:
+        elif entry[0] == width and entry[1] == speed:
             entry[2] += 1
+        else:
+            entry.append((width, speed))     # a cable of the bundle at another rate: see _bundle_rate
     kept = {g: switches[g] for g in levels}
     return ComputeFabric(fabric.source, kept, levels, tuple(hcas),
-                         {k: (v[0], v[1], v[2]) for k, v in switch_links.items()}, tuple(unmapped), tuple(excluded))
+                         {k: _bundle_rate(v) for k, v in switch_links.items()}, tuple(unmapped), tuple(excluded))
+
+
+def _bundle_rate(entry: list) -> tuple[int, str, int]:
+    """(width, speed, cables) of the cables between two switches. One bundle is one edge at one rate, so where a
+    cable runs at another rate (a degraded one: 4xDDR among 4xEDR, as real dumps show) the bundle takes the rate
+    most of its cables run at, the slower on a tie, instead of the rate of whichever cable the dump lists first."""
+    width, speed, count, *others = entry
+    if not others:
+        return width, speed, count
+    tally: dict[tuple[int, str], int] = {(width, speed): count}
+    for rate in others:
+        tally[rate] = tally.get(rate, 0) + 1
+    best = max(tally, key=lambda r: (tally[r], -r[0] * IB_LANE_GBYTES[r[1]]))
+    return best[0], best[1], count + len(others)
 
 
 @gc_paused()
