@@ -12,6 +12,7 @@ the importer refuses them, naming the line. Pure: takes text.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -131,51 +132,126 @@ class TopologyConf:
         return out
 
 
+#: one `Key=Value` as Slurm's parser finds it (src/common/parse_config.c, `keyvalue_pattern`): a key of ASCII
+#: letters, digits, `_` and `.`; blanks allowed around `=` and an operator before it; a value in double quotes (blanks
+#: allowed, quotes dropped) or up to the next blank
+_PAIR = re.compile(r'[ \t\r\n\v\f]*([A-Za-z0-9_.]+)[ \t\r\n\v\f]*([-*+/]?)=[ \t\r\n\v\f]*(?:"([^"]*)"|(\S+))(?=\s|$)')
+_NO_VALUE = re.compile(r"\s*([A-Za-z0-9_.]+)\s*[-*+/]?=\s*$")
+_INCLUDE = re.compile(r"include\s+(\S*)", re.IGNORECASE)
+MAX_SWITCH_NAME = 64  # HOST_NAME_MAX: Slurm's _parse_switches refuses a longer SwitchName
+
+
+def _strip_comment(raw: str) -> str:
+    """The line up to its first `#` that no odd run of backslashes escapes (parse_config.c `_strip_comments`)."""
+    run = 0
+    for i, ch in enumerate(raw):
+        if ch == "#" and run % 2 == 0:
+            return raw[:i]
+        run = run + 1 if ch == "\\" else 0
+    return raw
+
+
 def _logical_lines(text: str):
-    """(first line number, text, continued) with `#` comments cut and backslash continuations joined."""
+    """(first line number, text, exact) as Slurm's `_get_next_line` makes them: comments cut, a line ending in an odd
+    run of backslashes joined to the next with nothing put between (so `Nodes=a[1-4],\\` + `b[1-4]` is one value),
+    then escapes dropped (`\\#` is `#`). `exact`: columns in the text are columns of the file."""
     buf, start = "", None
     for n, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0]
+        line = _strip_comment(raw)
         if start is None:
             start = n
-        if line.rstrip().endswith("\\"):
-            buf += line.rstrip()[:-1] + " "
+        body = line.rstrip()
+        run = len(body) - len(body.rstrip("\\"))
+        if run % 2:
+            buf += body[:-1]
             continue
         buf += line
-        yield start, buf, n != start
+        yield start, re.sub(r"\\(.?)", r"\1", buf, flags=re.S), n == start and "\\" not in buf
         buf, start = "", None
     if buf.strip():
-        yield start, buf, True
+        yield start, re.sub(r"\\(.?)", r"\1", buf, flags=re.S), False
+
+
+def _pairs(line: str, source: str, lineno: int, exact: bool) -> list[tuple[str, str, int | None]]:
+    """(key as the file spells it in canonical case, value, column) of every Key=Value of one logical line, read as
+    Slurm reads them; what Slurm cannot read, or reads otherwise than it looks, is refused naming the field."""
+    pairs: list[tuple[str, str, int | None]] = []
+    pos = 0
+    while True:
+        m = _PAIR.match(line, pos)
+        if m is None:
+            break
+        key, op, quoted, plain = m.groups()
+        col = m.start(1) + 1 if exact else None
+        canon = _KEYS.get(key.lower())
+        if canon is None:
+            raise ParseError(source, lineno, f"expected Key=Value with a key of {', '.join(_KEYS.values())}, found "
+                                             f"{key + op + '=' + (plain if quoted is None else quoted)!r}", col)
+        if op:
+            raise ParseError(source, lineno, f"{canon}{op}=: Slurm ignores the {op!r} on a topology.conf line and "
+                                             f"sets the value as {canon}= would; write {canon}=", col)
+        if plain is not None and m.start(4) > m.end(2) + 1 and "=" in plain \
+                and plain.split("=", 1)[0].lower() in _KEYS:
+            # `Nodes= LinkSpeed=1`: Slurm's pattern skips the blank and reads `LinkSpeed=1` as the hostlist
+            raise ParseError(source, lineno, f"{canon}= has no value (Slurm would read the next field, {plain!r}, "
+                                             "as its value)", col)
+        pairs.append((canon, plain if quoted is None else quoted, col))
+        pos = m.end()
+    rest = line[pos:]
+    if rest.strip():
+        col = pos + len(rest) - len(rest.lstrip()) + 1 if exact else None
+        empty = _NO_VALUE.match(rest)
+        if empty and empty.group(1).lower() in _KEYS:
+            raise ParseError(source, lineno, f"{_KEYS[empty.group(1).lower()]}= has no value", col)
+        word = rest.split()[0]
+        raise ParseError(source, lineno, f"expected Key=Value with a key of {', '.join(_KEYS.values())}, found "
+                                         f"{word!r}", col)
+    return pairs
+
+
+def _uint32(value: str) -> int:
+    """A number as Slurm's `s_p_handle_uint32` reads it (parse_value.c): strtoul base 0 (`0x10` is 16, `010` is 8),
+    a `k` suffix times 1024, UNLIMITED or INFINITE as 0xffffffff; no sign, at most 0xffffffff. Else ValueError."""
+    if value.lower() in ("unlimited", "infinite"):
+        return 0xFFFFFFFF
+    digits, times = (value[:-1], 1024) if value[-1:] in ("k", "K") else (value, 1)
+    if re.fullmatch(r"0[xX][0-9a-fA-F]{1,100}", digits):
+        num = int(digits, 16)
+    elif re.fullmatch(r"0[0-7]{0,100}", digits):
+        num = int(digits, 8)
+    elif re.fullmatch(r"[1-9][0-9]{0,100}", digits):
+        num = int(digits)
+    else:
+        raise ValueError(value)
+    if num * times > 0xFFFFFFFF:
+        raise ValueError(value)
+    return num * times
 
 
 def parse_topology_conf(text: str, source: str = "topology.conf") -> TopologyConf:
-    """Read topology.conf. Raises ParseError on unknown keys and bad hostlists here, and on what `checked_conf`
-    refuses."""
+    """Read topology.conf as Slurm's parser does (parse_config.c; tree/switch_record.c, block/block_record.c).
+    Raises ParseError on what Slurm refuses (unknown keys, bad hostlists, SwitchName= and BlockName= lines in one
+    file, no entry at all), on `Include` (one file is read) and on what `checked_conf` refuses."""
     switches: list[ConfSwitch] = []
     blocks: list[ConfBlock] = []
     block_sizes: tuple[int, ...] = ()
     sizes_line: int | None = None
-    for lineno, line, continued in _logical_lines(text):
+    first: dict[str, int] = {}   # SwitchName / BlockName / BlockSizes -> the line it first appears on
+    for lineno, line, exact in _logical_lines(text):
         if not line.strip():
             continue
-        pairs: list[tuple[str, str, int | None]] = []
-        pos = 0
-        for tok in line.split():
-            pos = line.index(tok, pos)
-            col = None if continued else pos + 1
-            key, eq, value = tok.partition("=")
-            canon = _KEYS.get(key.lower())
-            if not eq or canon is None:
-                raise ParseError(source, lineno, f"expected Key=Value with a key of {', '.join(_KEYS.values())}, "
-                                                 f"found {tok!r}", col)
-            if not value:
-                raise ParseError(source, lineno, f"{canon}= has no value", col)
-            pairs.append((canon, value, col))
-            pos += len(tok)
+        inc = _INCLUDE.match(line)
+        if inc:
+            # Slurm reads the named file here, relative to slurm.conf's folder (parse_config.c
+            # `_parse_include_directive`); a reader of one text cannot, and must not pretend the lines are none
+            raise ParseError(source, lineno, f"Include {inc.group(1)}: slurmtools reads one file and does not follow "
+                                             "Include; import a file with the included lines written in", 1)
+        pairs = _pairs(line, source, lineno, exact)
         head, name, hcol = pairs[0]
         if head not in _ALLOWED:
             raise ParseError(source, lineno, f"a line starts with SwitchName=, BlockName= or BlockSizes=, not "
                                              f"{head}=", hcol)
+        first.setdefault(head, lineno)
         values: dict[str, tuple[str, int | None]] = {}
         for key, value, col in pairs[1:]:
             if key not in _ALLOWED[head]:
@@ -188,30 +264,62 @@ def parse_topology_conf(text: str, source: str = "topology.conf") -> TopologyCon
             if key not in values:
                 return ()
             value, col = values[key]
-            try:
-                return tuple(expand(value))
+            try:   # a quoted value may hold blanks, which Slurm's hostlist reads as commas (hostlist.c)
+                return tuple(expand(",".join(value.split())))
             except ValueError as exc:
                 raise ParseError(source, lineno, f"{key}=: {exc}", col) from None
 
+        if not name.strip() and head != "BlockSizes":
+            raise ParseError(source, lineno, f"{head}= has no value", hcol)
         if head == "SwitchName":
+            if len(name) > MAX_SWITCH_NAME:
+                raise ParseError(source, lineno, f"SwitchName= {name[:24]}... is {len(name)} characters long; Slurm "
+                                                 f"refuses a switch name longer than {MAX_SWITCH_NAME}", hcol)
             speed = None
             if "LinkSpeed" in values:
                 value, col = values["LinkSpeed"]
                 try:
-                    speed = whole_number(value)
+                    speed = _uint32(value)
                 except ValueError:
-                    raise ParseError(source, lineno, f"LinkSpeed= expects a number, found {value!r}", col) from None
+                    raise ParseError(source, lineno, f"LinkSpeed= expects a number from 0 to 4294967295, found "
+                                                     f"{value[:40]!r}", col) from None
             switches.append(ConfSwitch(name, hostlist("Nodes"), hostlist("Switches"), speed, lineno, hcol))
         elif head == "BlockName":
             blocks.append(ConfBlock(name, hostlist("Nodes"), lineno, hcol))
         else:
+            # Slurm splits on commas and skips empty items (strtok_r), so `4,,8` and a quoted "4, 8" are read
+            items = [x.strip() for x in name.split(",") if x.strip()]
             try:
-                block_sizes = tuple(whole_number(x) for x in name.split(","))
+                if not items:
+                    raise ValueError(name)
+                block_sizes = tuple(whole_number(x) for x in items)
             except ValueError:
-                raise ParseError(source, lineno, f"BlockSizes= expects numbers like 4,16, found {name!r}",
+                raise ParseError(source, lineno, f"BlockSizes= expects numbers like 4,16, found {name[:40]!r}",
                                  hcol) from None
             sizes_line = lineno
+    _one_plugin(source, first, blocks, block_sizes)
     return checked_conf(source, switches, blocks, block_sizes, sizes_line)
+
+
+def _one_plugin(source: str, first: dict[str, int], blocks: list[ConfBlock], block_sizes: tuple[int, ...]) -> None:
+    """One topology.conf feeds one plugin: topology/tree reads only SwitchName= lines and topology/block only
+    BlockName= and BlockSizes=, each refusing the other's lines as unknown keys; each stops when it finds no entry
+    ('No switches configured', 'No blocks configured'), and block when no block has a node and no BlockSizes says
+    the base size. Refused here, naming the line, rather than imported as a topology Slurm never builds."""
+    if "SwitchName" in first and ("BlockName" in first or "BlockSizes" in first):
+        key = min(("BlockName", "BlockSizes"), key=lambda k: first.get(k, 1 << 62))
+        a, b = sorted([("SwitchName", first["SwitchName"]), (key, first[key])], key=lambda kv: kv[1])
+        raise ParseError(source, b[1], f"{b[0]}= in a file with {a[0]}= lines (line {a[1]}): Slurm's topology/tree "
+                                       "plugin reads only SwitchName= lines and topology/block only BlockName= and "
+                                       "BlockSizes=, so either refuses this file")
+    if "SwitchName" not in first and "BlockName" not in first:
+        raise ParseError(source, first.get("BlockSizes"),
+                         "no SwitchName= or BlockName= line: Slurm stops with 'No switches configured' "
+                         "(topology/tree) or 'No blocks configured' (topology/block)")
+    if blocks and not block_sizes and not any(b.nodes for b in blocks):
+        raise ParseError(source, first["BlockName"], "no block lists a node and no BlockSizes= gives the base block "
+                                                     "size: Slurm stops ('Blocks do not contain any nodes and the "
+                                                     "BlockSizes are not set')")
 
 
 def check_block_sizes(sizes: Sequence[int], where: str = "--block-sizes") -> tuple[int, ...]:
@@ -265,11 +373,24 @@ def checked_conf(source: str, switches: Iterable[ConfSwitch], blocks: Iterable[C
                                                   f"{words.switch} {words.entry} defines")
     _refuse_loops(by_name, source)
     if block_sizes:
-        try:
-            check_block_sizes(block_sizes)
-        except ConfigError as exc:
-            raise ParseError(source, sizes_line, f"{words.block_sizes} {exc.key}: {exc.detail}") from None
+        block_sizes = _as_slurm_levels(block_sizes, source, sizes_line, words)
     return TopologyConf(source, by_name, block_by_name, tuple(block_sizes), words)
+
+
+def _as_slurm_levels(sizes: Sequence[int], source: str, line: int | None, words: Spelling) -> tuple[int, ...]:
+    """BlockSizes as Slurm keeps them: the first is the base size and each a level bit (block_record.c
+    `_read_topo_file`, `_list_to_bitmap`), so the order after the first and a repeat change nothing; the sizes
+    ascending, once each. A size smaller than the base is refused (Slurm stops on it in topology.conf, drops it in
+    topology.yaml)."""
+    base = sizes[0]
+    try:
+        for prev, s in zip(sizes, sizes[1:]):
+            if 0 < s < base:
+                raise ConfigError("", str(s), f"block sizes must grow ({prev} then {s}): the first, {base}, is the "
+                                              "base block size, and Slurm reads no size smaller than it")
+        return check_block_sizes(sorted(set(sizes)))
+    except ConfigError as exc:
+        raise ParseError(source, line, f"{words.block_sizes} {exc.key}: {exc.detail}") from None
 
 
 def _refuse_loops(switches: dict[str, ConfSwitch], source: str) -> None:

@@ -153,8 +153,8 @@ class _Reader:
 
     def hostlist(self, node: yaml.Node, where: str) -> tuple[str, ...]:
         value = self.text(node, where, "a hostlist string like gpu[01-04]")
-        try:
-            return tuple(expand(value))
+        try:   # Slurm's hostlist splits at blanks as at commas (hostlist.c `hostlist_create`: "\t, \n")
+            return tuple(expand(",".join(value.split())))
         except ValueError as exc:
             self.fail(node, where, str(exc))
 
