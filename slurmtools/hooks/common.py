@@ -65,13 +65,38 @@ def _int(s: str | None) -> int | None:
     return int(s) if s.isascii() and s.isdigit() and len(s) < 19 else None
 
 
+#: what the epilog's record may hold, as its reader (slurmtools.reports.epilog) reads it: Slurm's job ids are
+#: 32-bit (a federation's carry the cluster in the top bits), a run's index an int32 (Slurm counts restarts in 16)
+MAX_JOB_ID = 0xFFFFFFFF
+MAX_RUN = 2**31 - 1
+#: the times (epoch s) a record may hold: the reader takes 1970-2200 in local time, so a day inside that on either
+#: side, which any time zone reads inside it
+RECORD_T_MIN = 86400.0
+RECORD_T_MAX = 7258118400.0 - 86400.0  # 2200-01-01 UTC, less a day
+#: the whole numbers a slack window of the record may hold (the report reads its steps as int64)
+MAX_STEP = 2**63 - 1
+
+
+def _in(lo: int, hi: int):
+    """`_int`, refused (Refused, saying the range) outside [lo, hi]: a value the record's reader refuses would cost
+    the whole record there, so the hooks know it as unknown instead."""
+    def parse(s: str | None) -> int | None:
+        v = _int(s)
+        if v is not None and not lo <= v <= hi:
+            raise Refused(f"{v} is outside {lo} to {hi}")
+        return v
+    return parse
+
+
 def _word(s: str | None, ok=_user_ok) -> str | None:
     s = (s or "").strip()
     return s if ok(s) else None
 
 
 def parse_gpu_indices(s: str | None) -> tuple[int, ...] | None:
-    """'0,1,3' -> (0, 1, 3); None for absent or malformed (then every visible GPU is checked)."""
+    """'0,1,3' -> (0, 1, 3); None for absent or malformed (then every visible GPU is checked). A GPU listed twice
+    is malformed: Slurm never does, and counted twice it doubled the job's GPUs and energy in the record (whose
+    reader refused it)."""
     s = (s or "").strip()
     if not s:
         return None
@@ -81,7 +106,7 @@ def parse_gpu_indices(s: str | None) -> tuple[int, ...] | None:
         if not (part.isascii() and part.isdigit()) or len(part) > 4:
             return None
         out.append(int(part))
-    return tuple(out)
+    return tuple(out) if len(set(out)) == len(out) else None
 
 
 def _mig_devices(s: str | None) -> bool:
@@ -121,16 +146,16 @@ def _text(limit: int):
 
 #: JobEnv field <- the variables that may carry it (the first one that reads wins), its parser, what it should be
 _FIELDS = (
-    ("job_id", ("SLURM_JOB_ID", "SLURM_JOBID"), _int, "a whole number"),
+    ("job_id", ("SLURM_JOB_ID", "SLURM_JOBID"), _in(1, MAX_JOB_ID), "a job id"),
     ("user", ("SLURM_JOB_USER",), _user, "a user name"),
     ("uid", ("SLURM_JOB_UID",), _int, "a whole number"),
     ("account", ("SLURM_JOB_ACCOUNT",), _word, "an account name"),
     ("partition", ("SLURM_JOB_PARTITION",), _word, "a partition name"),
     ("node", ("SLURMD_NODENAME",), lambda s: _word(s, _node_ok), "a node name"),
     ("nodelist", ("SLURM_NODELIST", "SLURM_JOB_NODELIST"), _text(4096), "a host list"),
-    ("restart_count", ("SLURM_JOB_RESTART_COUNT",), _int, "a whole number"),
+    ("restart_count", ("SLURM_JOB_RESTART_COUNT",), _in(0, MAX_RUN), "a whole number"),
     ("start_time", ("SLURM_JOB_START_TIME",), _int, "epoch seconds"),  # 25.11 and later: the run's start
-    ("array_job", ("SLURM_ARRAY_JOB_ID",), _int, "a whole number"),
+    ("array_job", ("SLURM_ARRAY_JOB_ID",), _in(1, MAX_JOB_ID), "a job id"),
     ("array_task", ("SLURM_ARRAY_TASK_ID",), _int, "a whole number"),
     ("exit_code", ("SLURM_JOB_EXIT_CODE2", "SLURM_JOB_EXIT_CODE"), _text(32), "an exit code"),
     ("derived_exit", ("SLURM_JOB_DERIVED_EC",), _text(32), "an exit code"),

@@ -24,8 +24,8 @@ import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import (UNKNOWN_GPUS, HookLog, JobEnv, dumps, hook_writer, job_fields, read_job, sacct,
-                                     spool_dir)
+from slurmtools.hooks.common import (MAX_STEP, RECORD_T_MAX, RECORD_T_MIN, UNKNOWN_GPUS, HookLog, JobEnv, dumps,
+                                     hook_writer, job_fields, read_job, sacct, spool_dir)
 
 JOBS = "jobs"
 RUNNING = "running"
@@ -82,6 +82,10 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
     energy_start, energy_start_why = _energy_start(mark_start, mark_restart, mark_energy, run_no, mark_why)
     tele = _guarded(log, "GPU telemetry", _gpu_telemetry, job, start, energy_start, energy_start_why, end, log,
                     default={}) or {}
+    rec_start, rec_end, start_why = record_times(start, end)
+    if start_why:
+        log(f"record's start left empty: {start_why}")
+        start_source = None
     rec = {
         "job": job.job_id,
         "cluster": job.cluster,  # job ids are per cluster: the reports join the record to this cluster's jobs only
@@ -93,8 +97,9 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
         "node": job.node,
         "nodes": job.nodelist,
         "gpus": list(job.gpus) if job.gpus is not None else None,
-        "start": start,
-        "end": round(end, 3),
+        "start": rec_start,
+        "start_why": start_why or None,
+        "end": rec_end,
         "exit_code": job.exit_code,
         "derived_exit_code": job.derived_exit,
         "run": run_no,
@@ -130,6 +135,23 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
             _guarded(log, "decision log", _audit, job, fields, run_no, report, log, start, end)
     _guarded(log, "scratch clean-up", _clean_scratch, job, log)
     return rec
+
+
+def record_times(start: float | None, end: float) -> tuple[float | None, float | None, str]:
+    """(start, end, why the start is left out) as the record may hold them: each within RECORD_T_MIN..RECORD_T_MAX
+    and the start not after the end, which is what the reports read (a record with either past them was refused
+    whole, its GPU use and energy with it). The start can pass the end: the prolog's mark may lie up to
+    MARK_FUTURE_S ahead (a clock stepped by NTP), and 25.11's SLURM_JOB_START_TIME is the controller's clock.
+    What is left out is unknown (null), never moved to a bound."""
+    e = round(end, 3) if RECORD_T_MIN <= end <= RECORD_T_MAX else None
+    why = ""
+    if e is None:
+        why = f"the epilog's clock ({end:.0f}) is outside the years 1971-2199, so the run's end is unknown"
+    elif start is not None and start > e:
+        why = f"its start {start:.3f} is {start - e:.0f} s after the run's end {e:.3f} (the clocks disagree)"
+    if start is not None and not why and not RECORD_T_MIN <= start <= RECORD_T_MAX:
+        why = f"its start {start:.0f} is outside the years 1971-2199"
+    return (None if why or start is None else start), e, why
 
 
 def _say_no_cluster(job: JobEnv, log: HookLog) -> None:
@@ -311,7 +333,8 @@ def _stop_report(job: JobEnv, log: HookLog) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-#: what a slack window may hold in the record (slurmtools.slack_loop.Window), and at most how many are copied
+#: what a slack window may hold in the record (slurmtools.slack_loop.Window), and at most how many are copied; a
+#: number past what the report reads (a time outside RECORD_T_MIN..RECORD_T_MAX, a step past int64) is unknown
 _WINDOW_KEYS = {"mode": str, "start_step": int, "end_step": int, "start_time": float, "end_time": float, "run": int,
                 "why": str, "ended": str}
 MAX_WINDOWS = 500
@@ -345,7 +368,8 @@ def _slack_windows(job: JobEnv, log: HookLog) -> list[dict] | None:
             v = w.get(k)
             if typ is float and isinstance(v, int) and not isinstance(v, bool):
                 v = float(v)
-            ok = isinstance(v, typ) and not isinstance(v, bool) and (typ is not float or v == v)
+            ok = isinstance(v, typ) and not isinstance(v, bool) and (
+                typ is str or (RECORD_T_MIN <= v <= RECORD_T_MAX if typ is float else -MAX_STEP - 1 <= v <= MAX_STEP))
             row[k] = (v[:200] if typ is str else v) if ok else None
         if row["mode"] in ("light", "moderate", "heavy"):
             out.append(row)

@@ -85,11 +85,25 @@ def record_energy(d: dict) -> dict:
 
 
 def record_windows(d: dict) -> list[dict] | None:
-    """The slack windows an epilog record carries (already checked by the epilog), the fields the report shows."""
+    """The slack windows an epilog record carries (already checked by the epilog), the fields the report shows.
+    Raises ValueError naming the field for a time or step the epilog never writes (outside RECORD_T_MIN to
+    RECORD_T_MAX, past int64; the epilog leaves such a value null): the windows table could not show it, and the
+    report stopped on it."""
+    from slurmtools.hooks.common import MAX_STEP, RECORD_T_MAX, RECORD_T_MIN
+
     ws = d.get("slack_windows")
     if not isinstance(ws, list):
         return None
     out = [{k: w.get(k) for k in WINDOW_KEYS} for w in ws if isinstance(w, dict) and isinstance(w.get("mode"), str)]
+    for w in out:
+        for k in ("start_time", "end_time"):
+            v = w[k]
+            if v is not None and (not _number(v) or not RECORD_T_MIN <= v <= RECORD_T_MAX):
+                raise ValueError(f"field slack_windows.{k}: {v!r} is not epoch seconds of 1971-2199")
+        for k in ("start_step", "end_step"):
+            v = w[k]
+            if v is not None and (type(v) is not int or not -MAX_STEP - 1 <= v <= MAX_STEP):
+                raise ValueError(f"field slack_windows.{k}: {v!r} is not a step (a whole number of int64)")
     return out or None
 
 

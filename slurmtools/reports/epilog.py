@@ -30,13 +30,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from slurmtools.hooks.common import MAX_JOB_ID, MAX_RUN
 from slurmtools.reports.badrows import BadRow, BadRows
 from slurmtools.reports.energy import merge_energy, record_energy, record_windows
 
 #: the times a record may hold (the sacct reader's bounds): 1970 .. 2200
 _T_MIN, _T_MAX = pd.Timestamp(1, unit="s"), pd.Timestamp("2200-01-01")
-#: Slurm's job ids are 32-bit (ids above this wrapped the frame's int64 or named no Slurm job)
-MAX_JOB_ID = 0xFFFFFFFF
+# MAX_JOB_ID (Slurm's job ids are 32-bit: ids above wrapped the frame's int64 or named no Slurm job) and MAX_RUN (a
+# run's index, int32) are the hooks': one definition, so the epilog never writes a record this reader refuses
 #: a job's GPUs, as the sacct reader bounds a `gres/gpu` count: above it the run's int32 sum wrapped negative
 MAX_GPUS = 999_999_999
 #: the epilog's record is a few KiB (its slack windows at most 256 KiB): a larger file is no record
@@ -177,7 +178,7 @@ def parse_record(d: dict, cluster: str | None = None) -> dict:
     out = {"job_id_raw": job_id}
     run_key = next((k for k in _ALIASES["run"] if d.get(k) is not None), None)
     out["run"] = 0 if run_key is None else _whole(d[run_key], run_key, "a run index")
-    if not 0 <= out["run"] < 2**31:
+    if not 0 <= out["run"] <= MAX_RUN:
         raise ValueError(f"field {run_key}: {out['run']} is not a run index")
     utils: list[float] = []
     mem = np.nan

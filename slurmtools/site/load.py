@@ -350,6 +350,9 @@ def _slack(t: Table, spool: Path):
         if name in (x.name for x in windows):
             raise w.error("name", f"a second window named {name!r}")
         start, end = _clock(w, "start"), _clock(w, "end")
+        if start == 1440:  # the cached signal's reader (SlackSettings.from_dict) takes starts 0 to 1439 only
+            raise w.error("start", '"24:00" is the end of a day, not a start: a window from midnight starts at '
+                                   '"00:00" (of the day after, in `days`)')
         if start == end % 1440:
             raise w.error("end", "expected an end other than the start (a window of no time, or of the whole day)")
         days = w.str_list("days", DAYS, nonempty="name at least one day (or leave the key out for every day)")
