@@ -173,6 +173,97 @@ def _lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+# What a tool that gathers output from a job or from several hosts puts before each line: a timestamp (CI logs:
+# `2024-05-01T10:00:00.123Z `, `[10:00:01] `), a `docker compose logs` service (`svc  | `), an `srun -l`/`--label`
+# task number (`0: `, padded to ` 0: ` with ten tasks or more), a pdsh/clush host (`node1: `, clush also `node1:`
+# with the line right after it). Tried in this order: a timestamp has colons, a task number is a host name too.
+_CAPTURE_PARTS = (
+    ("timestamp", re.compile(r"(?:\[(?:[0-9]{4}-[0-9]{2}-[0-9]{2}[T ])?[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?"
+                             r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?\]|[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}"
+                             r"(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?:[ \t]|$)")),
+    ("service", re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,99})[ ]*\|(?:[ ]|$)")),
+    ("task", re.compile(r"[ ]*([0-9]{1,9}):(?:[ ]|$)")),
+    ("host", re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]{0,252}):[ \t]?")),
+)
+_CAPTURE_KIND = dict((kind, rx) for kind, rx in _CAPTURE_PARTS)
+_HEADER_START = re.compile(r"GPU0(?:\b|GPU|NIC|$)")
+# The lines of another task or host that show it ran nvidia-smi too: a header or row, or the start of a legend.
+_TABLE_LINE = re.compile(r"^\s*(?:(?:GPU|NIC)[0-9]{1,9}|Legend:|NIC Legend:)")
+
+
+def _capture_prefix(content: str, kinds: tuple[str, ...] | None = None) -> list[tuple[str, str, int]]:
+    """The capture prefix parts at the start of `content` as (kind, key, end): the kinds given, in their order, or
+    as many as are there (at most one of each). The key tells one task or host from another: a timestamp's is ''
+    (each line has its own), a task's is its number without the padding."""
+    parts: list[tuple[str, str, int]] = []
+    at = 0
+    for kind, rx in (((k, _CAPTURE_KIND[k]) for k in kinds) if kinds is not None else _CAPTURE_PARTS):
+        m = rx.match(content, at)
+        if not m:
+            if kinds is not None:
+                return []
+            continue
+        key = "" if kind == "timestamp" else str(int(m.group(1))) if kind == "task" else m.group(1)
+        parts.append((kind, key, m.end()))
+        at = m.end()
+    return parts
+
+
+def _unprefix(lines: list[tuple[int, str]], source: str) -> list[tuple[int, str]] | None:
+    """The lines without the prefix a gathering tool put before each (srun -l, pdsh, clush, docker compose logs,
+    CI timestamps), columns kept; None when no header line carries one. Every line with the header's prefix kind is
+    compared with it: a table line under another task or host means several nodes' outputs in one capture, which
+    is refused; which node was meant is the user's to say, not the parser's."""
+    first = None
+    for n, (_, content) in enumerate(lines):
+        parts = _capture_prefix(content)
+        if parts and _HEADER_START.match(content[parts[-1][2]:].lstrip()):
+            first = n, parts
+            break
+    if first is None:
+        return None
+    at, parts = first
+    kinds = tuple(k for k, _, _ in parts)
+    keys = tuple(key for _, key, _ in parts)
+    out = []
+    for n, (off, content) in enumerate(lines):
+        mine = _capture_prefix(content, kinds)
+        if not mine:
+            out.append((off, content))
+            continue
+        end = mine[-1][2]
+        if tuple(key for _, key, _ in mine) != keys:
+            if _TABLE_LINE.match(content[end:]):
+                raise ParseError(source, n + 1, _several_nodes(lines[at][1], parts, content, mine), off + 1)
+            out.append((off, content))
+            continue
+        out.append((off + end, content[end:]))
+    return out
+
+
+def prefixed_header(text: str) -> bool:
+    """Whether a line of `text` is a `topo -m` header behind a capture prefix (`0: `, `node1: `, a timestamp), so
+    that a file given to any `topo` command is known for nvidia-smi output as the plain one is."""
+    for _, content in _lines(text):
+        parts = _capture_prefix(content)
+        toks = content[parts[-1][2]:].split() if parts else []
+        if toks and _HEADER_START.match(toks[0]) and not (len(toks) > 1 and _link_from_word(toks[1])):
+            return True
+    return False
+
+
+def _several_nodes(header: str, parts: list[tuple[str, str, int]], other: str, mine: list[tuple[str, str, int]]) -> str:
+    """The refusal of a capture that holds the outputs of several tasks or hosts, with the grep that keeps one."""
+    keyed = next(i for i, (kind, _, _) in enumerate(parts) if kind != "timestamp")
+    start = parts[keyed - 1][2] if keyed else 0
+    this = header[start:parts[keyed][2]].rstrip("\t")
+    that = other[(mine[keyed - 1][2] if keyed else 0):mine[keyed][2]]
+    what = {"task": "srun tasks", "host": "hosts", "service": "services"}[parts[keyed][0]]
+    anchor = "^" if not keyed else ""
+    return (f"the capture holds several nodes' outputs ({what} {this.strip()!r} and {that.strip()!r} both print "
+            f"a topo -m table); import one node's (e.g. `grep '{anchor}{this}'` for the first)")
+
+
 def _tokens(content: str, off: int) -> list[tuple[int, str]]:
     """(1-based column in the original line, token)."""
     return [(m.start() + off + 1, m.group()) for m in _TOKEN.finditer(content)]
@@ -293,17 +384,26 @@ def _is_p2p(lines: list[tuple[int, str]], header_at: int, first: int) -> bool:
 
 # ---------------------------------------------------------------- topo -m
 
+def _find_header(lines: list[tuple[int, str]], source: str) -> int | None:
+    """The index of the first line starting with GPU0; GPU0's row there (a header-less paste) is refused."""
+    for n, (off, content) in enumerate(lines):
+        toks = _tokens(content, off)
+        if toks and _HEADER_START.match(toks[0][1]):
+            if len(toks) > 1 and _link_from_word(toks[1][1]):
+                raise ParseError(source, n + 1, _headless_row(lines, n), toks[0][0])
+            return n
+    return None
+
+
 def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMatrix:
     """Read `nvidia-smi topo -m` output. Raises ParseError naming line and column on anything unreadable."""
     lines = _lines(text)
-    header_at = None
-    for n, (off, content) in enumerate(lines):
-        toks = _tokens(content, off)
-        if toks and re.match(r"GPU0(?:\b|GPU|NIC|$)", toks[0][1]):
-            if len(toks) > 1 and _link_from_word(toks[1][1]):
-                raise ParseError(source, n + 1, _headless_row(lines, n), toks[0][0])
-            header_at = n
-            break
+    header_at = _find_header(lines, source)
+    if header_at is None:
+        unprefixed = _unprefix(lines, source)
+        if unprefixed is not None:
+            lines = unprefixed
+            header_at = _find_header(lines, source)
     if header_at is None:
         if re.search(r"^\s*GPU \d+: .*\n\s*Link \d+:", text, re.M):
             raise ParseError(source, None, "this is `nvidia-smi nvlink -s` output, not `nvidia-smi topo -m`: "
