@@ -29,8 +29,10 @@ GZ_LIMIT = 1 << 30
 
 
 def _read(path: str) -> str:
-    """The file's text, as UTF-8 whatever the locale, without the byte-order mark some Windows editors put first:
-    left in, it hid the first line from every provider (`\\ufeffSwitchName=` is no key) and from `detect_kind`."""
+    """The file's text, as UTF-8 whatever the locale, or as its byte-order mark says: Windows PowerShell's `>`
+    writes UTF-16 LE with a BOM, its `Out-File -Encoding utf8` UTF-8 with one. Left in, a UTF-8 BOM hid the first
+    line from every provider (`\\ufeffSwitchName=` is no key) and from `detect_kind`. A plain file gets universal
+    newlines (as `read_text` gave it), a `.gz` its bytes' own line ends, as before."""
     from slurmtools.errors import ConfigError
 
     import zlib
@@ -45,12 +47,58 @@ def _read(path: str) -> str:
             if len(data) > GZ_LIMIT:
                 raise ConfigError(path, "", f"unpacks to more than {GZ_LIMIT >> 30} GiB, more than any topology "
                                             f"input needs: unpack it and pass the plain file if it is real")
-            return data.decode("utf-8-sig")
-        return p.read_text(encoding="utf-8-sig")
+            return _decode(data, path)
+        return _decode(p.read_bytes(), path).replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise ConfigError(path, "", "file not found") from None
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as exc:   # zlib.error: damaged compressed data
+    except (OSError, EOFError, zlib.error) as exc:   # zlib.error: damaged compressed data
         raise ConfigError(path, "", f"cannot read: {exc}") from None
+
+
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32 LE"), (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32 BE"),
+         (b"\xef\xbb\xbf", "utf-8", "UTF-8"), (b"\xff\xfe", "utf-16-le", "UTF-16 LE"),
+         (b"\xfe\xff", "utf-16-be", "UTF-16 BE"))
+
+
+def _decode(data: bytes, path: str) -> str:
+    """Bytes to text by the byte-order mark (UTF-32 before UTF-16: its LE mark starts with UTF-16 LE's), else as
+    UTF-8. Without a mark nothing is guessed: bytes that are no UTF-8, or UTF-16 text (valid UTF-8 when it is ASCII
+    with a NUL after each letter), are refused, saying what the file seems to be."""
+    from slurmtools.errors import ConfigError
+
+    for bom, codec, name in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom):].decode(codec)
+            except UnicodeDecodeError as exc:
+                raise ConfigError(path, "", f"cannot read: it starts with the {name} byte-order mark but is no "
+                                            f"{name} text: {exc}") from None
+    seems = _seems(data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, "", f"cannot read: {exc}" + (f" (it seems to be {seems})" if seems else "")) from None
+    if seems and seems.startswith("UTF-16"):
+        raise ConfigError(path, "", f"cannot read: it seems to be {seems}")
+    return text
+
+
+def _seems(data: bytes) -> str:
+    """What bytes that are not plain UTF-8 text look like, or ''."""
+    head = data[:4096]
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip-compressed data: name it .gz, or unpack it"
+    pairs = len(head) // 2
+    if pairs >= 4:
+        for name, at in (("LE", 1), ("BE", 0)):
+            nul = head[at:2 * pairs:2].count(0)
+            other = head[1 - at:2 * pairs:2].count(0)
+            if nul >= 0.9 * pairs and other <= 0.1 * pairs:
+                return (f"UTF-16 {name} without a byte-order mark (every other byte is NUL): save it as UTF-8, or "
+                        "as UTF-16 with its mark")
+    if head.count(0) > len(head) // 100:
+        return "a binary file (it holds NUL bytes)"
+    return "text in a legacy 8-bit encoding such as Windows-1252 or Latin-1: save it as UTF-8"
 
 
 def detect_kind(text: str) -> str | None:
@@ -70,6 +118,11 @@ def detect_kind(text: str) -> str | None:
         return "topology.yaml"
     if re.search(r"^[#>\s]*GPU0\b", head, re.M):
         return "nvidia-smi"
+    if "GPU0" in head:
+        from slurmtools.topology.nvsmi import prefixed_header
+
+        if prefixed_header(head):   # gathered by srun -l, pdsh, clush, docker compose logs, a CI log
+            return "nvidia-smi"
     return None
 
 
