@@ -44,6 +44,8 @@ LOG_NAME = "decisions.jsonl"
 DEFAULT_SPOOL = "/var/spool/slurmtools"
 #: a record larger than this is refused: a log line must stay one atomic write and readable
 MAX_LINE = 64 * 1024
+#: the latest record time `slurmtools audit show` can print (9999-12-30 UTC: a local date in year 9999 anywhere)
+MAX_TIME = 253402128000.0
 
 
 class AuditError(SlurmtoolsError):
@@ -98,10 +100,11 @@ def record(event: str, job: int | str | None = None, user: str | None = None,
 
     if not isinstance(event, str) or not event or any(c.isspace() for c in event):
         raise AuditError(f"audit: event must be a non-empty word, got {event!r}")
+    when = _time.time() if time is None else _record_time(time)
     p = Path(path) if path is not None else default_path()
     w = writer or default_writer()
     rec: dict[str, Any] = {
-        "time": round(_time.time() if time is None else float(time), 3),
+        "time": round(when, 3),
         "event": event,
         "job": _job_id(job),
         "user": user,
@@ -128,6 +131,19 @@ def record(event: str, job: int | str | None = None, user: str | None = None,
     finally:
         os.close(sfd)
     return rec
+
+
+def _record_time(time: Any) -> float:
+    """A caller's record time, refused unless `audit show` can print it: NaN, 1e300 or a negative time used to be
+    written and then stopped every `audit show` of the log with a traceback."""
+    try:
+        t = float(time)
+    except (TypeError, ValueError, OverflowError):
+        t = float("nan")
+    if isinstance(time, bool) or not 0 <= t <= MAX_TIME:
+        raise AuditError(f"audit: time must be seconds since 1970 from 0 to {MAX_TIME:.0f} (year 9999), "
+                         f"got {time!r}")
+    return t
 
 
 def _line(rec: dict[str, Any]) -> bytes:

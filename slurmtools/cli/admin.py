@@ -173,13 +173,15 @@ def render_node_expectations(
     checked goes to stderr."""
     from slurmtools.cli.common import fail
     from slurmtools.cli.topo import load_topology
-    from slurmtools.render.node_expectations import document, dumps, summary
+    from slurmtools.render.node_expectations import UnreadableFact, document, dumps, summary
 
     t = load_topology(source, site)
     try:
         doc = document(t, host or None)
     except KeyError as e:
         fail(f"--host: no host {e.args[0]!r} in topology {t.name!r}")
+    except UnreadableFact as e:
+        fail(str(e))
     text = dumps(doc)
     for line in summary(doc):
         typer.echo(line, err=True)

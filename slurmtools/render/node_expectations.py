@@ -10,6 +10,8 @@ default:
 - per HCA: its `rate_gbytes`, and width and speed of its cable to a switch (an IB link edge); `cabled` is true
   when it has a fabric edge to a switch, else null (its link state is then not checked).
 Facts the graph marks unknown for a host (`Host.unknown`: "nvlink", "nics") are null even where edges exist.
+A fact the prolog's reader would refuse (a PCIe gen 8, a link layer "roce", GPUs 0 and 2 of a host without a 1)
+is refused here, in one line naming the hosts: written, it left every such host's prolog without expectations.
 Pure.
 """
 
@@ -18,7 +20,8 @@ from __future__ import annotations
 import json
 from typing import Iterable
 
-from slurmtools.hooks.expectations import FORMAT, NAME
+from slurmtools.errors import ConfigError, SlurmtoolsError
+from slurmtools.hooks.expectations import FORMAT, NAME, parse_all
 from slurmtools.topology.graph import Topology
 
 __all__ = ["NAME", "document", "dumps", "host_facts", "render", "summary"]
@@ -83,7 +86,31 @@ def document(t: Topology, hosts: Iterable[str] | None = None) -> dict:
             profiles[name] = facts
             by_facts[key] = name
         assign[h] = by_facts[key]
-    return {"format": FORMAT, "topology": t.name, "profiles": profiles, "hosts": assign}
+    doc = {"format": FORMAT, "topology": t.name, "profiles": profiles, "hosts": assign}
+    _readable(doc)
+    return doc
+
+
+class UnreadableFact(SlurmtoolsError):
+    """The graph states a fact the node expectations file cannot carry (its reader would refuse the file)."""
+
+
+def _readable(doc: dict) -> None:
+    """Check the document with the prolog's own reader: the file must read back as written, or not be written."""
+    try:
+        parse_all(json.dumps(doc), "node expectations")
+    except ConfigError as e:
+        from slurmtools.errors import one_line
+        from slurmtools.hostlist import compress
+
+        prefix = "profiles."
+        name = next((n for n in sorted(doc["profiles"], key=len, reverse=True)
+                     if e.key == prefix + n or e.key.startswith(prefix + n + ".")), None)
+        hosts = [h for h, pn in doc["hosts"].items() if pn == name] if name is not None else []
+        field = e.key[len(prefix) + len(name) + 1:] if name is not None else e.key
+        where = f"host(s) {compress(hosts)}" if hosts else f"profile {name}" if name is not None else "the file"
+        raise UnreadableFact(one_line(f"node expectations: {where}: {field}: {e.detail}: the prolog's reader "
+                                      f"refuses this, so it is not written; correct the topology graph")) from None
 
 
 def render(t: Topology, hosts: Iterable[str] | None = None) -> str:
