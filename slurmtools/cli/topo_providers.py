@@ -147,11 +147,8 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
 
         cf = ibnet.compute_fabric(ibnet.parse_ibnetdiscover(text, path),
                                   hostname_pattern or ibnet.DEFAULT_HOST_PATTERN, exclude_hca, exclude_switch)
-        if warn and cf.unmapped:
-            named = sum(1 for n in cf.unmapped if ibnet.AGGREGATION_NODE not in n.description)
-            if named:
-                warn(f"{path}: {named} adapter(s) whose description names no host (pattern "
-                     f"{hostname_pattern or ibnet.DEFAULT_HOST_PATTERN!r}) were left out")
+        if warn:
+            _ibnet_warnings(cf, path, hostname_pattern or ibnet.DEFAULT_HOST_PATTERN, warn)
         return ibnet.to_topology(cf, Path(path).stem)
     if kind in ("topology.conf", "topology.yaml"):
         return _slurm_topology(kind, text, path, topology_name, warn or (lambda _w: None))
@@ -167,6 +164,67 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
         return nccl_xml.to_topology(nccl_xml.parse_nccl_xml(text, path), host or Path(path).stem, gpu_type,
                                     threads_per_core)
     raise ParseError("--from", None, f"unknown input kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+#: how many examples a warning line about many like things names
+_FIRST = 3
+
+
+def _first(items: list[str]) -> str:
+    """The first few of `items`, comma-separated, with how many more there are."""
+    more = len(items) - _FIRST
+    return ", ".join(items[:_FIRST]) + (f" and {more} more" if more > 0 else "")
+
+
+def _ibnet_warnings(cf, path: str, pattern: str, warn) -> None:
+    """One line for each kind of thing the compute fabric leaves out of the graph, or cannot show in it (see
+    `ComputeFabric`): the import must not lose what the dump says without saying so."""
+    from slurmtools.topology.ibnet import AGGREGATION_NODE
+
+    def node(n) -> str:           # a node the graph does not hold: its description, else its GUID
+        return f'"{n.description}"' if n.description.strip() else n.guid
+
+    named = sum(1 for n in cf.unmapped if AGGREGATION_NODE not in n.description)
+    if named:
+        warn(f"{path}: {named} adapter(s) whose description names no host (pattern {pattern!r}) were left out")
+    if cf.mixed_bundles:
+        names = cf.switch_names()
+        for b in cf.mixed_bundles[:_FIRST]:
+            rates = " and ".join(f"{r} ({n})" for r, n in b.rates)
+            warn(f"{path}: cables between {names[b.lo]} and {names[b.hi]} run at {rates}: a degraded cable? the "
+                 f"link is taken as {'+'.join(str(n) for _, n in b.rates)} cables at {b.taken}")
+        if len(cf.mixed_bundles) > _FIRST:
+            warn(f"{path}: and {len(cf.mixed_bundles) - _FIRST} more switch-to-switch bundle(s) whose cables run "
+                 "at mixed rates, each taken at the rate most of its cables run at")
+    if cf.slow_ports:
+        warn(f"{path}: {len(cf.slow_ports)} adapter port(s) run slower than the fastest port of their host: "
+             + _first([f"{h.host} {h.name} at {h.link} (fastest {best})" for h, best in cf.slow_ports])
+             + ": a degraded cable, or a slower card to leave out with --exclude-hca?")
+    if cf.back_to_back:
+        warn(f"{path}: {len(cf.back_to_back)} cable(s) join two adapters straight (back to back, no switch between) "
+             "and are not in the graph: "
+             + _first([f"{node(a)} - {node(b)}" for a, b, _ in cf.back_to_back])
+             + "; an adapter with no cable to a switch was left out")
+    for why, how in (("excluded switch", "are cabled only to switches left out by --exclude-switch"),
+                     ("no switch", "have no cable to a switch (a router only, or nothing)")):
+        cut = [(n, host) for n, host, w in cf.cut_off if w == why]
+        if cut:
+            lost = {host for _, host in cut} - set(cf.hosts)
+            warn(f"{path}: {len(cut)} host adapter(s) {how} and were left out"
+                 + (f", and with them {len(lost)} host(s) entirely" if lost else "") + ": "
+                 + _first([n.description for n, _ in cut]))
+    if cf.routers:
+        warn(f"{path}: {len(cf.routers)} router(s) left out with their cables (the graph holds one subnet's "
+             f"switches and hosts): {_first([node(n) for n in cf.routers])}")
+    if cf.unreachable:
+        warn(f"{path}: {len(cf.unreachable)} switch(es) that no path from a host's leaf switch reaches were left "
+             f"out: {_first([node(n) for n in cf.unreachable])}")
+    if cf.with_excluded:
+        warn(f"{path}: {len(cf.with_excluded)} switch(es) cabled only to adapters left out by --exclude-hca were "
+             f"left out with them: {_first([node(n) for n in cf.with_excluded])}")
+    if cf.loops:
+        warn(f"{path}: {len(cf.loops)} cable(s) from a node back to itself (a loopback plug?) were left out: "
+             + _first([f"{node(n)} port {c.a_port} - port {c.b_port}" for n, c in cf.loops]))
 
 
 def _slurm_topology(kind: str, text: str, path: str, topology_name: Optional[str], warn):

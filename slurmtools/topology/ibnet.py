@@ -488,6 +488,16 @@ class Hca(NamedTuple):
     gbytes: float
 
 
+class MixedBundle(NamedTuple):
+    """Parallel cables between two switches that do not all run at one rate (a degraded cable, most often): the
+    graph keeps one edge at the rate `_bundle_rate` picks, so the other rates are only told here."""
+
+    lo: str                                   # switch GUIDs, as the key of `switch_links`
+    hi: str
+    rates: tuple[tuple[str, int], ...]        # ("4xEDR", 3), ("4xDDR", 1): most cables first, then the faster
+    taken: str                                # the rate the edge got
+
+
 @dataclass(frozen=True)
 class ComputeFabric:
     """The slice of an IB fabric the scheduler places jobs on."""
@@ -499,6 +509,16 @@ class ComputeFabric:
     switch_links: dict[tuple[str, str], tuple[int, str, int]]   # (lower guid, upper guid) -> (width, speed, cables)
     unmapped: tuple[IbNode, ...]         # CAs whose description does not name a host
     excluded: tuple[IbNode, ...]         # CAs left out by --exclude-hca
+    # What the graph cannot hold or leaves out, kept so that the caller can say so (nothing is lost in silence):
+    mixed_bundles: tuple[MixedBundle, ...] = ()      # switch-to-switch bundles whose cables run at several rates
+    slow_ports: tuple[tuple[Hca, str], ...] = ()     # (port, its host's fastest rate): slower than its siblings
+    back_to_back: tuple[tuple[IbNode, IbNode, IbCable], ...] = ()   # adapter to adapter, no switch between
+    cut_off: tuple[tuple[IbNode, str, str], ...] = ()  # (adapter, host, why) with no cable to a kept switch:
+    #                                                    why "excluded switch" (--exclude-switch) or "no switch"
+    routers: tuple[IbNode, ...] = ()                 # routers, with their cables
+    unreachable: tuple[IbNode, ...] = ()             # switches no path from a leaf reaches
+    with_excluded: tuple[IbNode, ...] = ()           # switches cabled only to adapters left out by --exclude-hca
+    loops: tuple[tuple[IbNode, IbCable], ...] = ()   # cables from a node back to itself
 
     @property
     def hosts(self) -> list[str]:
@@ -539,7 +559,9 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     `exclude_hca` are shell globs over adapter names (`mlx5_8`, `mlx5_[89]`) for storage or management HCAs;
     `exclude_switch` are globs over switch GUIDs or descriptions. A switch cabled to a host adapter is a leaf
     (level 0); one cabled only to excluded adapters is dropped; the others get their distance from the nearest
-    leaf (1 spine, 2 core). Switches not reachable from a leaf are dropped."""
+    leaf (1 spine, 2 core). Switches not reachable from a leaf are dropped. Whatever is left out or cannot be
+    shown (a bundle at mixed rates, adapters cabled back to back, routers ...) is recorded in the result, for the
+    caller to tell: nothing is dropped in silence."""
     try:
         rx = re.compile(host_pattern)
     except re.error as exc:
@@ -562,6 +584,7 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     to_switch: dict[str, list[tuple[IbCable, str]]] = {}
     up: dict[str, list[str]] = {g: [] for g in switches}
     between: list[IbCable] = []
+    loose: list[IbCable] = []        # cables with no kept switch at either end: adapter to adapter, routers ...
     of = to_switch.get
     for c in fabric.cables:
         a, b = c[0], c[2]
@@ -575,6 +598,7 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         elif b in switches:
             end, sw = a, b
         else:
+            loose.append(c)
             continue
         got = of(end)
         if got is None:
@@ -586,8 +610,12 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     port_guids = fabric.port_guids
     rates: dict[tuple[int, str], tuple[str, float]] = {}   # (4, "NDR") -> ("4xNDR", 50.0)
     new = tuple.__new__
+    routers: list[IbNode] = []
+    no_switch: list[tuple[IbNode, str]] = []   # host adapters without a cable to a kept switch, with the host
     for g, node in fabric.nodes.items():
         if node.kind != "ca":
+            if node.kind == "router":
+                routers.append(node)
             continue
         m = match(node.description)
         if not m:
@@ -598,7 +626,11 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
             excluded.append(node)
             continue
         host = m.group("host")
-        for c, sw in of(g, ()):
+        cabled = of(g)
+        if cabled is None:
+            no_switch.append((node, host))
+            continue
+        for c, sw in cabled:
             width, speed = c[4], c[5]
             rate = rates.get((width, speed))
             if rate is None:
@@ -611,8 +643,7 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         return {sw for nd in nodes if AGGREGATION_NODE not in nd.description for _, sw in of(nd.guid, ())}
 
     leaves = {h.leaf for h in hcas} | cabled_to(unmapped)
-    for sw in cabled_to(excluded) - leaves:
-        del switches[sw]
+    with_excluded = [switches.pop(sw) for sw in sorted(cabled_to(excluded) - leaves)]
     # in name order, not the set's: every table below, and so the graph and its exports, follows this order,
     # which must not change with the process's string hash seed
     levels = {sw: 0 for sw in sorted(leaves)}
@@ -628,12 +659,17 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
                     nxt.append(other)
         frontier = nxt
     level_of = levels.get
-    for a, _, b, _, width, speed, _ in between:
+    loops: list[tuple[IbNode, IbCable]] = []
+    for c in between:
+        a, _, b, _, width, speed, _ = c
         la = level_of(a)
         if la is None:
             continue
         lb = level_of(b)
-        if lb is None or a == b:
+        if lb is None:
+            continue
+        if a == b:
+            loops.append((switches[a], c))
             continue
         key = (a, b) if (la, a) <= (lb, b) else (b, a)
         entry = switch_links.get(key)
@@ -644,8 +680,56 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         else:
             entry.append((width, speed))     # a cable of the bundle at another rate: see _bundle_rate
     kept = {g: switches[g] for g in levels}
-    return ComputeFabric(fabric.source, kept, levels, tuple(hcas),
-                         {k: _bundle_rate(v) for k, v in switch_links.items()}, tuple(unmapped), tuple(excluded))
+    links: dict[tuple[str, str], tuple[int, str, int]] = {}
+    mixed: list[MixedBundle] = []
+    for k, v in switch_links.items():
+        rate = links[k] = _bundle_rate(v)
+        if len(v) > 3:
+            mixed.append(_mixed_bundle(k, v, rate))
+    # The rest of what the graph leaves out, found in the few cables and nodes set aside above (none on a fabric
+    # that has none of it, so a 16k-host import pays nothing for it).
+    nodes = fabric.nodes
+    back_to_back: list[tuple[IbNode, IbNode, IbCable]] = []
+    behind: set[str] = set()         # adapters cabled to a switch left out by --exclude-switch
+    for c in loose:
+        na, nb = nodes[c.a], nodes[c.b]
+        if c.a == c.b:
+            if na.kind != "switch":          # a switch's own loop goes with it when --exclude-switch drops it
+                loops.append((na, c))
+        elif na.kind == nb.kind == "ca":
+            back_to_back.append((na, nb, c))
+        elif na.kind == "switch" or nb.kind == "switch":
+            behind.add(c.b if na.kind == "switch" else c.a)
+    paired = {n.guid for a, b, _ in back_to_back for n in (a, b)}
+    cut_off = tuple((n, host, "excluded switch" if n.guid in behind else "no switch") for n, host in no_switch
+                    if n.guid not in paired and AGGREGATION_NODE not in n.description)
+    return ComputeFabric(fabric.source, kept, levels, tuple(hcas), links, tuple(unmapped), tuple(excluded),
+                         tuple(mixed), _slow_ports(hcas) if len(rates) > 1 else (), tuple(back_to_back), cut_off,
+                         tuple(routers), tuple(n for g, n in switches.items() if g not in levels),
+                         tuple(with_excluded), tuple(loops))
+
+
+def _mixed_bundle(key: tuple[str, str], entry: list, taken: tuple[int, str, int]) -> MixedBundle:
+    """A bundle whose cables run at several rates, told as rates and cable counts, most cables first."""
+    width, speed, count, *others = entry
+    tally: dict[tuple[int, str], int] = {(width, speed): count}
+    for rate in others:
+        tally[rate] = tally.get(rate, 0) + 1
+    order = sorted(tally, key=lambda r: (-tally[r], -r[0] * IB_LANE_GBYTES[r[1]]))
+    return MixedBundle(key[0], key[1], tuple((f"{w}x{sp}", tally[w, sp]) for w, sp in order),
+                       f"{taken[0]}x{taken[1]}")
+
+
+def _slow_ports(hcas: list[Hca]) -> tuple[tuple[Hca, str], ...]:
+    """Host adapter ports slower than the fastest port of the same host (a degraded cable, or a slower card that
+    --exclude-hca might leave out), each with that fastest rate. Only called when the ports run at several
+    rates."""
+    best: dict[str, tuple[float, str]] = {}
+    for h in hcas:
+        b = best.get(h.host)
+        if b is None or h.gbytes > b[0]:
+            best[h.host] = (h.gbytes, h.link)
+    return tuple((h, best[h.host][1]) for h in hcas if h.gbytes < best[h.host][0])
 
 
 def _bundle_rate(entry: list) -> tuple[int, str, int]:
