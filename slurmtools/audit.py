@@ -18,13 +18,18 @@ argument, else `$SLURMTOOLS_AUDIT_LOG`, else `decisions.jsonl` in `$SLURMTOOLS_S
 Why per-writer sequences (docs/policy.md, "The decision log"): writers on many hosts append to one file with no
 common lock, so no global order exists to check. Each writer (`writer`, e.g. `epilog@gpu01`,
 `job_submit.lua@ctl`) numbers its own records 1, 2, 3 ... under a lock on its own counter file beside the log
-(`<log>.seq.<writer>`); `verify` then finds a deleted line (a gap), a moved line (a number out of order) and a
-deleted last line (the counter is ahead of the log). The policy hash (`policy`) is the caller's, else the one the
-loaded job_submit.lua left beside the log (`<log>.policy`), else null (which verify reports).
+(`<log>.seq.<writer>`, `seq_name`); `verify` then finds a deleted line (a gap), a moved line (a number out of
+order) and a deleted last line (the counter is ahead of the log). The policy hash (`policy`) is the caller's, else
+the one the loaded job_submit.lua left beside the log (`<log>.policy`), else null (which verify reports).
+
+Every line is valid UTF-8 JSON, whatever the values: a byte that is not part of valid UTF-8 (job_submit.lua gets
+job options as bytes; os.fsdecode turns such bytes into lone surrogates) is written as the four characters `\\xHH`
+(`text`), so the reader never skips a record a user's odd `--account` produced.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -71,9 +76,50 @@ def default_writer() -> str:
     return f"{prog or 'python'}@{os.environ.get('SLURMD_NODENAME') or socket.gethostname()}"
 
 
+def seq_name(writer: str) -> str:
+    """The writer id as a file name, one-to-one: `[A-Za-z0-9@._-]` as is (the names counters always had), any
+    other byte of its UTF-8 as `%HH` (`a b@n` -> `a%20b@n`, never `a_b@n`'s file); job_submit.lua does the same.
+    A name over 200 characters keeps its first 100 and a hash (`%~` cannot come out of the escape)."""
+    name = _WRITER_CHARS.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "surrogatepass")),
+                             writer)
+    if len(name) > 200:
+        name = f"{name[:100]}%~{hashlib.sha256(name.encode('ascii')).hexdigest()[:32]}"
+    return name
+
+
 def seq_path(log: Path, writer: str) -> Path:
     """The counter file of one writer beside the log (the Lua writer uses the same name)."""
-    return Path(f"{log}.seq.{_WRITER_CHARS.sub('_', writer)}")
+    return Path(f"{log}.seq.{seq_name(text(writer))}")
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]+")
+
+
+def text(s: str) -> str:
+    """`s` as valid UTF-8 text, as job_submit.lua writes bytes: each byte os.fsdecode could not decode (a lone
+    surrogate U+DC80..U+DCFF) becomes the four characters `\\xHH`, the same bytes joined that do decode stay
+    characters, and any other lone surrogate becomes `\\uXXXX`. A str that encodes as UTF-8 comes back as it is."""
+    if not _SURROGATES.search(s):
+        return s
+    return _SURROGATES.sub(_surrogate_text, s)
+
+
+def _surrogate_text(m: re.Match) -> str:
+    run = m.group()
+    if all("\udc80" <= c <= "\udcff" for c in run):
+        return run.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(text(c) if "\udc80" <= c <= "\udcff" else f"\\u{ord(c):04x}" for c in run)
+
+
+def _texts(obj: Any) -> Any:
+    """Every str of a record (keys too) through `text`; other values as json.dumps would see them."""
+    if isinstance(obj, str):
+        return text(obj)
+    if isinstance(obj, dict):
+        return {(text(k) if isinstance(k, str) else k): _texts(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_texts(v) for v in obj]
+    return obj
 
 
 def policy_path(log: Path) -> Path:
@@ -102,7 +148,7 @@ def record(event: str, job: int | str | None = None, user: str | None = None,
         raise AuditError(f"audit: event must be a non-empty word, got {event!r}")
     when = _time.time() if time is None else _record_time(time)
     p = Path(path) if path is not None else default_path()
-    w = writer or default_writer()
+    w = text(writer or default_writer())
     rec: dict[str, Any] = {
         "time": round(when, 3),
         "event": event,
@@ -120,8 +166,7 @@ def record(event: str, job: int | str | None = None, user: str | None = None,
         raise AuditError(f"audit: cannot open the sequence file {sp}: {e.strerror}") from None
     try:
         fcntl.flock(sfd, fcntl.LOCK_EX)
-        raw = os.pread(sfd, 64, 0).strip()
-        rec["seq"] = (int(raw) if raw.isdigit() else 0) + 1
+        rec["seq"] = (_counter(os.pread(sfd, 64, 0)) or 0) + 1
         data = _line(rec)
         _append(p, data)
         os.pwrite(sfd, b"%d\n" % rec["seq"], 0)
@@ -146,10 +191,20 @@ def _record_time(time: Any) -> float:
     return t
 
 
+_COUNTER = re.compile(rb"\s*(\d+)")
+
+
+def _counter(raw: bytes) -> int | None:
+    """The number a counter file starts with (as the Lua writer reads it); None when it holds none."""
+    m = _COUNTER.match(raw)
+    return int(m.group(1)) if m else None
+
+
 def _line(rec: dict[str, Any]) -> bytes:
     try:
-        line = json.dumps(rec, sort_keys=True, separators=(",", ":"), default=str) + "\n"
-    except (TypeError, ValueError) as e:
+        line = json.dumps(_texts(rec), sort_keys=True, separators=(",", ":"),
+                          default=lambda o: text(str(o))) + "\n"
+    except (TypeError, ValueError, RecursionError) as e:
         raise AuditError(f"audit: details of {rec['event']!r} are not JSON-serialisable: {e}") from None
     data = line.encode("utf-8", "replace")
     if len(data) > MAX_LINE:
@@ -197,7 +252,7 @@ def verify(path: str | os.PathLike | None = None) -> list[Problem]:
                 rec = json.loads(raw)
                 if not isinstance(rec, dict) or not isinstance(rec.get("event"), str):
                     raise ValueError("no event")
-            except ValueError:
+            except (ValueError, RecursionError):
                 problems.append(Problem(n, "not a decision record (torn, edited or foreign line)"))
                 continue
             w, seq = rec.get("writer"), rec.get("seq")
@@ -218,13 +273,17 @@ def verify(path: str | os.PathLike | None = None) -> list[Problem]:
             if seq > prev_seq:
                 last[w] = (seq, n)
     for w, (seq, n) in sorted(last.items()):
+        sp = seq_path(p, w)
         try:
-            raw = seq_path(p, w).read_bytes().strip()
+            raw = sp.read_bytes()
         except OSError:
             continue
-        if raw.isdigit() and int(raw) > seq:
-            problems.append(Problem(0, f"writer {w}: its counter is at {int(raw)} but its last record is seq {seq} "
-                                       f"(line {n}): {int(raw) - seq} record(s) missing from the end"))
+        at = _counter(raw)
+        if at is None and raw.strip():  # the writer restarts at 1 after it: say why its numbers repeat
+            problems.append(Problem(0, f"writer {w}: its counter file {sp} holds no number"))
+        elif at is not None and at > seq:
+            problems.append(Problem(0, f"writer {w}: its counter is at {at} but its last record is seq {seq} "
+                                       f"(line {n}): {at - seq} record(s) missing from the end"))
     return problems
 
 
