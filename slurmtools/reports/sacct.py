@@ -8,7 +8,10 @@ every row with a TRES list needs repair, row by row (correct, slower: `-P` is th
 
 Facts this relies on (Slurm 22.05): times are local `YYYY-MM-DDTHH:MM:SS` or `Unknown`/`None`; `State` may read
 `CANCELLED by 1234`; `sacct -D` prints every run of a requeued job under the same JobIDRaw; steps have a `.` in
-JobID; `AllocTRES` reads `billing=2,cpu=2,gres/gpu:h100=16,gres/gpu=16,mem=2000M,node=2`.
+JobID; `AllocTRES` reads `billing=2,cpu=2,gres/gpu:h100=16,gres/gpu=16,mem=2000M,node=2`, or the typed items alone
+where the site tracks GPUs by type only. Dumps joined one after another repeat the header line (perhaps of another
+`-o` order) and print a run active in both windows twice: the careful path follows each header, and a run is one
+(JobIDRaw, Start).
 """
 
 from __future__ import annotations
@@ -95,6 +98,17 @@ def _header(first_line: str, source: str) -> Header:
         raise ParseError(source, 1, f"the delimiter {h.delimiter!r} is {len(h.delimiter)} characters; dump with "
                                     f"`sacct --parsable2` or a one-character --delimiter")
     return h
+
+
+def _fields_of(header: Header, keep: set[str] | None = None) -> tuple[list[str], dict, dict[str, str]]:
+    """(the header's names we read, their arrow types, our column -> the name as written); `keep`: only these
+    (lower-case) names."""
+    names = header.names
+    low = [n.strip().lower() for n in names]
+    include = [names[i] for i, n in enumerate(low) if n in FIELDS and (keep is None or n in keep)]
+    types = {c: FIELDS[c.strip().lower()][1] for c in include}
+    labels = {FIELDS[c.strip().lower()][0]: c for c in include}
+    return include, types, labels
 
 
 BLOCK = 1 << 24
@@ -211,14 +225,12 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         raw_opener = lambda: p.open("rb")  # noqa: E731
         total = p.stat().st_size
         has_cr = False
+    # a dump saved through a Windows editor starts with a UTF-8 byte order mark: not part of the first field's name
+    first = first.removeprefix("\ufeff")
     if not first.strip():
         raise ParseError(name, 1, "empty sacct dump (expected a header line such as JobID|State|Start|End|...)")
     header = _header(first, name)
-    names = header.names
-    low = [n.strip().lower() for n in names]
-    include = [names[i] for i, n in enumerate(low) if n in FIELDS]
-    types = {names[i]: FIELDS[n][1] for i, n in enumerate(low) if n in FIELDS}
-    labels = {FIELDS[n.strip().lower()][0]: n for n in include}
+    include, types, labels = _fields_of(header)
     try:
         if has_cr or careful:
             raise _Dirty()
@@ -353,7 +365,7 @@ def _read_careful(opener, header: Header, include, types, labels, name, total, o
     held: set[str] = set()
     replaced: list[int] = []
     with_cr: list[int] = []
-    splitter = Splitter(header, name)
+    layout = _Layout(header, include, types, labels, Splitter(header, name), name)
     with opener() as fh:
         fh.readline()
         lineno, done = 2, 0
@@ -364,8 +376,7 @@ def _read_careful(opener, header: Header, include, types, labels, name, total, o
             if not block.endswith(b"\n"):
                 block += fh.readline()
             done += len(block)
-            _careful_block(block, lineno, header, include, types, labels, splitter, runs, bad, rejoined, held,
-                           replaced, with_cr)
+            _careful_block(block, lineno, layout, runs, bad, rejoined, held, replaced, with_cr)
             lineno += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
             if on_block is not None:
                 on_block(min(done, total), total)
@@ -382,7 +393,63 @@ def _read_careful(opener, header: Header, include, types, labels, name, total, o
     if with_cr:
         notes.append(f"{len(with_cr)} line(s) hold a carriage return inside a value, kept as text "
                      f"(first: line {min(with_cr)})")
+    if layout.repeated:
+        notes.append(f"{len(layout.repeated)} header line(s) repeated inside the dump (dumps joined one after "
+                     f"another) were skipped, not read as jobs (first: line {layout.repeated[0]})")
+    if layout.changed:
+        notes.append(f"{len(layout.changed)} header line(s) inside the dump name the fields in another order or "
+                     f"with another delimiter: the lines after each were read by it (first: line "
+                     f"{layout.changed[0]})")
     return runs, notes, bad
+
+
+#: a line of field names only (every word starts with a letter): a row's job id starts with a digit, so a data
+#: line fails at its first digit
+_HEADER_LIKE = r"^[A-Za-z][A-Za-z0-9_]*(?:[^A-Za-z0-9_]+[A-Za-z][A-Za-z0-9_]*)+[^A-Za-z0-9_]?$"
+
+
+@dataclass
+class _Layout:
+    """The header in force on the careful path. Two dumps joined (`cat a.txt b.txt`, a cron job appending each
+    day's `sacct -P`) repeat the header mid-file, perhaps of another `-o` order or delimiter: the lines after it
+    are read by it, not taken for rows of the first layout (a swapped User/Account would read silently wrong)."""
+
+    header: Header
+    include: list
+    types: dict
+    labels: dict
+    splitter: Splitter
+    source: str
+    repeated: list = field(default_factory=list)
+    changed: list = field(default_factory=list)
+
+    def header_of(self, text: str) -> Header | None:
+        """`text` as a header line (naming the fields a dump must have), or None for a row."""
+        try:
+            h = read_header(text, self.source)
+        except ParseError:
+            return None
+        low = set(h.lower())
+        if not all(any(a.lower() in low for a in ((w,) if isinstance(w, str) else w)) for w in REQUIRED):
+            return None
+        return h
+
+    def switch(self, h: Header, lineno: int) -> None:
+        """Read the lines after `lineno` by `h`."""
+        low = set(h.lower())
+        if (h.names, h.delimiter, h.trailing) == (self.header.names, self.header.delimiter, self.header.trailing):
+            self.repeated.append(lineno)
+            return
+        ours = {c.strip().lower() for c in self.include}
+        lack = [c for c in self.include if c.strip().lower() not in low]
+        if lack or len(h.delimiter) != 1:
+            why = f"lacks {', '.join(lack)}, which line 1 names" if lack else "has a delimiter of several characters"
+            raise ParseError(self.source, lineno, f"a header line inside the dump (dumps joined?) {why}: its rows "
+                                                  f"cannot be read alike; read each dump on its own")
+        self.header = h
+        self.include, self.types, self.labels = _fields_of(h, ours)
+        self.splitter = Splitter(h, self.source)
+        self.changed.append(lineno)
 
 
 def _non_utf8_lines(block: bytes) -> set[int]:
@@ -419,9 +486,8 @@ def _lines(text: bytes) -> pa.Array:
     return pc.utf8_slice_codeunits(arr, 0, -1)
 
 
-def _careful_block(block: bytes, first_line: int, header: Header, include, types, labels, splitter: Splitter,
-                   runs: _Runs, bad: BadRows, rejoined, held, replaced, with_cr) -> None:
-    names, d, n = header.names, header.delimiter, len(header.names)
+def _careful_block(block: bytes, first_line: int, layout: _Layout, runs: _Runs, bad: BadRows, rejoined, held,
+                   replaced, with_cr) -> None:
     try:
         block.decode()
         non_utf8: set[int] = set()
@@ -434,7 +500,26 @@ def _careful_block(block: bytes, first_line: int, header: Header, include, types
     lines = pc.replace_substring_regex(lines, "\r$", "")
     keep = pc.greater(pc.utf8_length(lines), 0).to_numpy(zero_copy_only=False)  # arrow skips empty lines too
     lines, lineno = lines.filter(pa.array(keep)), lineno[keep]
-    idx_in_block = lineno - first_line
+    bad_bytes = {first_line + i for i in non_utf8}
+    at = 0
+    for i in map(int, np.flatnonzero(_flag(pc.match_substring_regex(lines, _HEADER_LIKE)))):  # none in a plain dump
+        h = layout.header_of(lines[i].as_py())
+        if h is not None:
+            if i > at:
+                _careful_lines(lines[at:i], lineno[at:i], bad_bytes, layout, runs, bad, rejoined, held, replaced,
+                               with_cr)
+            layout.switch(h, int(lineno[i]))
+            at = i + 1
+    if at < len(lines):
+        _careful_lines(lines[at:], lineno[at:], bad_bytes, layout, runs, bad, rejoined, held, replaced, with_cr)
+
+
+def _careful_lines(lines: pa.Array, lineno: np.ndarray, bad_bytes: set[int], layout: _Layout, runs: _Runs,
+                   bad: BadRows, rejoined, held, replaced, with_cr) -> None:
+    """Lines read by one header (`_careful_block` cuts a block at a header line)."""
+    header, include, types, labels, splitter = (layout.header, layout.include, layout.types, layout.labels,
+                                                layout.splitter)
+    names, d, n = header.names, header.delimiter, len(header.names)
     body = pc.replace_substring_regex(lines, re.escape(d) + "$", "") if header.trailing else lines
     parts = pc.split_pattern(body, d)
     ok = pc.equal(pc.list_value_length(parts), n).to_numpy(zero_copy_only=False)
@@ -472,7 +557,7 @@ def _careful_block(block: bytes, first_line: int, header: Header, include, types
             if reasons[i] is None:
                 reasons[i] = why(int(i))
     # bytes that are not UTF-8: read as U+FFFD in free text (a job name), a bad row anywhere else
-    for j in np.flatnonzero(np.isin(idx_in_block[rows], list(non_utf8))) if non_utf8 else []:
+    for j in np.flatnonzero(np.isin(lineno[rows], list(bad_bytes))) if bad_bytes else []:
         if reasons[j] is not None:
             continue
         where = [c for c in include if "\ufffd" in (values[c][j].as_py() or "") and _kind_of(c) != "text"]
@@ -615,7 +700,7 @@ def _usage_problems(t: pa.Table, labels: dict[str, str]) -> tuple[np.ndarray, ob
     codes = d.indices.to_numpy(zero_copy_only=False)
     gpus = np.ones(t.num_rows)
     if "alloc_tres" in t.column_names:
-        gpus = np.maximum(_int_of(t["alloc_tres"], r"gres/gpu=(?P<n>\d{1,9})(?:,|$)"), 1)
+        gpus = np.maximum(_gpus(t["alloc_tres"]), 1)
     wrong_word = has_mem & ~mem_ok | has_util & ~util_ok
     m = wrong_word[codes] | (has_util[codes] & (util_v[codes] > 100.0 * gpus))
 
@@ -704,6 +789,28 @@ def _int_of(arr, pattern: str, missing: str = "0") -> np.ndarray:
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
+def _gpus(arr) -> np.ndarray:
+    """The GPU count of each TRES list: `gres/gpu=N` where the list has it, else the sum of its typed items.
+
+    Why: with `AccountingStorageTRES=gres/gpu:tesla,gres/gpu:volta` (no plain gres/gpu; slurm.conf(5), "will track
+    jobs that explicitly request those GPU types") AllocTRES reads `...,gres/gpu:tesla=2,...` alone, and those GPUs
+    were counted as 0 while the row still named its type. Lists already checked by `_bad_gpu_counts`."""
+    def f(values):
+        plain = pc.extract_regex(values, r"(?:^|,)gres/gpu=(?P<n>\d{1,9})(?:,|$)")
+        typed = pc.extract_regex(values, r"(?:^|,)gres/gpu:[^=,]+=(?P<n>\d{1,9})(?:,|$)")
+        n = pc.cast(pc.coalesce(pc.struct_field(plain, [0]), pc.struct_field(typed, [0]), pa.scalar("0")),
+                    pa.int64())
+        several = _flag(pc.and_(pc.is_null(pc.struct_field(plain, [0])),
+                                pc.greater(pc.count_substring(values, "gres/gpu:"), 1)))
+        if not several.any():
+            return n
+        out = n.to_numpy(zero_copy_only=False).copy()
+        for i in np.flatnonzero(several):  # typed items only, of several types: rare, once per distinct list
+            out[i] = sum(int(m) for m in re.findall(r"(?:^|,)gres/gpu:[^=,]+=(\d{1,9})(?=,|$)", values[int(i)].as_py()))
+        return pa.array(out)
+    return _by_value(arr, f).to_numpy(zero_copy_only=False)
+
+
 def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, "_StepUse", int]:
     """One block: allocation rows with TRES reduced to GPU counts and type (and `gpu_share`: a share of a GPU and
     no whole one); steps reduced to (job, gpuutil, gpumem MB, cluster). With `check` (the fast path), raise _Dirty
@@ -736,9 +843,9 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, "_StepUse",
     if check and n and ((("alloc_tres" in jobs.column_names) and _bad_gpu_counts(alloc).any())
                         or (("req_tres" in jobs.column_names) and _bad_gpu_counts(req).any())):
         raise _Dirty()
-    gpus = _int_of(alloc, r"gres/gpu=(?P<n>\d+)")
+    gpus = _gpus(alloc)
     energy = _int_of(alloc, r"(?:^|,)energy=(?P<j>\d{1,18})(?:,|$)", missing="-1")
-    req_gpus = _int_of(req, r"gres/gpu=(?P<n>\d+)")
+    req_gpus = _gpus(req)
 
     def first_type(values):
         t = pc.extract_regex(values, r"gres/gpu:(?P<t>[^=,]+)=(?P<n>\d+)")
@@ -823,9 +930,18 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
         # categories in order of first appearance in the dump (encoded before the rows are sorted)
         cols[k] = pc.dictionary_encode(table[k]) if k in _LOW_CARD else table[k]
     table = pa.table(cols)
+    order, seen = _once(table["start"].to_numpy(), table["job_id_raw"].to_numpy(), by)
+    if seen and notes is not None:
+        notes.append(f"{seen} job run row(s) printed again (the same job and start: dumps of overlapping windows "
+                     f"joined) were counted once, as the later row has it")
     if not multi.any():
         # sorted by job and start here, in arrow, before pandas makes its columns
-        table = table.take(_run_order(table["start"].to_numpy(), table["job_id_raw"].to_numpy(), by))
+        table = table.take(order)
+    elif seen:
+        kept = np.sort(order)
+        table, multi = table.take(kept), multi[kept]
+        alloc_multi = alloc_multi.take(pa.array(kept))
+        by = by[kept] if by is not None else None
     frame = table.to_pandas()
     if several:
         key = pd.MultiIndex.from_arrays([frame["cluster"].astype(str).to_numpy(), frame["job_id_raw"].to_numpy()])
@@ -850,6 +966,24 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
 def _blank(n: int) -> pa.Array:
     """n empty Cluster values (a dump without the field), built in arrow."""
     return pc.fill_null(pa.nulls(n, pa.string()), "")
+
+
+def _once(start: np.ndarray, job_id_raw: np.ndarray, cluster: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """(`_run_order` less the rows that repeat an earlier one's job and start, how many such rows).
+
+    Why: a day's `sacct -S d -E d+1` lists every job active that day, so dumps of consecutive days joined (a cron
+    job appending to one file) print a job that spans midnight twice, RUNNING then COMPLETED; its GPU-hours were
+    counted twice. Runs of a requeued job (`-D`) and the rows of a resize start at other times; rows never started
+    are all kept. Of a repeated run the last row in the dump is kept (the later dump knows its end)."""
+    order = _run_order(start, job_id_raw, cluster)
+    s, r = start[order], job_id_raw[order]
+    again = (r[1:] == r[:-1]) & (s[1:] == s[:-1]) & ~np.isnat(s[1:])
+    if cluster is not None:
+        c = cluster[order]
+        again &= c[1:] == c[:-1]
+    if not again.any():
+        return order, 0
+    return order[np.concatenate([~again, [True]])], int(again.sum())
 
 
 def _run_order(start: np.ndarray, job_id_raw: np.ndarray, cluster: np.ndarray | None = None) -> np.ndarray:
@@ -910,7 +1044,7 @@ def _step_gpu_util(steps: pa.Table, check: bool = False) -> _StepUse:
     ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
         zero_copy_only=False)
     # the step's GPUs and tasks: the mean over its GPUs is the figure x tasks / GPUs
-    gpus = (_int_of(s["alloc_tres"], r"(?:^|,)gres/gpu=(?P<n>\d{1,9})(?:,|$)").astype(np.float64)
+    gpus = (_gpus(s["alloc_tres"]).astype(np.float64)
             if "alloc_tres" in s.column_names else np.zeros(s.num_rows))
     tasks = np.full(s.num_rows, np.nan)
     if "ntasks" in s.column_names:
