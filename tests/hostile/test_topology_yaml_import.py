@@ -81,7 +81,8 @@ def test_not_utf8(tmp_path):
     p = tmp_path / "topology.yaml"
     p.write_bytes(b"- topology: \xff\n  flat: true\n")
     assert refusal("topo", "import", "--from", "topology.yaml", str(p)) == (
-        f"{p}: cannot read: 'utf-8' codec can't decode byte 0xff in position 12: invalid start byte")
+        f"{p}: cannot read: 'utf-8' codec can't decode byte 0xff in position 12: invalid start byte (it seems to "
+        "be text in a legacy 8-bit encoding such as Windows-1252 or Latin-1: save it as UTF-8)")
 
 
 def test_a_node_under_two_leaves_is_one_warning_as_in_topology_conf(tmp_path):
