@@ -145,6 +145,10 @@ HIDDEN_NVLINK_TARGET = "fffffff:ffff:ff"
 #: one anywhere else is refused, as NCCL would skip it and all it holds.
 _DEVICE_TAGS = ("system", "cpu", "pci", "gpu", "nic", "net", "nvlink")
 _READ_INSIDE = {"gpu": "nvlink", "nic": "net"}
+#: PCI classes NCCL does not read through (`kvDictPciClass`, graph/topo.cc): GPUs, NICs, NVSwitches and the CPU.
+#: Any other class is a PCI node to NCCL, its `<pci>` children read as below a switch: bridges (0x0604), and what
+#: else a real path passes, such as ConnectX-8's data-direct function (0x080100).
+_LEAF_CLASSES = ("0x03", "0x02", "0x068000", "0x068001")
 
 
 def _pci_id(el: _El, key: str, source: str, required: bool = True) -> str:
@@ -244,6 +248,13 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                 bus_at[bus] = ch.line
                 cls = _pci_id(ch, "class", source, required=False)
                 inner = [c.tag for c in ch.children]
+                if inner.count("gpu") > 1:
+                    # recent NCCL writes one <gpu mlopart=> per partition of a GPU that CUDA splits (MLOPart,
+                    # graph/topo.cc ncclTopoAddGpuSub): CUDA devices on one PCI device, whose NVLinks it shares
+                    second = [c for c in ch.children if c.tag == "gpu"][1]
+                    raise ParseError(source, second.line, f"a second <gpu> in <pci> busid={bus} (line {ch.line}): "
+                                                          "partitions of one GPU (MLOPart, mlopart=) are not read",
+                                     second.column)
                 if "gpu" in inner or "nic" in inner:
                     for c in ch.children:
                         if c.tag in _READ_INSIDE:
@@ -266,7 +277,8 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                                          if net is not None and "speed" in net.attrs else None)
                                 add("nic", net or c, bus, numa, path, name=name, speed=speed,
                                     layer=_link_layer(cls))
-                elif cls.startswith("0x0604") or (not cls and ch.children):
+                elif (cls.startswith("0x0604") or (not cls and ch.children)
+                      or (not cls.startswith(_LEAF_CLASSES) and "pci" in inner)):
                     bridges[bus] = path[-1] if path else None
                     if numa is not None:
                         bridge_numa[bus] = numa
@@ -282,9 +294,19 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                 raise ParseError(source, ch.line, "<gpu> outside a <pci> element", ch.column)
             # <nic> straight under <cpu> (no PCI id) is read by the caller; anything else carries no device
 
+    hosts: dict[str, int] = {}   # host_hash -> the line of its first <cpu>
     for c in top.children:
         if c.tag != "cpu":
             continue
+        host = c.attrs.get("host_hash", "").lower()
+        if hosts and host not in hosts:
+            # NCCL with MNNVL fuses the topologies of an NVLink domain's nodes (xml.cc ncclTopoFuseXml) and
+            # tells them apart by host_hash only: read as one node, GPUs, NICs and NVLinks would be merged
+            first, line = next(iter(hosts.items()))
+            raise ParseError(source, c.line, f"<cpu> host_hash={host or '(none)'} is a second node (the first, "
+                                             f"{first or '(none)'}, at line {line}): a multi-node (MNNVL) dump; "
+                                             "keep one node's <cpu> elements", c.column)
+        hosts.setdefault(host, c.line)
         read.add(id(c))
         numa = _int(c, "numaid", source, signed=True)
         cpus.append(XmlCpu(numa, _mask(c.attrs["affinity"], source, c) if "affinity" in c.attrs else (), c.line))
@@ -293,7 +315,8 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
             if n.tag == "nic":
                 take(n)
                 for net in (x for x in n.children if x.tag == "net"):
-                    add("nic", net, "", numa, [], name=net.attrs.get("name"))
+                    add("nic", net, "", numa, [], name=net.attrs.get("name"),
+                        speed=_net_speed(net, source) if "speed" in net.attrs else None)
     for parent, el in _walk(top):
         if el.tag in _DEVICE_TAGS and id(el) not in read:
             raise ParseError(source, el.line, f"<{el.tag}> inside <{parent.tag}>: not where NCCL reads it, so it "
@@ -306,6 +329,12 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
             raise ParseError(source, d.line, f"{d.kind} {d.index} appears twice (first at line "
                                              f"{seen[(d.kind, d.index)]})")
         seen[(d.kind, d.index)] = d.line
+    named: dict[str, int] = {}   # a NIC is known by its name: two of one name would be read as one
+    for d in (x for x in devices if x.kind == "nic"):
+        if d.name in named:
+            raise ParseError(source, d.line, f"a second NIC named {d.name!r} (first at line {named[d.name]}): "
+                                             "give each <net> its own name=")
+        named[d.name] = d.line
     return NcclTopo(source, tuple(cpus), tuple(sorted(devices, key=lambda d: (d.kind, d.index))), bridges,
                     bridge_numa, tuple(ch.attrs["busid"].lower() for ch in unstated))
 
