@@ -154,18 +154,21 @@ class _Runs:
     #: each step's Cluster ("" without the field), as arrow text (no Python string per step): job ids are per
     #: cluster (`sacct -L`, `-M a,b`)
     step_clusters: list = field(default_factory=list)
+    #: each step's job part of JobID (`123_4` of `123_4.batch`), in a dump without JobIDRaw only
+    step_jobs: list = field(default_factory=list)
     steps: int = 0
     rows: int = 0
 
     def take(self, t: pa.Table, check: bool = False) -> None:
         """A block of rows, columns already renamed to ours (`check`: raise _Dirty on a bad row)."""
-        jobs_t, (ids, utils, mems, clusters, unread), n = _reduce(t, check)
+        jobs_t, (ids, utils, mems, clusters, unread, jobs), n = _reduce(t, check)
         self.util_unread += unread
         self.parts.append(jobs_t)
         self.step_ids.append(ids)
         self.step_utils.append(utils)
         self.step_mems.append(mems)
         self.step_clusters.append(clusters)
+        self.step_jobs.append(jobs)
         self.steps += n
         self.rows += t.num_rows
 
@@ -177,7 +180,7 @@ class _Runs:
         frame = _finish(table, None, cat(self.step_ids, np.int64), cat(self.step_utils, np.float64), have_raw,
                         cat(self.step_mems, np.float64),
                         pa.concat_arrays(self.step_clusters) if self.step_clusters else None, cluster, source,
-                        notes)
+                        notes, pa.concat_arrays(self.step_jobs) if self.step_jobs else None)
         mig = [str(t) for t in frame["gpu_type"].cat.categories if _MIG.search(str(t))] if len(frame) else []
         if mig:
             n = int(frame["gpu_type"].isin(mig).sum())
@@ -884,11 +887,14 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, "_StepUse",
 
 def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np.ndarray,
             have_raw: bool, step_mems: np.ndarray | None = None, step_clusters: pa.Array | None = None,
-            cluster: str | None = None, source: str = "", notes: list[str] | None = None) -> pd.DataFrame:
+            cluster: str | None = None, source: str = "", notes: list[str] | None = None,
+            step_jobs: pa.Array | None = None) -> pd.DataFrame:
     if table is None or table.num_rows == 0:
         return empty_jobs()
     if step_clusters is None or len(step_clusters) != len(step_ids):
         step_clusters = _blank(len(step_ids))
+    if step_jobs is None or len(step_jobs) != len(step_ids):
+        step_jobs = _blank(len(step_ids))
     names = [c for c in pc.unique(table["cluster"]).to_pylist() if c]
     several = len(names) > 1
     if several and cluster is not None:
@@ -901,6 +907,7 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
         table = table.filter(mine)
         at = _flag(pc.equal(step_clusters, cluster))
         step_ids, step_utils, step_clusters = step_ids[at], step_utils[at], step_clusters.filter(pa.array(at))
+        step_jobs = step_jobs.filter(pa.array(at))
         step_mems = step_mems[at] if step_mems is not None and len(step_mems) == len(at) else step_mems
         if notes is not None:
             notes.append(f"{left} job run row(s) of other clusters ({', '.join(n for n in names if n != cluster)}) "
@@ -913,12 +920,14 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
                      f"GPU: not counted in GPU-hours, which count whole GPUs (first: job {first})")
     table = table.drop_columns(["gpu_share"])
     if not have_raw:
-        # without JobIDRaw, "123_4" is not a number: plain ids keep their value, others get a negative code
-        ids = table["job_id"].to_numpy().astype(str)
-        plain = np.char.isdigit(ids)
-        codes, _ = pd.factorize(ids)
-        raw = pa.array(np.where(plain, np.where(plain, ids, "0").astype(np.int64), -(codes + 1)))
-        table = table.set_column(table.column_names.index("job_id_raw"), "job_id_raw", raw)
+        # without JobIDRaw, "123_4" is not a number: plain ids keep their value, others get a negative code, coded
+        # alongside the steps' job parts so `123_4.batch` and `77+1.0` join their own array task or het component
+        # (their leading number, the array's or het job's, is no allocation row's id)
+        n = table.num_rows
+        keys = _text_keys(pa.concat_arrays([pc.cast(table["job_id"], pa.string()).combine_chunks(),
+                                            pc.cast(step_jobs, pa.string())]))
+        table = table.set_column(table.column_names.index("job_id_raw"), "job_id_raw", pa.array(keys[:n]))
+        step_ids = keys[n:]
     alloc_multi = table["alloc_multi"]
     multi = pc.not_equal(alloc_multi, "").to_numpy(zero_copy_only=False)
     table = table.drop_columns(["alloc_multi"])
@@ -948,6 +957,8 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
         step_key = [step_clusters.to_numpy(zero_copy_only=False).astype(str), step_ids]
     else:
         key, step_key = frame["job_id_raw"].to_numpy(), step_ids
+    if len(step_ids) and notes is not None:
+        _note_lost_steps(key, step_key, step_ids if have_raw else step_jobs, several, notes)
     frame["gpu_util_slurm"] = np.float32(np.nan)
     if len(step_ids):
         best = pd.Series(step_utils).groupby(step_key).max()
@@ -961,6 +972,30 @@ def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np
         codes = frame["cluster"].cat.codes.to_numpy() if several else None
         frame = frame.iloc[_run_order(frame["start"].to_numpy(), frame["job_id_raw"].to_numpy(), codes)]
     return frame.reset_index(drop=True)
+
+
+def _text_keys(ids: pa.Array) -> np.ndarray:
+    """JobIDRaw stand-ins from JobID text: a plain id keeps its value, any other text a negative code of its own
+    (in order of first appearance), alike wherever the same text appears."""
+    ids = pc.fill_null(ids, "")
+    plain = pc.match_substring_regex(ids, r"^[0-9]{1,18}$")
+    value = pc.cast(pc.if_else(plain, ids, "0"), pa.int64()).to_numpy(zero_copy_only=False)
+    codes = pc.dictionary_encode(ids).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.where(_flag(plain), value, -(codes + 1))
+
+
+def _note_lost_steps(key, step_key, names, several: bool, notes: list[str]) -> None:
+    """Say how many steps reporting GPU use have no allocation row in the dump (a dump cut by hand, `sacct -s`
+    picking the steps' state): their use belongs to no job run, so the report leaves it out."""
+    if several:
+        lost = ~pd.MultiIndex.from_arrays(step_key).isin(key)
+    else:
+        lost = ~np.isin(step_key, key)
+    if lost.any():
+        first = names[int(np.argmax(lost))]
+        first = first.as_py() if isinstance(first, pa.Scalar) else first
+        notes.append(f"{int(lost.sum())} step(s) reporting GPU use (gres/gpuutil, gres/gpumem) have no allocation "
+                     f"row in the dump: their use is left out, it belongs to no job run here (first: job {first})")
 
 
 def _blank(n: int) -> pa.Array:
@@ -1007,6 +1042,8 @@ class _StepUse(NamedTuple):
     clusters: pa.Array
     #: steps that report gres/gpuutil but whose GPUs' mean cannot be told (no task count, no GPU in their TRES)
     util_unread: int
+    #: in a dump without JobIDRaw, the job part of each step's JobID (`ids` are then coded in `_finish`)
+    jobs: pa.Array
 
 
 def _step_gpu_util(steps: pa.Table, check: bool = False) -> _StepUse:
@@ -1018,7 +1055,8 @@ def _step_gpu_util(steps: pa.Table, check: bool = False) -> _StepUse:
     (`_average_tres_usage`). The mean utilisation of the step's GPUs is therefore gpuutil x NTasks / the step's GPUs
     (its AllocTRES gres/gpu). A batch step is one task; any other step needs NTasks in the dump, else its figure is
     not read (counted in `util_unread`, said in the report's notes), never taken for a percentage."""
-    none = _StepUse(np.array([], np.int64), np.array([], np.float64), np.array([], np.float64), _blank(0), 0)
+    none = _StepUse(np.array([], np.int64), np.array([], np.float64), np.array([], np.float64), _blank(0), 0,
+                    _blank(0))
     if steps.num_rows == 0 or "tres_usage_ave" not in steps.column_names:
         return none
     tres = steps["tres_usage_ave"]
@@ -1040,9 +1078,18 @@ def _step_gpu_util(steps: pa.Table, check: bool = False) -> _StepUse:
     # each unit's factor looked up in arrow, not by a Python lookup per step
     at = pc.index_in(units, value_set=pa.array(list(_MEM_UNIT_MB))).to_numpy(zero_copy_only=False)
     m = v * np.array(list(_MEM_UNIT_MB.values()))[at]
-    raw = s["job_id_raw"] if "job_id_raw" in s.column_names else s["job_id"]
-    ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
-        zero_copy_only=False)
+    if "job_id_raw" in s.column_names:
+        raw = s["job_id_raw"]
+        ids = pc.cast(pc.struct_field(pc.extract_regex(raw, r"^(?P<i>\d+)"), [0]), pa.int64()).to_numpy(
+            zero_copy_only=False)
+        jobs = _blank(0)
+    else:
+        # the whole job part: `123_4.batch` is array task 123_4's, `77+1.0` het component 77+1's, not job 123's or
+        # 77's (JobID text before the step's dot; a het step `2010.0+1` is job 2010's)
+        raw = s["job_id"]
+        ids = np.zeros(s.num_rows, np.int64)
+        jobs = pc.fill_null(pc.struct_field(pc.extract_regex(raw, r"^(?P<j>[^.]*)"), [0]), "")
+        jobs = jobs.combine_chunks() if isinstance(jobs, pa.ChunkedArray) else jobs
     # the step's GPUs and tasks: the mean over its GPUs is the figure x tasks / GPUs
     gpus = (_gpus(s["alloc_tres"]).astype(np.float64)
             if "alloc_tres" in s.column_names else np.zeros(s.num_rows))
@@ -1057,7 +1104,7 @@ def _step_gpu_util(steps: pa.Table, check: bool = False) -> _StepUse:
     unread = int((~np.isnan(u) & ~known).sum())
     clusters = pc.fill_null(s["cluster"], "").combine_chunks() if "cluster" in s.column_names else \
         _blank(s.num_rows)
-    return _StepUse(ids, per_gpu, m, clusters, unread)
+    return _StepUse(ids, per_gpu, m, clusters, unread, jobs)
 
 
 def _split_multi_type(frame: pd.DataFrame, alloc: np.ndarray, multi: np.ndarray) -> pd.DataFrame:
