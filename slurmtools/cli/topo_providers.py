@@ -129,10 +129,11 @@ def detect_kind(text: str) -> str | None:
 def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Optional[str] = None,
           exclude_hca: tuple[str, ...] = (), exclude_switch: tuple[str, ...] = (), nvlink: Optional[str] = None,
           warn=None, gpu_type: Optional[str] = None, threads_per_core: Optional[int] = None,
-          topology_name: Optional[str] = None):
+          topology_name: Optional[str] = None, pair_nvlink: bool = False):
     """Read `path` with the provider `kind` into a Topology. `gpu_type` and `threads_per_core` are the admin's
     statements for one-node inputs that do not carry them; `topology_name` picks one topology of a
-    topology.yaml (default: its cluster default)."""
+    topology.yaml (default: its cluster default); `pair_nvlink` refuses an `nvlink` file that cannot be of the
+    topo -m file's node (`topo import` asks for it; the fuzz suite reads every status file beside one 8-GPU node)."""
     from slurmtools.errors import ParseError
 
     text = _read(path)
@@ -140,8 +141,10 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
         from slurmtools.topology import nvsmi
 
         status = nvsmi.parse_nvlink_status(_read(nvlink), nvlink) if nvlink else ()
-        return nvsmi.to_topology(nvsmi.parse_topo_matrix(text, path), host or Path(path).stem.split(".")[0],
-                                 status, gpu_type, threads_per_core)
+        matrix = nvsmi.parse_topo_matrix(text, path)
+        if nvlink and pair_nvlink:
+            nvsmi.check_nvlink_pairing(matrix, status, nvlink)
+        return nvsmi.to_topology(matrix, host or Path(path).stem.split(".")[0], status, gpu_type, threads_per_core)
     if kind == "ibnetdiscover":
         from slurmtools.topology import ibnet
 
@@ -322,7 +325,8 @@ def _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvl
 
     warnings: list[str] = []
     t = build(kind, file, host, hostname_pattern, tuple(exclude_hca), tuple(exclude_switch), nvlink,
-              warn=warnings.append, gpu_type=gpu_type, threads_per_core=threads_per_core, topology_name=topology)
+              warn=warnings.append, gpu_type=gpu_type, threads_per_core=threads_per_core, topology_name=topology,
+              pair_nvlink=True)
     for w in warnings:
         typer.echo(f"slurmtools: warning: {w}", err=True)
     # The hosts with an inside to describe (GPUs, or facts the source left unknown), in name order: picked in

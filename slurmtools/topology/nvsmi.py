@@ -209,7 +209,8 @@ def _capture_prefix(content: str, kinds: tuple[str, ...] | None = None) -> list[
     return parts
 
 
-def _unprefix(lines: list[tuple[int, str]], source: str) -> list[tuple[int, str]] | None:
+def _unprefix(lines: list[tuple[int, str]], source: str, start: re.Pattern = _HEADER_START,
+              table: re.Pattern = _TABLE_LINE, what: str = "a topo -m table") -> list[tuple[int, str]] | None:
     """The lines without the prefix a gathering tool put before each (srun -l, pdsh, clush, docker compose logs,
     CI timestamps), columns kept; None when no header line carries one. Every line with the header's prefix kind is
     compared with it: a table line under another task or host means several nodes' outputs in one capture, which
@@ -217,7 +218,7 @@ def _unprefix(lines: list[tuple[int, str]], source: str) -> list[tuple[int, str]
     first = None
     for n, (_, content) in enumerate(lines):
         parts = _capture_prefix(content)
-        if parts and _HEADER_START.match(content[parts[-1][2]:].lstrip()):
+        if parts and start.match(content[parts[-1][2]:].lstrip()):
             first = n, parts
             break
     if first is None:
@@ -233,8 +234,8 @@ def _unprefix(lines: list[tuple[int, str]], source: str) -> list[tuple[int, str]
             continue
         end = mine[-1][2]
         if tuple(key for _, key, _ in mine) != keys:
-            if _TABLE_LINE.match(content[end:]):
-                raise ParseError(source, n + 1, _several_nodes(lines[at][1], parts, content, mine), off + 1)
+            if table.match(content[end:]):
+                raise ParseError(source, n + 1, _several_nodes(lines[at][1], parts, content, mine, what), off + 1)
             out.append((off, content))
             continue
         out.append((off + end, content[end:]))
@@ -252,7 +253,8 @@ def prefixed_header(text: str) -> bool:
     return False
 
 
-def _several_nodes(header: str, parts: list[tuple[str, str, int]], other: str, mine: list[tuple[str, str, int]]) -> str:
+def _several_nodes(header: str, parts: list[tuple[str, str, int]], other: str, mine: list[tuple[str, str, int]],
+                   what_table: str = "a topo -m table") -> str:
     """The refusal of a capture that holds the outputs of several tasks or hosts, with the grep that keeps one."""
     keyed = next(i for i, (kind, _, _) in enumerate(parts) if kind != "timestamp")
     start = parts[keyed - 1][2] if keyed else 0
@@ -261,7 +263,7 @@ def _several_nodes(header: str, parts: list[tuple[str, str, int]], other: str, m
     what = {"task": "srun tasks", "host": "hosts", "service": "services"}[parts[keyed][0]]
     anchor = "^" if not keyed else ""
     return (f"the capture holds several nodes' outputs ({what} {this.strip()!r} and {that.strip()!r} both print "
-            f"a topo -m table); import one node's (e.g. `grep '{anchor}{this}'` for the first)")
+            f"{what_table}); import one node's (e.g. `grep '{anchor}{this}'` for the first)")
 
 
 def _tokens(content: str, off: int) -> list[tuple[int, str]]:
@@ -601,12 +603,16 @@ def _nic_legend(lines, start, source) -> tuple[dict[int, str], int]:
 
 @dataclass(frozen=True)
 class GpuNvlinks:
-    """One GPU's NVLinks from `nvidia-smi nvlink -s`: per link its GB/s, None when inactive."""
+    """One GPU's NVLinks from `nvidia-smi nvlink -s`: per link its GB/s, None when inactive. `state` is "listed"
+    (the links, if any, are the lines under the GPU), "inactive" (NVML said all links are inactive and not how
+    many there are) or "unsupported" (NVML said the GPU has no NVLink)."""
 
     index: int
     name: str
     uuid: str
     links: tuple[tuple[int, float | None], ...] = field(default=())
+    state: str = "listed"
+    line: int = field(default=0, compare=False)   # the `GPU <n>:` line, for messages naming it
 
     @property
     def active(self) -> int:
@@ -618,38 +624,96 @@ class GpuNvlinks:
 
 
 _GPU_LINE = re.compile(r"^GPU ([0-9]{1,9}): (.*?) \(UUID: ([^)]*)\)\s*$")
-_LINK_LINE = re.compile(r"^Link ([0-9]{1,9}): (?:([0-9]{1,9}(?:\.[0-9]{1,9})?) GB/s|<inactive>)\s*$")
+# Older drivers print an inactive link as `<inactive>`, some newer ones and health-check rewrites of the output as
+# `Inactive` (Azure/azhpc-diagnostics#73, Azure/azurehpc-health-checks#132).
+_LINK_LINE = re.compile(r"^Link ([0-9]{1,9}): (?:([0-9]{1,9}(?:\.[0-9]{1,9})?) GB/s|(<inactive>|[Ii]nactive))\s*$")
+# What NVML prints under a GPU instead of its links (leptonai/gpud#1085, NVIDIA/open-gpu-kernel-modules#1150: all
+# links down, no count given; PCIe cards: not supported). The case of `NVLink`/`Nvlink` differs between drivers.
+_NVML_NO_LINKS = re.compile(r"^NVML: ?Unable to retrieve NVLink information(?: as all links are inactive|"
+                            r"(: Not Supported))\.?\s*$", re.I)
+# A line that starts one GPU's output, or continues it, behind a capture prefix (srun -l, pdsh, timestamps).
+_STATUS_START = re.compile(r"GPU [0-9]{1,9}: .*\(UUID: ")
+_STATUS_LINE = re.compile(r"^\s*(?:GPU [0-9]{1,9}: |Link [0-9]{1,9}: |NVML: )")
 
 
 def parse_nvlink_status(text: str, source: str = "<nvidia-smi nvlink -s>") -> tuple[GpuNvlinks, ...]:
-    """Read `nvidia-smi nvlink -s`. Elided lines (`[...]`) are refused: the link count would be wrong."""
+    """Read `nvidia-smi nvlink -s`. Elided lines (`[...]`) are refused: the link count would be wrong. So are a
+    GPU listed twice and links not numbered from 0 (`-l` output, or two runs in one file): each would make a
+    link count no node has."""
+    lines = _lines(text)
+    if not any(_GPU_LINE.match(c.strip()) for _, c in lines):
+        lines = _unprefix(lines, source, _STATUS_START, _STATUS_LINE, "`nvlink -s` output") or lines
     gpus: list[GpuNvlinks] = []
     cur: dict | None = None
-    for n, (off, content) in enumerate(_lines(text), start=1):
+    seen: dict[int, int] = {}
+    for n, (off, content) in enumerate(lines, start=1):
         s = content.strip()
         if not s or s.startswith("$") or "nvidia-smi" in s:
             continue
+        col = off + len(content) - len(content.lstrip()) + 1
         m = _GPU_LINE.match(s)
         if m:
             if cur:
                 gpus.append(GpuNvlinks(**cur))
-            cur = {"index": int(m.group(1)), "name": m.group(2), "uuid": m.group(3), "links": ()}
+            index = int(m.group(1))
+            if index in seen:
+                raise ParseError(source, n, f"GPU {index} is listed twice (lines {seen[index]} and {n}): two runs "
+                                            f"or two nodes in one file; keep one node's one run", col)
+            seen[index] = n
+            cur = {"index": index, "name": m.group(2), "uuid": m.group(3), "links": (), "line": n}
             continue
-        col = off + len(content) - len(content.lstrip()) + 1
-        if s in ("[...]", "...", "[..]"):
+        if s in ("[...]", "...", "[..]", "\u2026", "[\u2026]"):
             raise ParseError(source, n, "lines were elided here ([...]); the link count cannot be known", col)
+        m = _NVML_NO_LINKS.match(s)
+        if m:
+            if cur is None or cur["links"] or cur.get("state"):
+                where = "before any `GPU <n>:` line" if cur is None else f"under GPU {cur['index']}'s links"
+                raise ParseError(source, n, f"NVML's message stands {where}: which GPU it is about is not stated "
+                                            f"(capture `nvidia-smi nvlink -s` without -i)", col)
+            cur["state"] = "unsupported" if m.group(1) else "inactive"
+            continue
         m = _LINK_LINE.match(s)
         if not m or cur is None:
             raise ParseError(source, n, "expected `GPU <n>: <name> (UUID: ...)` or `Link <n>: <GB/s> GB/s`", col)
+        if cur.get("state"):
+            raise ParseError(source, n, f"a link line after NVML said GPU {cur['index']} has no NVLink "
+                                        f"information", col)
         link = (int(m.group(1)), float(m.group(2)) if m.group(2) else None)
-        if cur["links"] and link[0] != cur["links"][-1][0] + 1:
-            raise ParseError(source, n, f"expected Link {cur['links'][-1][0] + 1}, found Link {link[0]}", col)
+        want = cur["links"][-1][0] + 1 if cur["links"] else 0
+        if link[0] != want:
+            raise ParseError(source, n, f"expected Link {want}, found Link {link[0]}", col)
         cur["links"] = cur["links"] + (link,)
     if cur:
         gpus.append(GpuNvlinks(**cur))
     if not gpus:
         raise ParseError(source, None, "no `GPU <n>: ...` lines: not `nvidia-smi nvlink -s` output")
     return tuple(gpus)
+
+
+def check_nvlink_pairing(m: TopoMatrix, status: tuple[GpuNvlinks, ...], status_source: str) -> None:
+    """Refuse an `nvlink -s` file that cannot be the same node as the topo -m file: other GPU indices (another
+    node, or `-i` picked some GPUs), or a GPU that topo -m shows on NVLink while the status gives it no active
+    link. Taking its speeds or names for this node would state facts about another."""
+    mine = sorted(g.index for g in m.gpus)
+    theirs = sorted(g.index for g in status)
+    if mine != theirs:
+        def show(ix: list[int]) -> str:
+            return ", ".join(map(str, ix)) if ix else "none"
+        raise ParseError(status_source, None, f"lists GPUs {show(theirs)} but {m.source} has GPUs {show(mine)}: "
+                                              f"not the same node, or `-i` picked GPUs; give `nvidia-smi nvlink -s` "
+                                              f"of all GPUs of the topo -m node")
+    if m.pcie_only:
+        return
+    for g in status:
+        a = f"GPU{g.index}"
+        peers = [(b.label, m.link(a, b.label).nvlinks) for b in m.gpus if b.label != a]
+        peer, most = max(peers, key=lambda p: p[1], default=("", 0))
+        if most and not g.active:
+            said = {"inactive": "NVML says all its links are inactive", "unsupported": "NVML says no NVLink",
+                    "listed": "no active link is listed"}[g.state]
+            raise ParseError(status_source, g.line or None, f"GPU {g.index}: {said}, but {m.source} shows NV{most} "
+                                                            f"between {a} and {peer}: the files are of different "
+                                                            f"nodes or times")
 
 
 # ---------------------------------------------------------------- into the graph
