@@ -237,11 +237,48 @@ def _is_torch(obj: Any) -> bool:
     return False
 
 
+def _json_exact(obj: Any) -> None:
+    """Refuse, naming where, what JSON would not give back as saved: a resumed run would get `{"3": ...}` for
+    `{3: ...}` and a list for a tuple without a word, and keys of mixed types or an object JSON cannot write made
+    `json.dumps` raise a TypeError in the middle of training. Finite and non-finite floats, bools, None, str, int,
+    lists and str-keyed dicts come back as saved."""
+    stack: list[tuple[Any, str]] = [(obj, "state")]
+    while stack:
+        o, at = stack.pop()
+        if o is None or isinstance(o, (bool, int, float, str)):
+            continue
+        if isinstance(o, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(o))
+        elif isinstance(o, dict):
+            for k, v in o.items():
+                if not isinstance(k, str):
+                    raise CheckpointError(f"checkpoint: {at}: key {_shown(k)} ({type(k).__name__}) would load back "
+                                          f"from JSON as the string {_shown(str(k))}: use str keys, or fmt='pickle'")
+                stack.append((v, f"{at}[{_shown(k)}]"))
+        else:
+            what = "a tuple would load back from JSON as a list" if isinstance(o, tuple) else \
+                f"a {type(o).__name__} is not JSON"
+            raise CheckpointError(f"checkpoint: {at}: {what}: use lists, dicts, str, numbers, bools and None, or "
+                                  f"fmt='pickle'")
+
+
+def _shown(v: Any) -> str:
+    """A value for a one-line message, cut short."""
+    try:
+        r = repr(v)
+    except ValueError:  # an int of more digits than Python converts
+        return "a number too long to show"
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
 def _formats(fmt: str) -> tuple[str, Saver, Loader]:
     if fmt == "pickle":
         return "pkl", (lambda o, f: pickle.dump(o, f, protocol=pickle.HIGHEST_PROTOCOL)), pickle.load
     if fmt == "json":
-        return "json", (lambda o, f: f.write(json.dumps(o, sort_keys=True).encode())), (lambda f: json.loads(f.read()))
+        def save_json(o, f):
+            _json_exact(o)
+            f.write(json.dumps(o, sort_keys=True).encode())
+        return "json", save_json, (lambda f: json.loads(f.read()))
     if fmt == "torch":
         def save(o, f):
             import torch

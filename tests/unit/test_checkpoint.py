@@ -522,3 +522,31 @@ def test_a_save_at_the_stop_says_how_long_it_took_and_when_it_outlasts_the_lead(
     assert len(slow) == (1 if too_slow else 0), r.stdout
     if too_slow:
         assert "more than the signal lead of 1 s (SLURMTOOLS_SIGNAL_LEAD)" in slow[0]
+
+
+@pytest.mark.parametrize("state,words", [
+    ({"opt": {3: 0.1}}, "checkpoint: state['opt']: key 3 (int) would load back from JSON as the string '3': use str "
+                        "keys, or fmt='pickle'"),
+    ({"rng": (1, 2)}, "checkpoint: state['rng']: a tuple would load back from JSON as a list: use lists, dicts, "
+                      "str, numbers, bools and None, or fmt='pickle'"),
+    ({"k": {1: 0, "a": 1}}, "checkpoint: state['k']: key 1 (int) would load back from JSON as the string '1'"),
+    ({"seen": [{1, 2}]}, "checkpoint: state['seen'][0]: a set is not JSON"),
+])
+def test_json_refuses_what_it_would_not_give_back_as_saved(tmp_path, state, words):
+    """fmt="json" loaded `{3: ...}` back as `{"3": ...}` and tuples as lists without a word, and keys of mixed types
+    raised a TypeError from json.dumps mid-training: each is refused at save, naming where, and nothing is written."""
+    ck = C.Checkpointer(tmp_path, fmt="json", install=False)
+    with pytest.raises(C.CheckpointError) as e:
+        ck.save(state, 1)
+    assert str(e.value).startswith(words), str(e.value)
+    assert not any(p.name.startswith("ckpt-") for p in tmp_path.iterdir())
+
+
+def test_json_gives_back_what_it_takes(tmp_path):
+    state = {"step": 7, "lr": 1e-3, "nan": float("nan"), "ok": True, "none": None, "hist": [1, [2.5, "x"]],
+             "nested": {"a": {"b": []}}}
+    ck = C.Checkpointer(tmp_path, fmt="json", install=False)
+    ck.save(state, 7)
+    got = C.Checkpointer(tmp_path, fmt="json", install=False).load()
+    assert got["hist"] == state["hist"] and got["nested"] == state["nested"] and got["step"] == 7
+    assert got["nan"] != got["nan"] and got["ok"] is True and got["none"] is None
