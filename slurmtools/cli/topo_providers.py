@@ -366,6 +366,10 @@ def capture_cmd(out: Optional[str] = typer.Option(None, "--out", help="Write the
     """Record what NVML reports about this node's GPUs into a JSON capture."""
     import json
 
+    from slurmtools.topology.nvml_capture import is_host_name
+
+    if hostname is not None and not is_host_name(hostname):
+        fail(f"--hostname: expected a host name (one printable word), got {hostname[:40]!r}")
     try:
         import pynvml
     except ImportError:

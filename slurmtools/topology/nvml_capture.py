@@ -129,7 +129,7 @@ class NvmlCapture:
         for k, note in enumerate(notes):
             top.need(notes, "notes", k, str)
         hostname = top.need(data, "", "hostname", str)
-        if not hostname or not hostname.isprintable() or any(c.isspace() for c in hostname):
+        if not is_host_name(hostname):
             raise ParseError(source, None, f"hostname: expected a host name, found {_shown(hostname)}")
         return cls(hostname, top.need(data, "", "driver", str), tuple(gpus), tuple(tuple(r) for r in anc), FORMAT,
                    tuple(notes))
@@ -253,6 +253,12 @@ def _text(v: Any) -> str:
 
 def _bits(mask, width: int = 64) -> tuple[int, ...]:
     return tuple(w * width + b for w, word in enumerate(mask) for b in range(width) if int(word) >> b & 1)
+
+
+def is_host_name(name: str) -> bool:
+    """What a capture may name its host: one printable word (the reader refuses anything else, so `topo capture
+    --hostname` must too, or it would write a capture no import reads)."""
+    return bool(name) and name.isprintable() and not any(c.isspace() for c in name)
 
 
 def capture(hostname: str | None = None) -> NvmlCapture:

@@ -141,3 +141,13 @@ def test_damaged_gzip_is_refused_in_one_line(tmp_path):
     p.write_bytes(data[:100] + bytes(b ^ 0xFF for b in data[100:200]) + data[200:])
     with pytest.raises(ConfigError, match=f"^{p}: cannot read: Error -3 while decompressing data"):
         build("ibnetdiscover", str(p))
+
+
+@pytest.mark.parametrize("name", ["a b", "", "x\ty", "gpu01\n"])
+def test_capture_refuses_a_hostname_its_reader_refuses(name):
+    """`topo capture --hostname` wrote any name, and `topo import --from capture` then refused the file it wrote
+    (`hostname: expected a host name`): the name is refused before NVML is asked, in one line."""
+    from tests.hostile.site_check_support import refusal
+
+    assert refusal("topo", "capture", "--hostname", name) == (
+        f"--hostname: expected a host name (one printable word), got {name!r}")
