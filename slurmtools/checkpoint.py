@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, NoReturn
 
-from slurmtools.errors import SlurmtoolsError
+from slurmtools.errors import SlurmtoolsError, shown
 
 PREFIX = "ckpt-"
 _NAME = re.compile(r"^ckpt-(\d{12})\.(pkl|json|bin|pt)$")
@@ -252,23 +252,14 @@ def _json_exact(obj: Any) -> None:
         elif isinstance(o, dict):
             for k, v in o.items():
                 if not isinstance(k, str):
-                    raise CheckpointError(f"checkpoint: {at}: key {_shown(k)} ({type(k).__name__}) would load back "
-                                          f"from JSON as the string {_shown(str(k))}: use str keys, or fmt='pickle'")
-                stack.append((v, f"{at}[{_shown(k)}]"))
+                    raise CheckpointError(f"checkpoint: {at}: key {shown(k)} ({type(k).__name__}) would load back "
+                                          f"from JSON as the string {shown(str(k))}: use str keys, or fmt='pickle'")
+                stack.append((v, f"{at}[{shown(k)}]"))
         else:
             what = "a tuple would load back from JSON as a list" if isinstance(o, tuple) else \
                 f"a {type(o).__name__} is not JSON"
             raise CheckpointError(f"checkpoint: {at}: {what}: use lists, dicts, str, numbers, bools and None, or "
                                   f"fmt='pickle'")
-
-
-def _shown(v: Any) -> str:
-    """A value for a one-line message, cut short."""
-    try:
-        r = repr(v)
-    except ValueError:  # an int of more digits than Python converts
-        return "a number too long to show"
-    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def _formats(fmt: str) -> tuple[str, Saver, Loader]:

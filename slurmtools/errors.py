@@ -13,6 +13,15 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def shown(value: object) -> str:
+    """A value for a one-line message: its repr, cut short (a file or a caller may hand over anything)."""
+    try:
+        r = repr(value)
+    except ValueError:  # an int of more digits than Python converts
+        return "a number too long to show"
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
 def unknown_key(key: str, known: list[str]) -> str:
     """What to say about a key a file format does not know: a typo must not pass silently, so name the nearest
     known key and all of them (`unknown key (did you mean nodes?; keys here: switch, children, nodes)`)."""

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from slurmtools.errors import SlurmtoolsError
 from slurmtools.slack_settings import DAYS, DEFAULT_CACHE, PriceWindow, SlackSettings  # noqa: F401  (re-exported)
-from slurmtools.slack_settings import _shown  # one way to show a value of the file in a line
+from slurmtools.errors import shown as _shown  # one way to show a value of the file in a line
 
 MODES = ("light", "moderate", "heavy")
 #: the cached file's format tag; a reader refuses another one rather than guess at its fields

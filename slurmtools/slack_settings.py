@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from slurmtools.durations import TIME_LIMIT_MAX
+from slurmtools.errors import shown as _shown
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -101,15 +102,6 @@ class SlackSettings:
     def window_at(self, t: datetime) -> PriceWindow | None:
         """The first window open at `t` (site order), or None."""
         return next((w for w in self.windows if w.active(t)), None)
-
-
-def _shown(v: Any) -> str:
-    """A value for a one-line message: its repr, cut short (a file may hold anything)."""
-    try:
-        r = repr(v)
-    except ValueError:  # an int of more digits than Python converts
-        return "a number too long to show"
-    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def _bounded_whole(d: Mapping[str, Any], key: str, lo: int, hi: int = 1 << 53, at: str = "") -> int:
