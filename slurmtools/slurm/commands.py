@@ -58,6 +58,24 @@ def installed_version(env: Mapping[str, str] | None = None) -> str:
     return m.group(1)
 
 
+#: what a user's environment may set that changes what Slurm's commands print, which this backend parses: the
+#: commands' own option variables (SQUEUE_FORMAT, SQUEUE_PARTITION, SINFO_SORT, SACCT_FEDERATION, ...: formats,
+#: filters and sort orders, documented in each command's ENVIRONMENT VARIABLES), and SLURM_BITSTR_LEN (array task
+#: lists cut short); SLURM_TIME_FORMAT (`relative`, `%a %T`, ...) is set to `standard` instead: measured with sacct
+#: on 22.05.8, `relative` prints `03:17:17` for a time of today, and every row of a report was bad
+_OUTPUT_ENV_PREFIXES = ("SQUEUE_", "SINFO_", "SACCT_", "SACCTMGR_", "SCONTROL_", "SPRIO_", "SSHARE_", "SSTAT_",
+                        "SREPORT_")
+_OUTPUT_ENV = ("SLURM_BITSTR_LEN",)
+
+
+def command_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` as Slurm's commands must see it for their output to read as this backend reads it (see above); the
+    rest (PATH, SLURM_CONF, SLURM_CLUSTERS, sbatch's own SBATCH_* defaults) is passed on as the user set it."""
+    out = {k: v for k, v in env.items() if not k.startswith(_OUTPUT_ENV_PREFIXES) and k not in _OUTPUT_ENV}
+    out["SLURM_TIME_FORMAT"] = "standard"
+    return out
+
+
 class CommandBackend(Backend):
     name = "commands"
 
@@ -85,7 +103,7 @@ class CommandBackend(Backend):
         if conf and not os.path.exists(conf):
             raise SlurmUnavailable(cmd[0], f"SLURM_CONF={conf}: no such file (no Slurm configuration to reach the "
                                            "cluster with)")
-        full_env = dict(self.env)
+        full_env = command_env(self.env)
         if env:
             full_env.update(env)
         try:

@@ -193,3 +193,33 @@ def test_pyslurm_hands_what_it_cannot_carry_to_sbatch(lab):
         assert "Switches=1@00:01:00" in rec and "NumNodes=2" in rec, rec
     finally:
         lab.sh(f"scancel {j}", check=False)
+
+
+#: what a user's shell may export that changes what Slurm's commands print (each command's ENVIRONMENT VARIABLES)
+USER_OUTPUT_ENV = {"SLURM_TIME_FORMAT": "relative", "SQUEUE_FORMAT": "%i", "SQUEUE_SORT": "-i",
+                   "SQUEUE_PARTITION": "nonexistent", "SQUEUE_STATES": "PENDING", "SINFO_PARTITION": "nonexistent",
+                   "SINFO_FORMAT": "%P", "SACCT_FEDERATION": "1", "SLURM_BITSTR_LEN": "3"}
+
+
+def test_a_users_slurm_output_variables_do_not_change_what_is_read(lab):
+    """`SLURM_TIME_FORMAT=relative` in a user's shell made sacct print `03:17:17` for today's times and every row of
+    `slurmtools report` bad; SQUEUE_/SINFO_ variables filter and reformat what squeue and sinfo print. The command
+    backend runs Slurm's commands with its own output settings: what it reads equals what a clean shell reads."""
+    clean = get_backend("commands", env=lab.env)
+    dirty = get_backend("commands", env={**lab.env, **USER_OUTPUT_ENV})
+    held = clean.submit(SCRIPT.format(body="sleep 1"), ["-H", "--array=0-9", "--gres=gpu:h100:1", "-J", "env-held"],
+                        cwd=str(lab.jobs_dir))
+    done = clean.submit(SCRIPT.format(body="true"), ["--gres=gpu:h100:1", "-J", "env-done"], cwd=str(lab.jobs_dir))
+    try:
+        _wait(lambda: any(j.job_id_raw == done for j in clean.accounting(datetime.now() - timedelta(hours=1),
+                                                                   datetime.now() + timedelta(hours=1), [done])
+                          if j.state == "COMPLETED"), f"job {done} to complete")
+        since, until = datetime.now() - timedelta(hours=1), datetime.now() + timedelta(hours=1)
+        assert dirty.accounting(since, until, [held, done]) == clean.accounting(since, until, [held, done])
+        text = dirty.accounting_dump(since, until, job_ids=[done])
+        assert text == clean.accounting_dump(since, until, job_ids=[done]) and "T" in text.splitlines()[1], text
+        assert sorted(j.job_id for j in dirty.jobs()) == sorted(j.job_id for j in clean.jobs())
+        assert [(n.name, n.state) for n in dirty.nodes()] == [(n.name, n.state) for n in clean.nodes()]
+        assert dirty.partitions() == clean.partitions()
+    finally:
+        clean.cancel(held)
