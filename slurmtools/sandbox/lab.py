@@ -30,6 +30,15 @@ NEVER = ("QOSMax", "AssocMax", "PartitionConfig", "PartitionTimeLimit", "Partiti
          "InvalidAccount", "InvalidQOS", "AccountNotAllowed", "QOSNotAllowed", "BadConstraints", "Resources")
 
 
+def _replay_env(env) -> dict:
+    """The admin's environment as the sandbox's Slurm commands get it: without what changes what they print
+    (`slurm.commands.command_env`), and without sbatch's SBATCH_* defaults, which would add the admin's own
+    partition, account or limits to every replayed job."""
+    from slurmtools.slurm.commands import command_env
+
+    return {k: v for k, v in command_env(env).items() if not k.startswith("SBATCH_")}
+
+
 class SandboxError(SlurmtoolsError):
     """The sandbox could not be brought up or fed; the message names the step and where its log is."""
 
@@ -76,10 +85,10 @@ class SandboxLab:
         self.clock_origin: float | None = None
         self.lab_dir = workdir / "lab"
         self.log = workdir / "lab-up.log"
-        self.env = dict(os.environ)
+        self.env = _replay_env(os.environ)
 
     def _lab_env(self) -> dict:
-        env = dict(os.environ)
+        env = _replay_env(os.environ)
         env.update(SLURMTOOLS_SITE=str(self.site_file), SLURMTOOLS_LAB_DIR=str(self.lab_dir),
                    SLURMTOOLS_LAB_PORT_OFFSET=str(self.port_offset), SLURMTOOLS_LAB_SLURM=self.release,
                    SLURMTOOLS_LAB_CONF_OVERRIDES=str(self.overrides))
