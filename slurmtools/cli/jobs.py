@@ -16,6 +16,15 @@ templates_app = typer.Typer(help="List and show the job templates (bundled, site
                             no_args_is_help=True)
 
 
+def sbatch_env(environ) -> tuple[dict[str, str], list[str]]:
+    """The environment `slurmtools submit` runs sbatch in, and the names left out: every SBATCH_* input variable.
+    sbatch takes them over the script's #SBATCH lines, so a shell's `SBATCH_PARTITION` or `SBATCH_TIMELIMIT` sent
+    the job elsewhere than planned, and `SBATCH_SIGNAL` undid the checkpoint wiring, past the admission check the
+    CLI made on the plan."""
+    dropped = sorted(k for k in environ if k.startswith("SBATCH_"))
+    return {k: v for k, v in environ.items() if not k.startswith("SBATCH_")}, dropped
+
+
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan)
     app.command("submit")(submit)
@@ -159,7 +168,12 @@ def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt,
         fail(problems[0], code=2)
     preflight_msg = _preflight(script, req, site, state.backend)
     cwd = req.workdir or os.getcwd()
-    job_id = state.backend.submit(script, options=(), env=dict(os.environ), cwd=cwd)
+    sub_env, dropped = sbatch_env(os.environ)
+    if dropped:
+        typer.echo(f"slurmtools: warning: not passed to sbatch: {', '.join(dropped)} (your environment's sbatch "
+                   f"defaults would override the plan's #SBATCH directives, which are the whole request; give "
+                   f"what you want as slurmtools submit options)", err=True)
+    job_id = state.backend.submit(script, options=(), env=sub_env, cwd=cwd)
     out = p.output.replace("%x", p.request.name).replace("%j", str(job_id)).replace("%A", str(job_id))
     out_path = out if os.path.isabs(out) else os.path.join(cwd, out)
     if json_out:

@@ -25,7 +25,8 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def submit(self, script: str, options: Sequence[str] = (), env: Mapping[str, str] | None = None,
                cwd: str | None = None) -> int:
-        """Submit a batch script (its text) with extra sbatch options; return the job id."""
+        """Submit a batch script (its text) with extra sbatch options; return the job id. `env`: the environment
+        sbatch runs in and the job gets, whole (default: this backend's), so that a caller can leave a variable out."""
 
     @abc.abstractmethod
     def cancel(self, job_id: int, signal: str | None = None) -> None: ...

@@ -94,8 +94,10 @@ class CommandBackend(Backend):
 
     # -- running commands -------------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], input: str | None = None, timeout: float | None = None,
-            cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
-        """Run a Slurm command; return stdout. Raise SlurmError with Slurm's own stderr on failure."""
+            cwd: str | None = None, env: Mapping[str, str] | None = None, whole_env: bool = False) -> str:
+        """Run a Slurm command; return stdout. Raise SlurmError with Slurm's own stderr on failure. `env` is added
+        to this backend's environment (`command_env`: what the command prints reads as parsed), or with `whole_env`
+        is the whole environment, as given (sbatch, whose job inherits it)."""
         cmd = list(argv)
         if shutil.which(cmd[0], path=self.env.get("PATH")) is None:
             raise SlurmUnavailable(cmd[0], f"{cmd[0]}: command not found (is Slurm's client installed and on PATH?)")
@@ -103,9 +105,12 @@ class CommandBackend(Backend):
         if conf and not os.path.exists(conf):
             raise SlurmUnavailable(cmd[0], f"SLURM_CONF={conf}: no such file (no Slurm configuration to reach the "
                                            "cluster with)")
-        full_env = command_env(self.env)
-        if env:
-            full_env.update(env)
+        if whole_env and env is not None:  # sbatch: the job gets it as it is, the user's own variables included
+            full_env = dict(env)
+        else:
+            full_env = command_env(self.env)
+            if env:
+                full_env.update(env)
         try:
             p = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout or self.timeout,
                                cwd=cwd, env=full_env)
@@ -145,7 +150,8 @@ class CommandBackend(Backend):
 
     def submit(self, script: str, options: Sequence[str] = (), env: Mapping[str, str] | None = None,
                cwd: str | None = None) -> int:
-        out = self.run(["sbatch", "--parsable", *options], input=script, cwd=cwd, env=env).strip()
+        out = self.run(["sbatch", "--parsable", *options], input=script, cwd=cwd,
+                       env=dict(self.env if env is None else env), whole_env=True).strip()
         try:
             return int(out.splitlines()[-1].split(";")[0])
         except (ValueError, IndexError):

@@ -148,9 +148,7 @@ class PyslurmBackend(CommandBackend):
             return super().submit(script, options, env=env, cwd=cwd)
         import pyslurm
 
-        merged = dict(self.env)
-        if env is not None:
-            merged.update(env)
+        merged = dict(self.env if env is None else env)
         kwargs.setdefault("working_directory", cwd or os.getcwd())
         try:
             desc = pyslurm.JobSubmitDescription(script=script, environment=merged, **kwargs)

@@ -362,3 +362,20 @@ def test_cli_submit_end_to_end(lab, site, clean):
     bad = lab.sh(f"cd {d} && {sys.executable} -m slurmtools submit --gpus 40 --tier standard -- true",
                  user="labuser", check=False)
     assert bad.returncode == 2 and "over tier standard's 32" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_submit_keeps_the_plan_against_the_users_sbatch_variables(lab, site, clean):
+    """sbatch takes SBATCH_* variables over the script's #SBATCH lines: a shell's SBATCH_PARTITION, SBATCH_TIMELIMIT
+    or SBATCH_QOS sent `slurmtools submit`'s job elsewhere than planned and checked. They are not passed to sbatch,
+    and one warning names them; the job Slurm holds is the planned one."""
+    d = workdir(lab)
+    cmd = (f"cd {d} && export SBATCH_PARTITION=nonexistent SBATCH_TIMELIMIT=1 SBATCH_QOS=scavenger && "
+           f"{sys.executable} -m slurmtools submit --gpus 1 --tier production --name envjob --output-dir {d} "
+           f"--time 7m -- sleep 1")
+    p = lab.sh(cmd, user="labuser", check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    warn = [ln for ln in p.stderr.splitlines() if ln.startswith("slurmtools: warning: not passed to sbatch: ")]
+    assert len(warn) == 1 and "SBATCH_PARTITION, SBATCH_QOS, SBATCH_TIMELIMIT" in warn[0], p.stderr
+    job = int(p.stdout.split("submitted job ")[1].split(":")[0])
+    fields = dict(tok.split("=", 1) for tok in lab.sh(f"scontrol show job -o {job}").stdout.split() if "=" in tok)
+    assert (fields["Partition"], fields["QOS"], fields["TimeLimit"]) == ("gpu", "production", "00:07:00"), fields
