@@ -277,19 +277,25 @@ def test_mode_and_windows_survive_a_checkpoint_and_resume(tmp_path, monkeypatch)
     assert ModeState.from_dict(saved["slack"]["state"]).mode == "heavy"
 
 
-def test_windows_are_not_written_into_a_scratch_folder_others_can_write(tmp_path, monkeypatch):
-    monkeypatch.setenv("SLURM_JOB_ID", "77")
+def _run_beside_a_planted_scratch_folder(tmp_path, monkeypatch, job: str, **loop_kw) -> Path:
+    """A loop of job `job` run to its close while its scratch folder is one others can write; that folder."""
+    monkeypatch.setenv("SLURM_JOB_ID", job)
     monkeypatch.setenv("SLURMTOOLS_SCRATCH_PATTERN", str(tmp_path / "scratch-{job_id}"))
     monkeypatch.delenv("SLURMTOOLS_SLACK_WINDOWS", raising=False)
-    planted = tmp_path / "scratch-77"
+    planted = tmp_path / f"scratch-{job}"
     planted.mkdir()
     planted.chmod(0o777)
     sc = Script(tmp_path, SlackSettings(poll_interval=1, polls=1))
     sc.set_idle(90)
-    said = []
-    loop = SlackLoop(sc.slack(), every=5, log=said.append)
+    loop = SlackLoop(sc.slack(), every=5, **loop_kw)
     loop.step(0)
     loop.close(3)
+    return planted
+
+
+def test_windows_are_not_written_into_a_scratch_folder_others_can_write(tmp_path, monkeypatch):
+    said = []
+    planted = _run_beside_a_planted_scratch_folder(tmp_path, monkeypatch, "77", log=said.append)
     assert not (planted / "slack-windows.json").exists()
     assert any("writable by group or others" in m for m in said), said
 
@@ -298,18 +304,8 @@ def test_windows_are_not_written_into_a_scratch_folder_others_can_write(tmp_path
 def test_without_a_log_rank_zero_says_an_unwritten_windows_file_on_stderr(tmp_path, monkeypatch, capsys, rank):
     """The default log: a windows file that could not be written is said on rank 0's stderr (the job's error
     file), once per rank-0 job, and the other ranks, which write nothing, say nothing."""
-    monkeypatch.setenv("SLURM_JOB_ID", "78")
     monkeypatch.setenv("RANK", rank)
-    monkeypatch.setenv("SLURMTOOLS_SCRATCH_PATTERN", str(tmp_path / "scratch-{job_id}"))
-    monkeypatch.delenv("SLURMTOOLS_SLACK_WINDOWS", raising=False)
-    planted = tmp_path / "scratch-78"
-    planted.mkdir()
-    planted.chmod(0o777)
-    sc = Script(tmp_path, SlackSettings(poll_interval=1, polls=1))
-    sc.set_idle(90)
-    loop = SlackLoop(sc.slack(), every=5)
-    loop.step(0)
-    loop.close(3)
+    _run_beside_a_planted_scratch_folder(tmp_path, monkeypatch, "78")
     err = capsys.readouterr().err.splitlines()
     if rank == "0":
         assert any(ln.startswith("slurmtools.slack: slack windows not written to ") and
