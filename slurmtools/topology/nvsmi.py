@@ -159,8 +159,9 @@ _RULE = re.compile(r"^[\s:+=-]*-{3}[\s:+=-]*$")
 
 def _lines(text: str) -> list[tuple[int, str]]:
     """(offset, content) per line: a leading `#` (comment-prefixed paste) or run of `>` (quoted reply) is dropped,
-    keeping real columns. Terminal escapes (newer nvidia-smi underlines its header even into a pipe) and the bars of
-    a markdown table become blanks of the same width, so columns stay where they were."""
+    keeping real columns. Terminal escapes (newer nvidia-smi underlines its header even into a pipe) become blanks
+    of the same width, so columns stay where they were; the bars of a markdown table become tabs, the cell
+    separator nvidia-smi prints, so that an empty cell stays one."""
     out = []
     for raw in text.splitlines():
         raw = _ANSI.sub(lambda m: " " * len(m.group()), raw)
@@ -168,7 +169,7 @@ def _lines(text: str) -> list[tuple[int, str]]:
         off = m.end() if m else 0
         content = raw[off:]
         if _TABLE_ROW.match(content):
-            content = content.replace("|", " ")
+            content = content.replace("|", "\t")
         out.append((off, content))
     return out
 
@@ -176,7 +177,9 @@ def _lines(text: str) -> list[tuple[int, str]]:
 # What a tool that gathers output from a job or from several hosts puts before each line: a timestamp (CI logs:
 # `2024-05-01T10:00:00.123Z `, `[10:00:01] `), a `docker compose logs` service (`svc  | `), an `srun -l`/`--label`
 # task number (`0: `, padded to ` 0: ` with ten tasks or more), a pdsh/clush host (`node1: `, clush also `node1:`
-# with the line right after it). Tried in this order: a timestamp has colons, a task number is a host name too.
+# with the line right after it). Tools nest (pdsh running `srun -l`: `node1: 0: `; srun running pdsh: `0: node1: `),
+# so a line may carry a stack of them, in any order. At each place they are tried in this order: a timestamp has
+# colons, a task number is a host name too.
 _CAPTURE_PARTS = (
     ("timestamp", re.compile(r"(?:\[(?:[0-9]{4}-[0-9]{2}-[0-9]{2}[T ])?[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?"
                              r"(?:Z|[+-][0-9]{2}:?[0-9]{2})?\]|[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}"
@@ -191,30 +194,38 @@ _HEADER_START = re.compile(r"GPU0(?:\b|GPU|NIC|$)")
 _TABLE_LINE = re.compile(r"^\s*(?:(?:GPU|NIC)[0-9]{1,9}|Legend:|NIC Legend:)")
 
 
+# The most prefixes a stack may hold: one of each kind, and a few more for a tool nested in itself.
+_PREFIX_STACK = 6
+
+
 def _capture_prefix(content: str, kinds: tuple[str, ...] | None = None) -> list[tuple[str, str, int]]:
-    """The capture prefix parts at the start of `content` as (kind, key, end): the kinds given, in their order, or
-    as many as are there (at most one of each). The key tells one task or host from another: a timestamp's is ''
-    (each line has its own), a task's is its number without the padding."""
+    """The capture prefix parts at the start of `content` as (kind, key, end): exactly the kinds given, in their
+    order ([] unless all are there), or the stack of as many as are there. The key tells one task or host from
+    another: a timestamp's is '' (each line has its own), a task's is its number without the padding."""
     parts: list[tuple[str, str, int]] = []
     at = 0
-    for kind, rx in (((k, _CAPTURE_KIND[k]) for k in kinds) if kinds is not None else _CAPTURE_PARTS):
-        m = rx.match(content, at)
-        if not m:
-            if kinds is not None:
-                return []
-            continue
-        key = "" if kind == "timestamp" else str(int(m.group(1))) if kind == "task" else m.group(1)
-        parts.append((kind, key, m.end()))
-        at = m.end()
+    while len(parts) < (len(kinds) if kinds is not None else _PREFIX_STACK):
+        want = (kinds[len(parts)],) if kinds is not None else tuple(k for k, _ in _CAPTURE_PARTS)
+        found = None
+        for kind in want:
+            found = _CAPTURE_KIND[kind].match(content, at)
+            if found:
+                break
+        if not found:
+            return [] if kinds is not None else parts
+        key = "" if kind == "timestamp" else str(int(found.group(1))) if kind == "task" else found.group(1)
+        parts.append((kind, key, found.end()))
+        at = found.end()
     return parts
 
 
 def _unprefix(lines: list[tuple[int, str]], source: str, start: re.Pattern = _HEADER_START,
               table: re.Pattern = _TABLE_LINE, what: str = "a topo -m table") -> list[tuple[int, str]] | None:
-    """The lines without the prefix a gathering tool put before each (srun -l, pdsh, clush, docker compose logs,
-    CI timestamps), columns kept; None when no header line carries one. Every line with the header's prefix kind is
-    compared with it: a table line under another task or host means several nodes' outputs in one capture, which
-    is refused; which node was meant is the user's to say, not the parser's."""
+    """The lines without the prefixes a gathering tool, or a stack of them, put before each (srun -l, pdsh, clush,
+    docker compose logs, CI timestamps), columns kept; None when no header line carries one. Every line with the
+    header's prefix kinds is compared with it: a table line under another task or host means several nodes'
+    outputs in one capture, which is refused; which node was meant is the user's to say, not the parser's. So is a
+    table line without the header's whole stack: it came from somewhere else."""
     first = None
     for n, (_, content) in enumerate(lines):
         parts = _capture_prefix(content)
@@ -230,6 +241,12 @@ def _unprefix(lines: list[tuple[int, str]], source: str, start: re.Pattern = _HE
     for n, (off, content) in enumerate(lines):
         mine = _capture_prefix(content, kinds)
         if not mine:
+            theirs = _capture_prefix(content)
+            if table.match(content) or theirs and table.match(content[theirs[-1][2]:]):
+                stack = lines[at][1][:parts[-1][2]].strip()
+                raise ParseError(source, n + 1, f"a line of {what} without the prefixes {stack!r} that the header "
+                                                f"on line {at + 1} carries (every line of a gathered table has "
+                                                f"them): another source's line mixed in?", off + 1)
             out.append((off, content))
             continue
         end = mine[-1][2]
@@ -255,15 +272,21 @@ def prefixed_header(text: str) -> bool:
 
 def _several_nodes(header: str, parts: list[tuple[str, str, int]], other: str, mine: list[tuple[str, str, int]],
                    what_table: str = "a topo -m table") -> str:
-    """The refusal of a capture that holds the outputs of several tasks or hosts, with the grep that keeps one."""
-    keyed = next(i for i, (kind, _, _) in enumerate(parts) if kind != "timestamp")
-    start = parts[keyed - 1][2] if keyed else 0
-    this = header[start:parts[keyed][2]].rstrip("\t")
-    that = other[(mine[keyed - 1][2] if keyed else 0):mine[keyed][2]]
-    what = {"task": "srun tasks", "host": "hosts", "service": "services"}[parts[keyed][0]]
-    anchor = "^" if not keyed else ""
-    return (f"the capture holds several nodes' outputs ({what} {this.strip()!r} and {that.strip()!r} both print "
-            f"{what_table}); import one node's (e.g. `grep '{anchor}{this}'` for the first)")
+    """The refusal of a capture that holds the outputs of several tasks or hosts, with the grep that keeps one: it
+    names the first prefix of the stack that differs, and greps for the header's prefixes up to it (from after the
+    last timestamp before it, which differs on every line)."""
+    at = next(i for i, (a, b) in enumerate(zip(parts, mine)) if a[1] != b[1])
+
+    def piece(line: str, ps: list[tuple[str, str, int]], i: int) -> str:
+        return line[(ps[i - 1][2] if i else 0):ps[i][2]].strip()
+
+    after = max((i + 1 for i in range(at) if parts[i][0] == "timestamp"), default=0)
+    grep = header[(parts[after - 1][2] if after else 0):parts[at][2]].rstrip("\t")
+    what = {"task": "srun tasks", "host": "hosts", "service": "services"}[parts[at][0]]
+    anchor = "^" if not after else ""
+    return (f"the capture holds several nodes' outputs ({what} {piece(header, parts, at)!r} and "
+            f"{piece(other, mine, at)!r} both print {what_table}); import one node's (e.g. "
+            f"`grep '{anchor}{grep}'` for the first)")
 
 
 def _tokens(content: str, off: int) -> list[tuple[int, str]]:
@@ -484,7 +507,10 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
                 cells.append(link)
             k += 1
         rest = toks[k:]
-        values.append(_affinity_values(rest, columns, label, source, ln + 1))
+        last_col, last = toks[k - 1]
+        tail_at = last_col - off - 1 + len(last)   # where the last link cell ends in `content`
+        values.append(_affinity_values(rest, columns, label, source, ln + 1,
+                                       (content[tail_at:], off + tail_at + 1)))
         rows.append(cells)
 
     for i in range(n):
@@ -541,7 +567,68 @@ def _pcie_only(lines: list[tuple[int, str]], header_at: int, after: int) -> bool
     return "PIX" in entries and "NV#" not in entries
 
 
-def _affinity_values(rest, columns, label, source, lineno):
+_FORMS = {"cpu": f"a list like 0-15,32-47 (ids below {CPU_ID_LIMIT})",
+          "numa": f"a list like 0-15,32-47 (ids below {CPU_ID_LIMIT}) or N/A", "gpu_numa": "a NUMA id or N/A"}
+_SHORT_FORMS = {"cpu": "a CPU list", "numa": "NUMA nodes or N/A", "gpu_numa": "a NUMA id or N/A"}
+_FIELDS = {"cpu": "cpu_affinity", "numa": "numa_affinity", "gpu_numa": "gpu_numa_id"}
+
+
+def _affinity_value(name: str, tok: str):
+    """One affinity cell read as its column's form; ValueError when it does not have that form."""
+    if name == "cpu":
+        return parse_cpulist(tok)
+    if tok == "N/A":
+        return None
+    return parse_cpulist(tok) if name == "numa" else whole_number(tok)
+
+
+def _fits(name: str, tok: str) -> bool:
+    try:
+        _affinity_value(name, tok)
+    except ValueError:
+        return False
+    return True
+
+
+def _tab_placements(tail: str, tail_col: int, names: list[str]) -> list[dict[str, tuple[int, str]]] | None:
+    """Where a tab-separated row puts its affinity values, as {column: (text column, value)}: each tab cell after
+    the last link cell is one column, an empty cell an empty value. Only rows laid out as nvidia-smi lays them out
+    count: one cell per column, or with the empty cell nvidia-smi writes before GPU NUMA ID (`0-47\t0\t\tN/A`),
+    and any empty cells after. None when the row is not so laid out (no tabs, values joined by spaces, too few
+    cells): a paste that merged or dropped tabs does not show which column a value stands in."""
+    if "\t" not in tail:
+        return None
+    pieces = tail.split("\t")
+    if pieces[0].strip():
+        return None
+    cells: list[tuple[int, str]] = []
+    at = len(pieces[0]) + 1
+    for piece in pieces[1:]:
+        if len(piece.split()) > 1:
+            return None
+        cells.append((tail_col + at + len(piece) - len(piece.lstrip()), piece.strip()))
+        at += len(piece) + 1
+    layouts: list[list[str | None]] = [list(names)]
+    if "gpu_numa" in names[1:]:
+        i = names.index("gpu_numa")
+        layouts.append(names[:i] + [None] + names[i:])
+    placements = []
+    for layout in layouts:
+        row = list(cells)
+        while len(row) > len(layout) and not row[-1][1]:
+            row.pop()
+        if len(row) != len(layout) or any(name is None and text for name, (_, text) in zip(layout, row)):
+            continue
+        placements.append({name: cell for name, cell in zip(layout, row) if name and cell[1]})
+    return placements or None
+
+
+def _affinity_values(rest, columns, label, source, lineno, tail: tuple[str, int] | None = None):
+    """The affinity columns of one row. A row with a value for every column reads them in the header's order; a
+    row with fewer values (nvidia-smi leaves CPU Affinity empty for a GPU outside the caller's cpuset; a row may
+    lack a trailing value) is read only where one placement of its values fits: by its tab cells where it is laid
+    out as nvidia-smi prints it, else by what each value is (a CPU list, NUMA nodes or N/A, a NUMA id or N/A).
+    Anything else is refused at the value, never read with a column shifted."""
     vals: dict = {}
     names = list(columns)
     if not rest:
@@ -550,29 +637,53 @@ def _affinity_values(rest, columns, label, source, lineno):
         col, tok = rest[len(names)]
         raise ParseError(source, lineno, f"row {label}: unexpected value {tok!r} after the "
                                          f"{len(names)} affinity columns", col)
-    if len(rest) < len(names):
-        # Only CPU Affinity is ever printed empty (nvidia-smi intersects it with the caller's cpuset).
-        if len(rest) == len(names) - 1 and "cpu" in names:
-            vals["cpu_affinity"] = frozenset()
-            names.remove("cpu")
-        else:
-            col, _ = rest[-1]
-            want = ", ".join(_COLUMN_TITLES[c] for c in columns)
-            raise ParseError(source, lineno, f"row {label}: expected values for {want}, found {len(rest)}", col)
-    for name, (col, tok) in zip(names, rest):
+    if len(rest) == len(names):
+        placement = dict(zip(names, rest))
+    else:
+        placement = _short_row_placement(rest, names, label, source, lineno, tail)
+        if "cpu" in names and "cpu" not in placement:
+            vals["cpu_affinity"] = frozenset()   # printed empty: no CPU of the caller's cpuset is near the GPU
+    for name in names:
+        if name not in placement:
+            continue
+        col, tok = placement[name]
         try:
-            if name == "cpu":
-                vals["cpu_affinity"] = parse_cpulist(tok)
-            elif name == "numa":
-                vals["numa_affinity"] = None if tok == "N/A" else parse_cpulist(tok)
-            else:
-                vals["gpu_numa_id"] = None if tok == "N/A" else whole_number(tok)
+            vals[_FIELDS[name]] = _affinity_value(name, tok)
         except ValueError:
-            kind = "a NUMA id or N/A" if name == "gpu_numa" else f"a list like 0-15,32-47 (ids below {CPU_ID_LIMIT})" \
-                + (" or N/A" if name == "numa" else "")
-            raise ParseError(source, lineno, f"row {label}, {_COLUMN_TITLES[name]}: expected {kind}, "
+            raise ParseError(source, lineno, f"row {label}, {_COLUMN_TITLES[name]}: expected {_FORMS[name]}, "
                                              f"found {tok!r}", col) from None
     return vals
+
+
+def _short_row_placement(rest, names, label, source, lineno, tail) -> dict[str, tuple[int, str]]:
+    """The one placement of a row's values when it has fewer than the header has columns; ParseError when none or
+    several fit."""
+    from itertools import combinations
+
+    by_tabs = _tab_placements(*tail, names) if tail else None
+    if by_tabs:
+        fitting = [pl for pl in by_tabs if all(_fits(name, tok) for name, (_, tok) in pl.items())]
+        if not fitting:   # laid out as nvidia-smi prints it: name the cell that is not of its column's form
+            name, (col, tok) = next((name, cell) for name, cell in by_tabs[-1].items() if not _fits(name, cell[1]))
+            raise ParseError(source, lineno, f"row {label}, {_COLUMN_TITLES[name]}: expected {_FORMS[name]}, "
+                                             f"found {tok!r}", col)
+    else:
+        fitting = [dict(zip(chosen, rest)) for chosen in combinations(names, len(rest))
+                   if all(_fits(name, tok) for name, (_, tok) in zip(chosen, rest))]
+    distinct = list({tuple(sorted(pl.items())): pl for pl in fitting}.values())
+    if len(distinct) == 1:
+        return distinct[0]
+    titles = ", ".join(f"{_COLUMN_TITLES[c]} ({_SHORT_FORMS[c]})" for c in names)
+    said = f"row {label}: {len(rest)} values for the {len(names)} columns {titles}"
+    if not distinct:
+        raise ParseError(source, lineno, f"{said}; no placement gives each value its column's form", rest[0][0])
+    for col, tok in rest:   # the first value the placements put in different columns (each places every value)
+        where = [name for name in names if any(pl.get(name) == (col, tok) for pl in distinct)]
+        if len(where) > 1:
+            break
+    shown = " or as ".join(_COLUMN_TITLES[name] for name in where)
+    raise ParseError(source, lineno, f"{said}; {tok!r} reads as {shown}, and which column is left out cannot be "
+                                     "told (the row lost a value, or its tabs)", col)
 
 
 def _nic_legend(lines, start, source) -> tuple[dict[int, str], int]:
