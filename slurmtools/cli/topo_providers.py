@@ -198,7 +198,7 @@ def _ibnet_warnings(cf, path: str, pattern: str, warn) -> None:
                  f"link is taken as {'+'.join(str(n) for _, n in b.rates)} cables at {b.taken}")
         if len(cf.mixed_bundles) > _FIRST:
             warn(f"{path}: and {len(cf.mixed_bundles) - _FIRST} more switch-to-switch bundle(s) whose cables run "
-                 "at mixed rates, each taken at the rate most of its cables run at")
+                 "at mixed rates, each cable taken at its own rate")
     if cf.slow_ports:
         warn(f"{path}: {len(cf.slow_ports)} adapter port(s) run slower than the fastest port of their host: "
              + _first([f"{h.host} {h.name} at {h.link} (fastest {best})" for h, best in cf.slow_ports])

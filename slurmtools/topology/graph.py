@@ -19,7 +19,7 @@ import networkx as nx
 
 from slurmtools.errors import ParseError
 from slurmtools.gc_pause import gc_paused
-from slurmtools.topology.links import IB_LANE_GBYTES, IbLink, ib_link  # noqa: F401  (re-exported)
+from slurmtools.topology.links import IB_LANE_GBYTES, IbLink, ib_bundle, ib_link  # noqa: F401  (re-exported)
 from slurmtools.topology.names import natural as _natural
 
 FORMAT = "slurmtools.topology/1"
@@ -379,8 +379,9 @@ class Topology:
             self.link(parent, vid, Pcie())
 
     def link(self, a: str, b: str, edge: Edge) -> None:
-        """Connect two existing vertices. A second IB/Ethernet link adds to the cable count and a second NVLink
-        edge adds to the link count; any other duplicate replaces the edge data."""
+        """Connect two existing vertices. A second IB/Ethernet link adds to the cable count (an IB cable at another
+        rate joins the bundle at its own rate: `IbLink.cables`) and a second NVLink edge adds to the link count; any
+        other duplicate replaces the edge data."""
         for x in (a, b):
             if x not in self.g:
                 raise KeyError(f"no vertex {x!r} in topology {self.name!r}")
@@ -537,7 +538,10 @@ class Topology:
             vertices.append(d)
         edges = []
         for a, b, e in self.g.edges(data="e"):
-            edges.append({"a": a, "b": b, "kind": e.kind, **_plain(asdict(e))})
+            d = {"a": a, "b": b, "kind": e.kind, **_plain(asdict(e))}
+            if d.get("cables", 0) is None:        # an IB bundle at one rate is written as before bundles had rates
+                del d["cables"]
+            edges.append(d)
         return {"format": FORMAT, "name": self.name, "vertices": vertices, "edges": edges}
 
     def to_json(self, indent: int | None = None) -> str:
@@ -586,8 +590,10 @@ def _merged(old: Edge, edge: Edge) -> Edge | None:
     """What `Topology.link` stores when an edge `old` is already there: cable / link counts added for the same
     kind of link, `edge` for other duplicates, None to keep `old` (a member edge never hides a physical one)."""
     if type(old) is type(edge):
-        if isinstance(edge, IbLink) and (old.width, old.speed) == (edge.width, edge.speed):
-            return IbLink(edge.width, edge.speed, old.count + edge.count)
+        if isinstance(edge, IbLink):
+            if old.cables is None and edge.cables is None and (old.width, old.speed) == (edge.width, edge.speed):
+                return IbLink(edge.width, edge.speed, old.count + edge.count)
+            return ib_bundle(old.rates() + edge.rates())      # cables at other rates: each at its own
         if isinstance(edge, EthLink) and old.gbps == edge.gbps:
             return EthLink(edge.gbps, old.count + edge.count)
         if isinstance(edge, NvLink) and old.gbytes_per_link == edge.gbytes_per_link:
@@ -615,7 +621,7 @@ def _decode(types: dict[str, type], d: Any, source: str, where: str):
     kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "kind"}
     try:
         return cls(**kw)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise ParseError(source, None, f"{where}: {exc}") from None
 
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from slurmtools.errors import ParseError, whole_number
 from slurmtools.gc_pause import gc_paused
-from slurmtools.topology.links import IB_LANE_GBYTES, IB_WIDTH_TEXTS, IB_WIDTHS
+from slurmtools.topology.links import IB_LANE_GBYTES, IB_WIDTH_TEXTS, IB_WIDTHS, IbLink, ib_bundle, main_rate
 
 DEFAULT_HOST_PATTERN = r"^(?P<host>\S+)\s+(?P<hca>\S+)$"
 AGGREGATION_NODE = "Aggregation Node"  # SHARP engine inside a switch, listed as a CA
@@ -490,12 +490,14 @@ class Hca(NamedTuple):
 
 class MixedBundle(NamedTuple):
     """Parallel cables between two switches that do not all run at one rate (a degraded cable, most often): the
-    graph keeps one edge at the rate `_bundle_rate` picks, so the other rates are only told here."""
+    graph's edge holds each cable at its own rate (`link`), so its capacity is the sum of theirs, and the import
+    tells the bundle (a cable that trained down is worth a look)."""
 
     lo: str                                   # switch GUIDs, as the key of `switch_links`
     hi: str
     rates: tuple[tuple[str, int], ...]        # ("4xEDR", 3), ("4xDDR", 1): most cables first, then the faster
-    taken: str                                # the rate the edge got
+    taken: str                                # how the edge takes them: "their own rates, 39.5 GB/s in all"
+    link: IbLink                              # the edge: IbLink(4, "EDR", 4, cables=(3 x "4xEDR", "4xDDR"))
 
 
 @dataclass(frozen=True)
@@ -506,7 +508,9 @@ class ComputeFabric:
     switches: dict[str, IbNode]          # GUID -> switch, excluded ones removed
     levels: dict[str, int]               # GUID -> 0 leaf, 1 spine, 2 core ...
     hcas: tuple[Hca, ...]
-    switch_links: dict[tuple[str, str], tuple[int, str, int]]   # (lower guid, upper guid) -> (width, speed, cables)
+    # (lower guid, upper guid) -> (width, speed, cables): all the bundle's cables and the rate most of them run at
+    # (the slower on a tie); a bundle at several rates is in `mixed_bundles` too, whose `link` the graph gets
+    switch_links: dict[tuple[str, str], tuple[int, str, int]]
     unmapped: tuple[IbNode, ...]         # CAs whose description does not name a host
     excluded: tuple[IbNode, ...]         # CAs left out by --exclude-hca
     # What the graph cannot hold or leaves out, kept so that the caller can say so (nothing is lost in silence):
@@ -678,14 +682,14 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         elif entry[0] == width and entry[1] == speed:
             entry[2] += 1
         else:
-            entry.append((width, speed))     # a cable of the bundle at another rate: see _bundle_rate
+            entry.append((width, speed))     # a cable of the bundle at another rate: see _mixed_bundle
     kept = {g: switches[g] for g in levels}
     links: dict[tuple[str, str], tuple[int, str, int]] = {}
     mixed: list[MixedBundle] = []
     for k, v in switch_links.items():
-        rate = links[k] = _bundle_rate(v)
+        links[k] = _bundle_rate(v)
         if len(v) > 3:
-            mixed.append(_mixed_bundle(k, v, rate))
+            mixed.append(_mixed_bundle(k, v))
     # The rest of what the graph leaves out, found in the few cables and nodes set aside above (none on a fabric
     # that has none of it, so a 16k-host import pays nothing for it).
     nodes = fabric.nodes
@@ -709,15 +713,22 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
                          tuple(with_excluded), tuple(loops))
 
 
-def _mixed_bundle(key: tuple[str, str], entry: list, taken: tuple[int, str, int]) -> MixedBundle:
-    """A bundle whose cables run at several rates, told as rates and cable counts, most cables first."""
+def _mixed_bundle(key: tuple[str, str], entry: list) -> MixedBundle:
+    """A bundle whose cables run at several rates: the edge with each cable at its own rate, and the rates with
+    their cable counts, most cables first, for the warning."""
     width, speed, count, *others = entry
     tally: dict[tuple[int, str], int] = {(width, speed): count}
     for rate in others:
         tally[rate] = tally.get(rate, 0) + 1
     order = sorted(tally, key=lambda r: (-tally[r], -r[0] * IB_LANE_GBYTES[r[1]]))
+    link = ib_bundle((w, sp, n) for (w, sp), n in tally.items())
     return MixedBundle(key[0], key[1], tuple((f"{w}x{sp}", tally[w, sp]) for w, sp in order),
-                       f"{taken[0]}x{taken[1]}")
+                       f"their own rates, {_gbytes_text(link.gbytes)} GB/s in all", link)
+
+
+def _gbytes_text(gbytes: float) -> str:
+    """GB/s as people write them: 39.5, 150, 20.4 (never 20.400000000000002 or 1.5e+03)."""
+    return f"{gbytes:.3f}".rstrip("0").rstrip(".")
 
 
 def _slow_ports(hcas: list[Hca]) -> tuple[tuple[Hca, str], ...]:
@@ -733,16 +744,17 @@ def _slow_ports(hcas: list[Hca]) -> tuple[tuple[Hca, str], ...]:
 
 
 def _bundle_rate(entry: list) -> tuple[int, str, int]:
-    """(width, speed, cables) of the cables between two switches. One bundle is one edge at one rate, so where a
-    cable runs at another rate (a degraded one: 4xDDR among 4xEDR, as real dumps show) the bundle takes the rate
-    most of its cables run at, the slower on a tie, instead of the rate of whichever cable the dump lists first."""
+    """(width, speed, cables) of the cables between two switches: all of them, and where a cable runs at another
+    rate (a degraded one: 4xDDR among 4xEDR, as real dumps show) the rate most of them run at, the slower on a tie
+    (as `IbLink` names a bundle at mixed rates), never the rate of whichever cable the dump lists first. The
+    graph's edge for such a bundle holds each cable at its own rate (`_mixed_bundle`)."""
     width, speed, count, *others = entry
     if not others:
         return width, speed, count
     tally: dict[tuple[int, str], int] = {(width, speed): count}
     for rate in others:
         tally[rate] = tally.get(rate, 0) + 1
-    best = max(tally, key=lambda r: (tally[r], -r[0] * IB_LANE_GBYTES[r[1]]))
+    best = main_rate(tally)
     return best[0], best[1], count + len(others)
 
 
@@ -781,8 +793,15 @@ def add_to(topology, cf: ComputeFabric) -> None:
             link = ib[h.link] = IbLink(int(width), speed, 1)
         links.append((nid, hid, member))
         links.append((nid, sw_vid[h.leaf], link))
-    for (lo, hi), (width, speed, count) in cf.switch_links.items():
-        links.append((sw_vid[lo], sw_vid[hi], IbLink(width, speed, count)))
+    bundles: dict[tuple, IbLink] = {}    # one object per (width, speed, cables), as for the adapters' links
+    rated = {(b.lo, b.hi): b.link for b in cf.mixed_bundles}    # bundles at several rates: each cable at its own
+    for key, rate in cf.switch_links.items():
+        link = rated.get(key) if rated else None
+        if link is None:
+            link = bundles.get(rate)
+            if link is None:
+                link = bundles[rate] = IbLink(*rate)
+        links.append((sw_vid[key[0]], sw_vid[key[1]], link))
     topology.add_many(vertices.values(), links)
 
 
@@ -797,8 +816,9 @@ def _add_one_by_one(topology, cf: ComputeFabric, names: dict[str, str]) -> None:
         nid = topology.add_nic(h.host, h.name, port_guids=h.port_guids, rate_gbytes=h.gbytes)
         width, _, speed = h.link.partition("x")
         topology.link(nid, f"switch:{names[h.leaf]}", IbLink(int(width), speed, 1))
+    rated = {(b.lo, b.hi): b.link for b in cf.mixed_bundles}
     for (lo, hi), (width, speed, count) in cf.switch_links.items():
-        topology.link(f"switch:{names[lo]}", f"switch:{names[hi]}", IbLink(width, speed, count))
+        topology.link(f"switch:{names[lo]}", f"switch:{names[hi]}", rated.get((lo, hi), IbLink(width, speed, count)))
 
 
 def to_topology(cf: ComputeFabric, name: str = "cluster"):

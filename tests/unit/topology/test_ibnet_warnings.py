@@ -91,19 +91,21 @@ def test_a_clean_fabric_says_nothing(tmp_path):
     assert warnings_of(tmp_path, text) == []
 
 
-@pytest.mark.parametrize("uplinks, rates, taken", [
-    (("4xEDR", "4xDDR", "4xEDR", "4xEDR"), (("4xEDR", 3), ("4xDDR", 1)), "4xEDR"),
-    (("2xEDR", "4xEDR", "4xEDR", "4xEDR"), (("4xEDR", 3), ("2xEDR", 1)), "4xEDR"),
-    (("4xEDR", "4xDDR"), (("4xEDR", 1), ("4xDDR", 1)), "4xDDR"),          # a tie: the slower, as before
+@pytest.mark.parametrize("uplinks, rates, main, gbytes", [
+    (("4xEDR", "4xDDR", "4xEDR", "4xEDR"), (("4xEDR", 3), ("4xDDR", 1)), "4xEDR", "39.5"),
+    (("2xEDR", "4xEDR", "4xEDR", "4xEDR"), (("4xEDR", 3), ("2xEDR", 1)), "4xEDR", "43.75"),
+    (("4xEDR", "4xDDR"), (("4xEDR", 1), ("4xDDR", 1)), "4xDDR", "14.5"),          # a tie: the slower, as before
 ])
-def test_a_degraded_cable_in_a_bundle_is_told(tmp_path, uplinks, rates, taken):
-    """The bundle keeps one rate (the majority's), so the degraded cable was invisible: now it is a fact of the
-    result and one warning line naming both switches and every rate."""
+def test_a_degraded_cable_in_a_bundle_is_told(tmp_path, uplinks, rates, main, gbytes):
+    """A degraded cable in a bundle is a fact of the result and one warning line naming both switches, every rate
+    and the capacity the graph takes (each cable at its own rate: 3 x 12.5 + 2 GB/s, not 4 x 12.5)."""
     text = dump(*fabric(uplinks=uplinks))
     cf = compute_fabric(parse_ibnetdiscover(text, "d.out"))
-    w, _, sp = taken.partition("x")
-    assert cf.switch_links == {(LEAF, SPINE): (int(w), sp, len(uplinks))}     # the modelling is unchanged
+    w, _, sp = main.partition("x")
+    assert cf.switch_links == {(LEAF, SPINE): (int(w), sp, len(uplinks))}     # all cables, the main rate
+    taken = f"their own rates, {gbytes} GB/s in all"
     assert [(b.lo, b.hi, b.rates, b.taken) for b in cf.mixed_bundles] == [(LEAF, SPINE, rates, taken)]
+    assert cf.mixed_bundles[0].link.gbytes == float(gbytes)
     said = " and ".join(f"{r} ({n})" for r, n in rates)
     assert warnings_of(tmp_path, text) == [
         f"cables between leaf01 and spine01 run at {said}: a degraded cable? the link is taken as "
@@ -118,8 +120,8 @@ def test_many_mixed_bundles_say_the_first_few_and_how_many_more(tmp_path):
                         (lf, 22, S_SPINE, 2 + 2 * i, "4xDDR"))]
     said = warnings_of(tmp_path, dump([*leaves, S_SPINE, *hosts], cables))
     assert [w.split(" run at")[0] for w in said[:3]] == [f"cables between leaf1{i:02d} and spine01" for i in range(3)]
-    assert said[3:] == ["and 2 more switch-to-switch bundle(s) whose cables run at mixed rates, each taken at the "
-                        "rate most of its cables run at"]
+    assert said[3:] == ["and 2 more switch-to-switch bundle(s) whose cables run at mixed rates, each cable taken "
+                        "at its own rate"]
 
 
 def test_a_host_port_slower_than_its_siblings_is_told(tmp_path):
@@ -221,7 +223,7 @@ def test_the_cli_prints_each_warning_on_one_line(tmp_path):
     assert r.exit_code == 0, r.output
     lines = r.stderr.splitlines()
     assert lines == [f"slurmtools: warning: {p}: cables between leaf01 and spine01 run at 4xEDR (2) and 4xDDR (1): "
-                     "a degraded cable? the link is taken as 2+1 cables at 4xEDR",
+                     "a degraded cable? the link is taken as 2+1 cables at their own rates, 27 GB/s in all",
                      f"slurmtools: warning: {p}: 1 cable(s) join two adapters straight (back to back, no switch "
                      'between) and are not in the graph: "nodeA mlx5_0" - "nodeB mlx5_0"; an adapter with no cable '
                      "to a switch was left out"]
