@@ -30,7 +30,7 @@ class DateOutOfRange(OptionError):
     """A well-formed date outside the years the reports hold: said as such, not as a date of the wrong form."""
 
 
-def _parse_when(text: str, option: str):
+def _parse_when(text: str, option: str, now=None):
     from datetime import datetime
 
     for fmt in ("%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"):
@@ -42,9 +42,29 @@ def _parse_when(text: str, option: str):
             raise DateOutOfRange(f"{option}: expected a date from {EARLIEST_YEAR} to {LATEST_YEAR}, got {text!r}")
         return when
     if text.strip() == "now":
-        return datetime.now().replace(microsecond=0)
+        return (now or datetime.now()).replace(microsecond=0)
 
     raise OptionError(f"{option}: expected a date like 2026-11-01 or 2026-11-01T08:00, got {text!r}")
+
+
+def report_zone(tz: str | None, sacct_file: str | None):
+    """The report's time zone (`reports.zone.Zone`): --tz, else this process's (TZ, /etc/localtime), in which sacct
+    run from here prints its times. --tz names the zone of a saved dump: sacct run from here prints this
+    machine's zone, whatever --tz says."""
+    from slurmtools.reports import zone as zone_mod
+
+    if tz is not None:
+        if sacct_file is None:
+            raise OptionError(f"--tz: {tz}: only with --sacct-file (sacct run from here prints its times in this "
+                              f"machine's zone: set TZ instead)")
+        try:
+            return zone_mod.named(tz.strip())
+        except zone_mod.ZoneError as exc:
+            raise OptionError(f"--tz: {exc}") from None
+    try:
+        return zone_mod.local()
+    except zone_mod.ZoneError as exc:
+        raise OptionError(str(exc)) from None
 
 
 def check_sacct_file(path: str) -> None:
@@ -68,13 +88,13 @@ def window(since: str | None, until: str | None, period: str | None, now=None):
     if period is not None and period not in ("day", "week", "month"):
         raise OptionError(f"--period: expected day, week or month, got {period!r}")
     if since is not None:
-        s = _parse_when(since, "--since")
-        u = _parse_when(until, "--until") if until is not None else now.replace(microsecond=0)
+        s = _parse_when(since, "--since", now)
+        u = _parse_when(until, "--until", now) if until is not None else now.replace(microsecond=0)
     else:
         period = period or "day"
         today = now.replace(hour=0, minute=0, second=0, microsecond=0)
         if until is not None:   # --until "" is a bad date, not "now"
-            u = _parse_when(until, "--until")
+            u = _parse_when(until, "--until", now)
         elif period == "week":
             u = today - timedelta(days=today.weekday())
         elif period == "month":
@@ -113,6 +133,8 @@ def report(
                                                                  "forecast and month-to-date budgets"),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the top-N tables and charts"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines even on a terminal"),
+    tz: Optional[str] = typer.Option(None, "--tz", help="The time zone a --sacct-file dump was written in, an IANA "
+                                                        "name such as Europe/Berlin (default: this machine's, TZ)"),
     max_bad_share: Optional[float] = typer.Option(
         None, "--max-bad-share", help="Fail when more than this share of an input's rows (sacct lines, epilog "
                                       "records) is bad, e.g. 0.01 for 1% (default: the site's [reports] "
@@ -120,6 +142,7 @@ def report(
     site_path: Optional[str] = SiteOpt,
 ) -> None:
     """Utilization report: GPU-hours vs capacity, cost, queue wait, preemption, waste, budgets, forecast."""
+    import time
     from datetime import datetime, timedelta
     from pathlib import Path
 
@@ -139,7 +162,8 @@ def report(
     if os.path.lexists(out) and not os.path.isdir(out):   # mkdir said only "File exists", after all the work
         raise OptionError(f"--out: {out}: not a folder (the report writes several files into a folder, created "
                           "if missing)")
-    s, u = window(since, until, period)
+    zone = report_zone(tz, sacct_file)
+    s, u = window(since, until, period, now=None if tz is None else zone.local(int(time.time())).to_pydatetime())
     if history_days > (s - datetime(EARLIEST_YEAR, 1, 1)).days:
         raise OptionError(f"--history: {history_days} days before the window's start ({s}) is before "
                           f"{EARLIEST_YEAR}, where Slurm's accounting begins")
@@ -166,18 +190,18 @@ def report(
     # columnar.LARGE_RUNS runs on, the DuckDB engine computes the report (proven equal to `metrics.compute`)
     jobs, history, notes, _ = ingest.load_jobs(s, u, history_since=load_since, sacct_file=sacct_file,
                                                backend=backend, cache_dir=cache_dir, progress=progress, bad_rows=bad,
-                                               lazy=cache_dir is not None, cluster=site.cluster_name)
+                                               lazy=cache_dir is not None, cluster=site.cluster_name, zone=zone)
     compute, first_job = metrics.compute, ingest.first_job
     if cache_dir is not None:
         from slurmtools.reports.columnar import engine_for
 
         compute, first_job, jobs = engine_for(jobs)
-    first = first_job(jobs, history)
+    first = first_job(jobs, history, zone=zone)
     cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
                                                events_source=events_file or "sacctmgr show event",
-                                               first_job=first, bad_rows=bad)
+                                               first_job=first, bad_rows=bad, zone=zone)
     ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
-    epilog, enotes = ingest.load_epilog(ep_path, bad_rows=bad, cluster=site.cluster_name)
+    epilog, enotes = ingest.load_epilog(ep_path, bad_rows=bad, cluster=site.cluster_name, zone=zone)
     share, where = _max_bad_share(max_bad_share, site)
     try:
         badrows.check_share(bad, share, where)
@@ -196,7 +220,7 @@ def report(
 
         fabric = load_fabric(site.fabric_path)
     rep = compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
-                  notes=notes + cnotes + enotes, history=history, fabric=fabric, bad_rows=bad)
+                  notes=notes + cnotes + enotes, history=history, fabric=fabric, bad_rows=bad, zone=zone)
     _add_right_sizing(rep, site, s, u, sacct_file, backend, ep_path, progress)
     progress("writing " + ", ".join(formats))
     try:

@@ -7,6 +7,10 @@ asking sacct or re-parsing a dump. Runs still going or pending are never cached;
 History (forecast, month-to-date budgets) reads only the small usage files, so a nightly report over one new day
 does not reload a month of runs.
 Files are written to a temporary name and renamed, so a crash leaves no half-written day.
+
+Version 2: runs' times are UTC instants and a day is a local day of the report's zone (`reports.zone`), so the
+files live under `v2/<zone>/`; version 1's files (local wall-clock times, UTC days) are never read again (a
+cache of another zone neither: its days are other days).
 """
 
 from __future__ import annotations
@@ -24,21 +28,27 @@ import pyarrow.parquet as pq
 
 from slurmtools.reports.sacct import JOB_COLUMNS, empty_jobs
 
-VERSION = 1
+VERSION = 2
 
 
 class DayCache:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, zone=None):
+        from slurmtools.reports.zone import get
+
         self.root = Path(root)
+        self.zone = get(zone)
+        #: the folder of this version and zone (a zone's name as a folder name: `Europe/Berlin` -> `Europe_Berlin`)
+        self.dir = self.root / f"v{VERSION}" / "".join(c if c.isalnum() or c in "+-." else "_"
+                                                      for c in self.zone.name)
 
     def path(self, day: date) -> Path:
-        return self.root / f"v{VERSION}" / f"{day:%Y-%m-%d}.parquet"
+        return self.dir / f"{day:%Y-%m-%d}.parquet"
 
     def usage_path(self, day: date) -> Path:
-        return self.root / f"v{VERSION}" / "usage" / f"{day:%Y-%m-%d}.parquet"
+        return self.dir / "usage" / f"{day:%Y-%m-%d}.parquet"
 
     def days(self) -> list[date]:
-        d = self.root / f"v{VERSION}"
+        d = self.dir
         if not d.is_dir():
             return []
         out = []
@@ -83,12 +93,10 @@ class DayCache:
 
         self.path(first).parent.mkdir(parents=True, exist_ok=True)
         self.usage_path(first).parent.mkdir(parents=True, exist_ok=True)
-        end = jobs["end"].to_numpy(dtype="datetime64[s]")
-        done = ~np.isnat(end)
-        day = np.where(done, end.astype("datetime64[D]").astype(np.int64), np.iinfo(np.int64).min)
+        day = end_days(jobs["end"], self.zone)
         order = np.argsort(day, kind="stable")
         sorted_days = day[order]
-        usage = usage_by_end_day(jobs)
+        usage = usage_by_end_day(jobs, self.zone)
         empty_usage = pa.Table.from_pandas(pd.DataFrame({k: pd.Series(dtype=v) for k, v in USAGE_COLUMNS.items()}),
                                            preserve_index=False)
         # converted to arrow once and sliced per day: what `DataFrame.to_parquet` writes, without converting
@@ -131,6 +139,15 @@ class DayCache:
             while pending:
                 done_one()
         return written
+
+
+def end_days(end, zone) -> np.ndarray:
+    """The local day (days since 1970-01-01) each run ended on (`end`: UTC instants; an int64 minimum where
+    there is none)."""
+    end = np.asarray(end, dtype="datetime64[s]")
+    done = ~np.isnat(end)
+    local = zone.clock(np.where(done, end, np.datetime64(0, "s")).astype(np.int64))
+    return np.where(done, local // 86400, np.iinfo(np.int64).min)
 
 
 def _typed(df: pd.DataFrame) -> pd.DataFrame:

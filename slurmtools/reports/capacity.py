@@ -90,15 +90,19 @@ def _event_time(v: str, label: str, required: bool):
     return t
 
 
-def _read_event_rows(text: str, source: str, bad: BadRows | None = None) -> pd.DataFrame:
+def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=None) -> pd.DataFrame:
     """Every event row (node and cluster-wide; a cluster-wide one has an empty node), times parsed.
 
     A row that is torn (fields missing), holds a time that is not YYYY-MM-DDTHH:MM:SS or lies outside 1970-2200,
     ends before it starts, or has bytes that are not UTF-8 (kept as surrogates by the reader) in a field the
     report uses, is bad: with `bad` it is skipped and listed there (line, reason, text; `bad.total` counts the
-    rows), without it the first one raises a ParseError naming its line."""
+    rows), without it the first one raises a ParseError naming its line.
+
+    `zone` (`reports.zone.Zone`): sacctmgr's local times become UTC instants; a time the clocks skipped is bad, a
+    repeated one is read as its first pass unless only the second keeps the end after the start."""
     from slurmtools.hostlist import expand
 
+    changes = zone is not None and not zone.fixed
     cols = {"node": "str", "start": "datetime64[s]", "end": "datetime64[s]", "state": "str"}
     numbered = [(n, ln[:-1] if ln.endswith("\r") else ln) for n, ln in enumerate(text.split("\n"), 1)
                 if ln.strip()]
@@ -113,7 +117,7 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None) -> pd.D
     head = h.lower() + ([""] if h.trailing else [])
     at = {k: head.index(k) for k in ("nodename", "timestart", "timeend", "state")}
     reason_last = "reason" in head and head.index("reason") == len(head) - 1 - (1 if h.trailing else 0)
-    rows = []
+    rows, lines = [], []
     for n, line in numbered[1:]:
         try:
             f = line.split(h.delimiter)
@@ -129,7 +133,7 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None) -> pd.D
                     raise ValueError(f"field {label}: bytes that are not UTF-8")
             start = _event_time(f[at["timestart"]].strip(), "TimeStart", True)
             end = _event_time(f[at["timeend"]].strip(), "TimeEnd", False)
-            if end is not None and end < start:
+            if end is not None and end < start and not changes:  # judged on the instants below
                 raise ValueError(f"field TimeEnd: {end:%Y-%m-%dT%H:%M:%S} is before TimeStart "
                                  f"{start:%Y-%m-%dT%H:%M:%S}")
             if node and any(c in node for c in "[,"):
@@ -143,18 +147,56 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None) -> pd.D
             bad.rows.append(BadRow(source, n, str(exc), _shown(line)))
             continue
         rows.append((node, start, end, state))
+        lines.append((n, line))
     if bad is not None:
         bad.total += len(numbered) - 1
     df = pd.DataFrame(rows, columns=list(cols)) if rows else pd.DataFrame({k: pd.Series(dtype=v)
                                                                            for k, v in cols.items()})
-    return df.astype(cols)
+    df = df.astype(cols)
+    if zone is not None and not zone.is_utc and len(df):
+        df = _instants(df, lines, zone, source, bad)
+    return df
 
 
-def parse_events(text: str, source: str = "sacctmgr show event") -> tuple[pd.DataFrame, pd.Timestamp | None, BadRows]:
+def _instants(df: pd.DataFrame, lines: list, zone, source: str, bad: BadRows | None) -> pd.DataFrame:
+    """Event times read as UTC instants (`zone.resolve`, no elapsed time); rows at a skipped time, or ending before
+    they start however read, are bad."""
+    import numpy as np
+
+    from slurmtools.reports.zone import resolve, skipped_why
+
+    st, en = df["start"].to_numpy(dtype="datetime64[s]"), df["end"].to_numpy(dtype="datetime64[s]")
+    has_end = ~np.isnat(en)
+    s_loc = st.astype(np.int64)
+    e_loc = np.where(has_end, en, np.datetime64(0, "s")).astype(np.int64)
+    r = resolve(zone, {"start": (s_loc, np.ones(len(df), bool)), "end": (e_loc, has_end)})
+    why = {}
+    for i in np.flatnonzero(r.backwards):
+        why[i] = (f"field TimeEnd: {pd.Timestamp(e_loc[i], unit='s'):%Y-%m-%dT%H:%M:%S} is before TimeStart "
+                  f"{pd.Timestamp(s_loc[i], unit='s'):%Y-%m-%dT%H:%M:%S}")
+    for label, key, loc in (("TimeEnd", "end", e_loc), ("TimeStart", "start", s_loc)):
+        for i in np.flatnonzero(r.skipped[key]):
+            shown = f"{pd.Timestamp(loc[i], unit='s'):%Y-%m-%dT%H:%M:%S}"
+            why[i] = f"field {label}: {shown} {skipped_why(zone, int(loc[i]))}"
+    if why:
+        first = min(why)
+        if bad is None:
+            raise ParseError(source, lines[first][0], why[first])
+        bad.rows.extend(BadRow(source, lines[i][0], why[i], _shown(lines[i][1])) for i in sorted(why))
+        bad.rows.sort(key=lambda b: b.line or 0)
+    ok = np.ones(len(df), dtype=bool)
+    ok[list(why)] = False
+    out = df.assign(start=r.times["start"].astype("datetime64[s]"),
+                    end=np.where(has_end, r.times["end"].astype("datetime64[s]"), np.datetime64("NaT", "s")))
+    return out[ok].reset_index(drop=True).astype({"start": "datetime64[s]", "end": "datetime64[s]"})
+
+
+def parse_events(text: str, source: str = "sacctmgr show event", zone=None
+                 ) -> tuple[pd.DataFrame, pd.Timestamp | None, BadRows]:
     """(node events as `read_events` gives them, the cluster's first record as `first_event` gives it, the rows
-    skipped as bad): the report's one pass over an event dump."""
+    skipped as bad): the report's one pass over an event dump. With `zone`, times are UTC instants."""
     bad = BadRows(source, "rows")
-    df = _read_event_rows(text, source, bad)
+    df = _read_event_rows(text, source, bad, zone)
     return _node_events(df), (pd.Timestamp(df["start"].min()) if len(df) else None), bad
 
 
@@ -168,30 +210,34 @@ def _node_events(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype({"node": "str"}).reset_index(drop=True)
 
 
-def read_events(text: str, source: str = "sacctmgr show event") -> pd.DataFrame:
+def read_events(text: str, source: str = "sacctmgr show event", zone=None) -> pd.DataFrame:
     """`sacctmgr -P show event format=NodeName,TimeStart,TimeEnd,State,Reason` -> node, start, end, state.
 
     Cluster-wide events (no NodeName) are dropped (see `first_event`); an open event (TimeEnd `Unknown`) has
-    end NaT. A bad row raises a ParseError (`parse_events` skips and lists them instead)."""
-    return _node_events(_read_event_rows(text, source))
+    end NaT. A bad row raises a ParseError (`parse_events` skips and lists them instead). With `zone`, times are
+    UTC instants."""
+    return _node_events(_read_event_rows(text, source, zone=zone))
 
 
-def first_event(text: str, source: str = "sacctmgr show event") -> pd.Timestamp | None:
+def first_event(text: str, source: str = "sacctmgr show event", zone=None) -> pd.Timestamp | None:
     """The start of the earliest event in `sacctmgr show event` text, cluster-wide ones included: slurmdbd
     records `Cluster Registered TRES` when a cluster first registers, so this is the cluster's first record."""
-    df = _read_event_rows(text, source)
+    df = _read_event_rows(text, source, zone=zone)
     return pd.Timestamp(df["start"].min()) if len(df) else None
 
 
-def counted_from(since: datetime, *records) -> pd.Timestamp | None:
+def counted_from(since: datetime, *records, zone=None) -> pd.Timestamp | None:
     """When capacity starts counting: the earliest of `records` (the cluster's first accounting event, its
-    first job), if that is after `since`; None when the cluster was already there at `since` or nothing is known.
-    Capacity is never counted before the cluster's first record."""
+    first job: instants), if that is after `since` (a local time of `zone`; None: UTC); None when the cluster
+    was already there at `since` or nothing is known. Capacity is never counted before the cluster's first
+    record."""
+    from slurmtools.reports.zone import get
+
     known = [pd.Timestamp(r) for r in records if r is not None and not pd.isna(r)]
     if not known:
         return None
     first = min(known)
-    return first if first > pd.Timestamp(since) else None
+    return first if first > get(zone).utc(since) else None
 
 
 def down_seconds(events: pd.DataFrame, since: datetime, until: datetime) -> dict[str, float]:
@@ -220,9 +266,15 @@ def down_seconds(events: pd.DataFrame, since: datetime, until: datetime) -> dict
 
 
 def capacity_table(nodes: list[NodeGpus], events: pd.DataFrame | None, since: datetime,
-                   until: datetime, start: datetime | None = None) -> pd.DataFrame:
+                   until: datetime, start: datetime | None = None, zone=None) -> pd.DataFrame:
     """One row per node and GPU type: gpus, gpu_hours (the window), down_gpu_hours, available_gpu_hours, and
-    `counted_from`: the window's start, or `start` (the cluster's first record, see `counted_from`) when later."""
+    `counted_from`: the window's start, or `start` (the cluster's first record, see `counted_from`) when later.
+    `since` and `until` are local times of `zone` (None: UTC), `start` and the events' times instants; the
+    hours are real ones (a window over a clock change is an hour longer or shorter), `counted_from` an instant."""
+    from slurmtools.reports.zone import get
+
+    z = get(zone)
+    since, until = z.utc(since), z.utc(until)
     lo = max(pd.Timestamp(since), pd.Timestamp(start)) if start is not None else pd.Timestamp(since)
     lo = min(lo, pd.Timestamp(until))
     secs = (pd.Timestamp(until) - lo).total_seconds()

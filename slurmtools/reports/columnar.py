@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from slurmtools.reports import metrics
+from slurmtools.reports import zone as zone_mod
 from slurmtools.reports.sacct import JOB_COLUMNS, empty_jobs
 
 #: from this many runs (cached and fresh) the report is computed here rather than by `metrics.compute`: measured
@@ -143,9 +144,11 @@ def register_source(con, src: RunSource | pd.DataFrame) -> RunSource:
     return src
 
 
-def first_job(src: RunSource | pd.DataFrame, history: pd.DataFrame | None = None) -> pd.Timestamp | None:
-    """`ingest.first_job` over a run source: the earliest submit or start, or the first cached usage day. The
-    cached files' earliest times come from their Parquet footers (exact minimums; no run is read)."""
+def first_job(src: RunSource | pd.DataFrame, history: pd.DataFrame | None = None, zone=None
+              ) -> pd.Timestamp | None:
+    """`ingest.first_job` over a run source: the earliest submit or start, or the first cached usage day (its
+    start in `zone`). The cached files' earliest times come from their Parquet footers (exact minimums; no run
+    is read)."""
     import pyarrow.parquet as pq
 
     if isinstance(src, pd.DataFrame):
@@ -171,7 +174,7 @@ def first_job(src: RunSource | pd.DataFrame, history: pd.DataFrame | None = None
                         times.append(pd.Timestamp(col.min()))
                     break
     if history is not None and len(history):
-        times.append(pd.Timestamp(history["day"].min()))
+        times.append(zone_mod.get(zone).utc(history["day"].min()))
     return min(times).as_unit("s") if times else None
 
 
@@ -190,11 +193,11 @@ _IN_WINDOW = "(end_s > {lo} AND start_s < {hi} AND end_s > start_s) OR (start_s 
 _ENUMS = ("user", "account", "partition", "state", "gpu_type", "tier", "cluster", "nodelist")
 
 
-def _runs_table(con, site, until: datetime, lo: int, hi: int) -> tuple[int, list[str]]:
+def _runs_table(con, site, until: datetime, lo: int, hi: int, zone=None) -> tuple[int, list[str]]:
     """`metrics.prepare` in SQL: the view `k` of every run that held GPUs and the table `runs` of them with
     their number among the job's runs and whether a later run followed. Returns how many finished runs had no
     End (counted as 0 s) and the tiers every loaded job names (the old engine's tier categories)."""
-    u = int(pd.Timestamp(until).value // 10**9)
+    u = zone_mod.get(zone).instant(until)
     single = {p.name: p.gpu_types[0] for p in site.partitions.values() if len(p.gpu_types) == 1} if site else {}
     # untyped GPUs in a partition with one GPU type are that type (a CASE, not a join: a few partitions)
     by_part = "CASE j.\"partition\" " + " ".join(f"WHEN {_q(k)} THEN {_q(v)}" for k, v in single.items()) + \
@@ -303,13 +306,15 @@ def _epilog_keys(con, epilog: pd.DataFrame | None) -> None:
 def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetime, *,
             capacity: pd.DataFrame | None = None, events: pd.DataFrame | None = None,
             epilog: pd.DataFrame | None = None, top: int = 10, notes: list[str] | None = None,
-            history: pd.DataFrame | None = None, fabric=None, bad_rows: list | None = None) -> metrics.Report:
+            history: pd.DataFrame | None = None, fabric=None, bad_rows: list | None = None,
+            zone=None) -> metrics.Report:
     """`metrics.compute` over a run source (cached day files and fresh runs, or a frame of runs)."""
+    z = zone_mod.get(zone)
     con = _connect()
     src = register_source(con, src)
-    lo = int(pd.Timestamp(since).value // 10**9)
-    hi = int(pd.Timestamp(until).value // 10**9)
-    no_end, tiers = _runs_table(con, site, until, lo, hi)
+    lo = z.instant(since)
+    hi = z.instant(until)
+    no_end, tiers = _runs_table(con, site, until, lo, hi, z)
     run_notes: list[str] = []
     if no_end:
         run_notes.append(f"{no_end} finished run(s) have no End time in sacct; counted as 0 s")
@@ -335,7 +340,7 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
         con.executemany("INSERT INTO price VALUES (?, ?)", list(prices.items()))
     nodes = ", ".join(_q(x) for x in metrics.NODE_FAILURE)
     # the daily usage of every loaded run: history for budgets and the forecast
-    usage = _daily_usage(con, lo, hi)
+    usage = _daily_usage(con, lo, hi, z)
     # every run of the window with its cost, utilisation (epilog, else Slurm's), idle hours and preemption facts:
     # a view (the joins are with small tables; a second copy of the runs would cost memory). DuckDB's
     # greatest/least skip NULLs: an unknown utilisation must stay unknown, hence the CASEs
@@ -376,7 +381,7 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
     # what does not scale with the runs: metrics.compute on no runs, with this engine's daily usage as history
     hist = usage if history is None or not len(history) else pd.concat([history, usage], ignore_index=True)
     base = metrics.compute(empty_jobs(), site, since, until, capacity=capacity, events=events, top=top,
-                           notes=[], history=hist, bad_rows=bad_rows)
+                           notes=[], history=hist, bad_rows=bad_rows, zone=zone)
     n_bad = len(base.bad_rows)
     notes = list(notes or []) + base.notes[:n_bad] + run_notes + base.notes[n_bad:]
 
@@ -405,13 +410,13 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
 
     wait_by_tier, wait_by_size, wait_hist, wait_all = _waits(con, lo, hi)
     tables["wait_by_tier"], tables["wait_by_size"] = wait_by_tier, wait_by_size
-    pre_tables, pre_sum = _preemption(con, src, lo, hi, top)
+    pre_tables, pre_sum = _preemption(con, src, lo, hi, top, z)
     tables.update(pre_tables)
     tables.update(_waste(con, src, top, has_mem=bool(s[9])))
     for k in ("budget", "demand_daily_by_tier", "forecast"):
         if k in base.tables:
             tables[k] = base.tables[k]
-    timeline = _timeline(con, lo, hi, base.timeline, tiers)
+    timeline = _timeline(con, lo, hi, base.timeline, tiers, z)
     if fabric is not None:
         by_nl = con.execute("""SELECT nodelist::VARCHAR AS nodelist, tier::VARCHAR AS tier, count(*) AS n,
             sum(gpu_hours) AS gh FROM w WHERE tier IS NOT NULL GROUP BY ALL ORDER BY nodelist, tier""").df()
@@ -448,7 +453,7 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
         con.register("ep_ids2", pd.DataFrame({"job_id_raw": pd.unique(epilog["job_id_raw"].to_numpy(np.int64))}))
         mine = {int(r[0]) for r in con.execute("SELECT DISTINCT job_id_raw FROM w WHERE job_id_raw IN "
                                                "(SELECT job_id_raw FROM ep_ids2)").fetchall()}
-        windows = windows_table(epilog, mine)
+        windows = windows_table(epilog, mine, zone if zone is None else z)
         if windows is not None:
             tables["slack_windows"] = windows
     summary = {k: summary[k] for k in base.summary}  # the old engine's order
@@ -456,7 +461,7 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
     return metrics.Report(since=since, until=until, site=base.site, cluster=base.cluster, currency=base.currency,
                           summary=summary, tables=tables, timeline=timeline, wait_hist=wait_hist,
                           forecasts=base.forecasts, notes=notes, uncharged_tiers=base.uncharged_tiers,
-                          bad_rows=base.bad_rows)
+                          bad_rows=base.bad_rows, zone=z)
 
 
 def _energy(con, src: RunSource, epilog: pd.DataFrame | None, site, top: int, n_runs: int, slurm: int
@@ -597,7 +602,7 @@ def _text(src: RunSource, pos: np.ndarray) -> pd.DataFrame:
     return out
 
 
-def _preemption(con, src: RunSource, lo: int, hi: int, top: int) -> tuple[dict, dict]:
+def _preemption(con, src: RunSource, lo: int, hi: int, top: int, z=zone_mod.UTC) -> tuple[dict, dict]:
     """Preemption and requeue of the runs that ended in the window, and the runs with the most GPU-hours lost."""
     con.execute(f"""CREATE OR REPLACE TEMP VIEW ended AS
         SELECT *, pre OR requeued AS lostmask, (pre OR requeued) AND ck IS NOT NULL AS known,
@@ -626,9 +631,9 @@ def _preemption(con, src: RunSource, lo: int, hi: int, top: int) -> tuple[dict, 
         "tier": lr["tier"].astype(str).to_numpy(), "user": lr["user"].astype(str).to_numpy(),
         "state": lr["state"].astype(str).to_numpy(), "requeued": lr["requeued"].to_numpy(bool),
         "gpus": lr["gpus"].to_numpy(np.int32),
-        "start": pd.to_datetime(lr["start_s"].to_numpy(np.int64), unit="s"),
-        "end": pd.to_datetime(lr["end_s"].to_numpy(np.int64), unit="s"),
-        "last_checkpoint": pd.to_datetime(lr["ck"].to_numpy(dtype=float), unit="s"),
+        "start": pd.to_datetime(z.to_local(lr["start_s"].to_numpy(np.int64)), unit="s"),
+        "end": pd.to_datetime(z.to_local(lr["end_s"].to_numpy(np.int64)), unit="s"),
+        "last_checkpoint": metrics._local_or_nat(z, lr["ck"].to_numpy(dtype=float)),
         "gpu_hours": lr["gpu_hours"].to_numpy(float), "gpu_hours_lost": lr["lost"].to_numpy(float),
         "upper_bound": lr["bound"].to_numpy(bool)})
     return {"preemption_by_tier": t, "preempted_runs": runs}, {"known": int(known), "bound": bool(bound)}
@@ -665,23 +670,27 @@ def _waste(con, src: RunSource, top: int, has_mem: bool) -> dict:
     return {"top_waste_jobs": t, "waste_by_user": eff}
 
 
-def _bucket_sums(con, rel: str, keys: tuple[str, ...], edges: list[int]) -> dict[tuple, list[float]]:
+def _bucket_sums(con, rel: str, keys: tuple[str, ...], edges: list[int], z=zone_mod.UTC, first_local: int = 0,
+                 step: int = 0) -> dict[tuple, list[float]]:
     """GPU-hours of the runs in `rel` (start_s, end_s, gpus, keys) in each bucket [edges[i], edges[i+1]) per
-    value of `keys`. The edges are evenly spaced but for the last. Exact, and without a row per run and bucket:
-    the GPU-seconds before a time T are T x sum(g) - sum(g x start) over runs started before T, less the same
-    over runs ended before T; both sums come from two GROUP BYs (by the bucket a run starts in, and ends in),
-    in integers."""
+    value of `keys`. The edges are those of `z.grid(first_local, edges[-1], step)` (bucket k starts at local
+    time first_local + k x step; an instant's bucket is read off `z.clock`). Exact, and without a row per run and
+    bucket: the GPU-seconds before a time T are T x sum(g) - sum(g x start) over runs started before T, less the
+    same over runs ended before T; both sums come from two GROUP BYs (by the bucket a run starts in, and ends
+    in), in integers."""
     n = len(edges) - 1
     if n <= 0:
         return {}
-    e0, en = edges[0], edges[-1]
-    step = edges[1] - edges[0] if n > 1 else max(en - e0, 1)
+    e0, en = int(edges[0]), int(edges[-1])
+    if not step:  # edges evenly spaced but for the last, from the first
+        step = int(edges[1]) - e0 if n > 1 else max(en - e0, 1)
+        first_local = int(z.clock(np.array([e0]))[0])
     kcols = ", ".join(f'"{k}"::VARCHAR AS "{k}"' for k in keys)
     clip = f"greatest(least({{x}}, {en}), {e0})"
     s_, e_ = clip.format(x="start_s"), clip.format(x="end_s")
 
     def idx(x: str) -> str:
-        return f"CASE WHEN {x} >= {en} THEN {n} ELSE ({x} - {e0}) // {step} END"
+        return f"CASE WHEN {x} >= {en} THEN {n} ELSE ({z.sql_clock(x, e0, en)} - {first_local}) // {step} END"
 
     names = ", ".join(f'"{k}"' for k in keys)
     rows = con.execute(f"""
@@ -702,21 +711,26 @@ def _bucket_sums(con, rel: str, keys: tuple[str, ...], edges: list[int]) -> dict
         for j in range(n + 1):
             cg += g[j]
             cgx += gx[j]
-            before.append(edges[j] * cg - cgx)
+            before.append(int(edges[j]) * cg - cgx)
         out[key] = [(before[j + 1] - before[j]) / 3600.0 for j in range(n)]
     return out
 
 
-def _daily_usage(con, lo: int, hi: int) -> pd.DataFrame:
-    """`metrics.daily_usage` of every loaded run, from the day `metrics.compute` starts it at."""
+def _daily_usage(con, lo: int, hi: int, z=zone_mod.UTC) -> pd.DataFrame:
+    """`metrics.daily_usage` of every loaded run, from the day `metrics.compute` starts it at (local days)."""
     first = con.execute("SELECT min(start_s) FROM runs").fetchall()[0][0]
     if first is None:
         return pd.DataFrame({k: pd.Series(dtype=v) for k, v in metrics.USAGE_COLUMNS.items()})
-    day0 = int(first) - int(first) % 86400
-    day0 = min(max(day0, hi - 400 * 86400), lo - lo % 86400)
-    edges = [*range(day0, hi, 86400), hi]
-    sums = _bucket_sums(con, "runs WHERE tier IS NOT NULL AND account IS NOT NULL", ("tier", "account"), edges)
-    rows = [(edges[d], tier, acct, v[d]) for (tier, acct), v in sums.items() for d in range(len(v)) if v[d] != 0]
+    lo_l, hi_l = (int(x) for x in z.clock(np.array([lo, hi])))
+    day0 = int(z.clock(np.array([int(first)]))[0]) // 86400 * 86400
+    day0 = min(max(day0, hi_l - 400 * 86400), lo_l - lo_l % 86400)
+    first_local = int(z.clock(np.array([int(z.instants(np.array([day0]))[0])]))[0])
+    days, edges = z.grid(first_local, hi, 86400)
+    if hi <= int(edges[0]):
+        return pd.DataFrame({k: pd.Series(dtype=v) for k, v in metrics.USAGE_COLUMNS.items()})
+    sums = _bucket_sums(con, "runs WHERE tier IS NOT NULL AND account IS NOT NULL", ("tier", "account"),
+                        [int(e) for e in edges], z, first_local, 86400)
+    rows = [(int(days[d]), tier, acct, v[d]) for (tier, acct), v in sums.items() for d in range(len(v)) if v[d] != 0]
     rows.sort()
     return pd.DataFrame({"day": pd.to_datetime(np.array([r[0] for r in rows], dtype=np.int64), unit="s")
                          .astype("datetime64[s]"),
@@ -725,16 +739,18 @@ def _daily_usage(con, lo: int, hi: int) -> pd.DataFrame:
                          "gpu_hours": np.array([r[3] for r in rows], dtype=float)})
 
 
-def _timeline(con, lo: int, hi: int, base: pd.DataFrame, tiers: list[str]) -> pd.DataFrame:
+def _timeline(con, lo: int, hi: int, base: pd.DataFrame, tiers: list[str], z=zone_mod.UTC) -> pd.DataFrame:
     """GPU-hours per bucket and tier (every tier the loaded jobs name, as the old engine's categories do), with
-    the capacity column `metrics.compute` computed."""
+    the capacity column `metrics.compute` computed (over the same buckets: `metrics.timeline_grid`)."""
     if not int(con.execute("SELECT count(*) FROM w").fetchall()[0][0]):
         return base
-    bsec = metrics.bucket_seconds(hi - lo)
-    edges = [lo + i * bsec for i in range(len(base.index))] + [hi]
+    starts, edges, keep, bsec = metrics.timeline_grid(z, lo, hi)
+    first_local = int(starts[0]) if len(starts) else 0
     sums = _bucket_sums(con, f"runs WHERE tier IS NOT NULL AND ({_IN_WINDOW.format(lo=lo, hi=hi)})", ("tier",),
-                        edges)
-    out = pd.DataFrame({t: sums.get((t,), [0.0] * len(base.index)) for t in tiers}, index=base.index, dtype=float)
+                        [int(e) for e in edges], z, first_local, bsec)
+    at = np.flatnonzero(keep)
+    out = pd.DataFrame({t: np.asarray(sums.get((t,), [0.0] * len(keep)))[at] for t in tiers}, index=base.index,
+                       dtype=float)
     for c in base.columns:
         out[c] = base[c]
     out.index.name = base.index.name
@@ -769,20 +785,39 @@ def _placement(by_nl: pd.DataFrame, fabric, capacity: pd.DataFrame | None) -> di
             "usage_by_leaf": leaves["usage_by_leaf"]}
 
 
-def usage_by_end_day(jobs: pd.DataFrame) -> dict:
+def usage_by_end_day(jobs: pd.DataFrame, zone=None) -> dict:
     """For the day cache: per day D, `metrics.daily_usage` of the runs that ended on D (as `metrics.prepare`
-    reads them without a site), from the first day any of them started to the end of D; for all days at once."""
+    reads them without a site), from the first day any of them started to the end of D; for all days at once.
+    Days are local days of `zone` (None: UTC), the runs' times instants."""
+    z = zone_mod.get(zone)
     con = _connect()
     con.register("f", pd.DataFrame({"start": jobs["start"], "end": jobs["end"], "gpus": jobs["gpus"],
                                     "qos": jobs["qos"].astype(object), "account": jobs["account"].astype(object)}))
-    u = con.execute("""
+    local, bounds, join = "{x}", "d AS d_lo, d + 86400 AS d_hi", ""
+    if not z.is_utc:
+        # a local day's real start and end: a small table of the days the runs span (23, 24 or 25 hours each)
+        lo, hi = con.execute('SELECT min(epoch(start))::BIGINT, max(epoch("end"))::BIGINT FROM f WHERE gpus > 0 '
+                             'AND start IS NOT NULL AND "end" IS NOT NULL AND "end" > start').fetchall()[0]
+        lo, hi = (int(lo), int(hi)) if lo is not None else (0, 0)
+        clock = z.clock(np.array([lo, hi]))
+        days = np.arange(int(clock[0]) // 86400 * 86400, int(clock[1]) // 86400 * 86400 + 86400 + 1, 86400,
+                         dtype=np.int64)
+        inst = z.instants(days)
+        con.register("days", pd.DataFrame({"d": days[:-1], "d_lo": inst[:-1], "d_hi": inst[1:]}))
+        local = z.sql_clock("{x}", lo, hi)
+        bounds, join = "days.d_lo, days.d_hi", "JOIN days USING (d)"
+
+    def loc(x: str) -> str:  # `zone.clock`: local seconds that never run back
+        return local.replace("{x}", x)
+    u = con.execute(f"""
         WITH r AS (SELECT epoch(start)::BIGINT AS st, epoch("end")::BIGINT AS en, gpus,
                        CASE WHEN qos = '' THEN '(none)' ELSE qos END AS tier, account,
-                       epoch("end")::BIGINT // 86400 * 86400 AS endday
+                       {loc('epoch("end")::BIGINT')} // 86400 * 86400 AS endday
                    FROM f WHERE gpus > 0 AND start IS NOT NULL AND "end" IS NOT NULL)
         SELECT endday, d AS day, tier, account,
-            sum(greatest(least(en, d + 86400) - greatest(st, d), 0) * gpus) / 3600.0 AS gpu_hours
-        FROM (SELECT *, unnest(range(st // 86400 * 86400, en, 86400)) AS d FROM r WHERE en > st)
+            sum(greatest(least(en, d_hi) - greatest(st, d_lo), 0) * gpus) / 3600.0 AS gpu_hours
+        FROM (SELECT *, {bounds} FROM (SELECT *, unnest(range({loc('st')} // 86400 * 86400, {loc('en')}, 86400))
+              AS d FROM r WHERE en > st) {join})
         WHERE tier IS NOT NULL AND account IS NOT NULL
         GROUP BY ALL HAVING gpu_hours != 0 ORDER BY endday, day, tier, account""").df()
     con.close()

@@ -204,9 +204,10 @@ def add_energy(runs: pd.DataFrame, jobs: pd.DataFrame, epilog: pd.DataFrame | No
     return tables, summary, notes
 
 
-def windows_table(epilog: pd.DataFrame | None, jobs_of: set[int] | None = None) -> pd.DataFrame | None:
+def windows_table(epilog: pd.DataFrame | None, jobs_of: set[int] | None = None, zone=None) -> pd.DataFrame | None:
     """One row per slack window of the epilog's runs (a window recorded by several nodes or runs once), or None
-    when no record has any. `jobs_of`: only these jobs (the report's)."""
+    when no record has any. `jobs_of`: only these jobs (the report's). Times are shown as local times of `zone`
+    (the report's), else of this process."""
     if epilog is None or not len(epilog) or "slack_windows" not in epilog.columns:
         return None
     rows, seen = [], set()
@@ -222,9 +223,12 @@ def windows_table(epilog: pd.DataFrame | None, jobs_of: set[int] | None = None) 
     if not rows:
         return None
     t = pd.DataFrame(rows, columns=["job_id", *WINDOW_KEYS])
-    for c in ("start_time", "end_time"):  # local time, as the epilog reader reads the records' times
-        t[c] = pd.to_datetime([pd.Timestamp(datetime.fromtimestamp(v)).floor("s") if _number(v) else pd.NaT
-                               for v in t[c]])
+    for c in ("start_time", "end_time"):  # local time, as the report shows every time
+        if zone is None:
+            t[c] = pd.to_datetime([pd.Timestamp(datetime.fromtimestamp(v)).floor("s") if _number(v) else pd.NaT
+                                   for v in t[c]])
+        else:
+            t[c] = pd.to_datetime([zone.local(int(np.floor(v))) if _number(v) else pd.NaT for v in t[c]])
     for c in ("start_step", "end_step"):
         t[c] = pd.to_numeric(t[c], errors="coerce").astype("Int64")
     return t.sort_values(["job_id", "start_time", "start_step"], kind="stable").reset_index(drop=True)

@@ -122,14 +122,27 @@ def _mean(v) -> float:
     return float(v)
 
 
-def _time(v):
+def _time(v, zone=None):
+    """A record's time: epoch seconds, or an ISO time (with an offset, or local). Without `zone`, epoch seconds
+    become this process's local time; with it (the report's `reports.zone.Zone`) every time becomes a naive UTC
+    instant, a local ISO time read in that zone (a repeated one as its first pass; one the clocks skipped is a
+    ValueError)."""
     if v is None or v == "":
         return pd.NaT
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        t = pd.Timestamp(datetime.fromtimestamp(float(v))).floor("s")
+        if zone is None:
+            t = pd.Timestamp(datetime.fromtimestamp(float(v))).floor("s")
+        else:
+            t = pd.Timestamp(float(v), unit="s").floor("s")
     else:
         t = pd.Timestamp(str(v))
-        t = (t.tz_localize(None) if t.tzinfo is None else t.tz_convert(None)).floor("s")
+        local = t.tzinfo is None
+        t = (t.tz_localize(None) if local else t.tz_convert(None)).floor("s")
+        if zone is not None and local and not zone.is_utc:
+            first, _, skipped = zone.from_local(np.array([t.value // 10**9], dtype=np.int64))
+            if skipped[0]:
+                raise ValueError(f"{t} is no time in {zone.name}")
+            t = pd.Timestamp(int(first[0]), unit="s")
     if not _T_MIN <= t < _T_MAX:
         raise ValueError("outside 1970-2200")
     return t
@@ -159,9 +172,10 @@ def _other_cluster(d: dict, job_id: int, cluster: str | None) -> None:
                          f"cluster_name): job ids are per cluster; not joined to {cluster}'s job {job_id}")
 
 
-def parse_record(d: dict, cluster: str | None = None) -> dict:
+def parse_record(d: dict, cluster: str | None = None, zone=None) -> dict:
     """One record -> typed fields, utilisation kept per GPU so several nodes' records can be merged. With
-    `cluster` (the site's cluster_name), a record of another cluster is refused.
+    `cluster` (the site's cluster_name), a record of another cluster is refused. With `zone` (the report's), its
+    times are UTC instants (`_time`).
 
     Raises ValueError naming the field that is wrong."""
     jid = _get(d, "job_id")
@@ -229,7 +243,7 @@ def parse_record(d: dict, cluster: str | None = None) -> dict:
         raise ValueError(f"field gpus: {out['gpus']} is not a count of GPUs")
     for key in ("start", "end", "last_checkpoint"):
         try:
-            out[key] = _time(_get(d, key))
+            out[key] = _time(_get(d, key), zone)
         except (TypeError, ValueError, OverflowError, OSError):
             raise ValueError(f"field {key}: expected epoch seconds or an ISO time between 1970 and 2200, got "
                              f"{_get(d, key)!r}") from None
@@ -316,14 +330,15 @@ def _node(d: dict) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def read_epilog_dir(path: str | Path, cluster: str | None = None) -> EpilogRecords:
+def read_epilog_dir(path: str | Path, cluster: str | None = None, zone=None) -> EpilogRecords:
     """Every `*.json` under `path` (recursively: the spool folder or its `jobs/`). A missing folder: no records.
     With `cluster` (the site's cluster_name), a record naming another cluster is listed, not joined: records
     gathered from several clusters hold the same job ids.
 
     Records of one job, run and node whose ends are within SAME_RUN_GAP_S are one record written twice (the epilog
     names the second `<stem>.2.json`; a copy, a restored backup): the first written (the earlier end, then the
-    name) counts and each other is listed, never added to the run's GPUs and energy."""
+    name) counts and each other is listed, never added to the run's GPUs and energy. `zone`: times as UTC
+    instants (`parse_record`)."""
     root = Path(path)
     recs, problems, files = [], [], 0
     bad = BadRows(str(root), "records")
@@ -351,7 +366,7 @@ def read_epilog_dir(path: str | Path, cluster: str | None = None) -> EpilogRecor
             d = json.loads(raw.decode())
             if not isinstance(d, dict):
                 raise ValueError("expected a JSON object")
-            parsed.append((f, text, _node(d), parse_record(d, cluster)))
+            parsed.append((f, text, _node(d), parse_record(d, cluster, zone)))
         except (ValueError, RecursionError) as exc:
             if isinstance(exc, json.JSONDecodeError):
                 line = exc.lineno
@@ -383,7 +398,8 @@ def read_epilog_dir(path: str | Path, cluster: str | None = None) -> EpilogRecor
 STOP_EVENTS = ("preempted", "requeued", "time_limit")
 
 
-def checkpoints_from_decisions(path: str | Path, bad: BadRows | None = None) -> tuple[pd.DataFrame, list[str]]:
+def checkpoints_from_decisions(path: str | Path, bad: BadRows | None = None, zone=None
+                               ) -> tuple[pd.DataFrame, list[str]]:
     """What the decision log (`slurmtools.audit`) knows of job runs: the last-checkpoint time from events
     `preempted`, `requeued` and `time_limit` whose details carry `last_checkpoint` (epoch seconds or an ISO time)
     and `run`, and whether a `preempted` or a `time_limit` event was logged for the run (a job that checkpoints
@@ -393,7 +409,8 @@ def checkpoints_from_decisions(path: str | Path, bad: BadRows | None = None) -> 
 
     A bad line (torn, not UTF-8, not a record; or such an event whose job, run or last_checkpoint is unreadable:
     text in a number, a time outside 1970-2200) is skipped: with `bad`, listed there with its line and reason
-    (`bad.total` counts the log's lines), else described in the returned problems."""
+    (`bad.total` counts the log's lines), else described in the returned problems. `zone`: times as UTC instants
+    (`_time`)."""
     from slurmtools import audit
 
     rows, problems = [], []
@@ -412,13 +429,13 @@ def checkpoints_from_decisions(path: str | Path, bad: BadRows | None = None) -> 
                 job = _decision_job(ev.get("job"))
                 run = _decision_run(det.get("run"))
                 try:
-                    ck = _time(det["last_checkpoint"]) if det.get("last_checkpoint") is not None else pd.NaT
+                    ck = _time(det["last_checkpoint"], zone) if det.get("last_checkpoint") is not None else pd.NaT
                 except (TypeError, ValueError, OverflowError, OSError) as exc:
                     raise ValueError(f"field details.last_checkpoint: expected epoch seconds or an ISO time between "
                                      f"1970 and 2200, got {det['last_checkpoint']!r}") from exc
                 # when the epilog wrote it (the run's end, else the event's own time): matches it to sacct's run
                 try:
-                    when = _time(det.get("run_end") if det.get("run_end") is not None else ev.get("time"))
+                    when = _time(det.get("run_end") if det.get("run_end") is not None else ev.get("time"), zone)
                 except (TypeError, ValueError, OverflowError, OSError):
                     when = pd.NaT  # the time only helps the match; the run number still places the event
                 rows.append((job, run, ck, kind == "preempted", kind == "time_limit", when))

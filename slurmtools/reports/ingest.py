@@ -15,7 +15,7 @@ import pandas as pd
 
 from slurmtools.errors import SlurmError
 from slurmtools.reports import cache as cache_mod
-from slurmtools.reports.sacct import SACCT_FIELDS, read_sacct
+from slurmtools.reports.sacct import REPORT_FIELDS, read_sacct
 
 
 class Progress:
@@ -52,7 +52,7 @@ def _day(ts) -> date:
 def load_jobs(since: datetime, until: datetime, *, history_since: datetime | None = None,
               sacct_file: str | Path | None = None, backend=None, cache_dir: str | Path | None = None,
               now: datetime | None = None, progress: Progress | None = None, bad_rows: list | None = None,
-              lazy: bool = False, cluster: str | None = None
+              lazy: bool = False, cluster: str | None = None, zone=None
               ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
     """(runs, history, notes, timings): every run active in [since, until) and whatever else the sources held;
     `history` is the cached daily usage of runs that ended in [history_since, since) and are not among the runs.
@@ -61,13 +61,19 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
 
     With a cache, only the days not cached yet are fetched (a --sacct-file is trusted to cover the window asked
     for), and the finished days of what was fetched are stored. With `lazy`, the runs come back as a
-    `columnar.RunSource` (the cached day files, not read, and the fresh runs) for the DuckDB engine."""
+    `columnar.RunSource` (the cached day files, not read, and the fresh runs) for the DuckDB engine.
+
+    `zone` (`reports.zone.Zone`): the zone sacct printed its times in and the window's; the runs' times come back
+    as UTC instants and the cache's days are its local days. Without it, times stay as written (UTC)."""
+    from slurmtools.reports.zone import get
+
+    z = get(zone)
     progress = progress or Progress(False)
     notes: list[str] = []
     timings: dict[str, float] = {}
     now = now or datetime.now()
     hist_from = min(pd.Timestamp(history_since or since), pd.Timestamp(since))
-    c = cache_mod.DayCache(cache_dir) if cache_dir else None
+    c = cache_mod.DayCache(cache_dir, z) if cache_dir else None
     since_day, hist_day = _day(since), _day(hist_from)
     cached = pd.DataFrame()
     cached_files: list[Path] = []
@@ -99,15 +105,15 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
     t = time.perf_counter()
     if sacct_file is not None:
         progress(f"reading {sacct_file}")
-        acc = read_sacct(sacct_file, on_block=progress.bar, cluster=cluster)
+        acc = read_sacct(sacct_file, on_block=progress.bar, cluster=cluster, zone=zone)
     elif backend is not None:
         dump = getattr(backend, "accounting_dump", None)
         if dump is None:
             raise SlurmError("sacct", "this backend cannot dump accounting text; use --sacct-file PATH")
         progress(f"sacct {fetch_from} .. {pd.Timestamp(until)}")
         acc = read_sacct(dump(fetch_from.to_pydatetime(), pd.Timestamp(until).to_pydatetime(),
-                              list(SACCT_FIELDS)), text=True, source="sacct", on_block=progress.bar,
-                         cluster=cluster)
+                              list(REPORT_FIELDS)), text=True, source="sacct", on_block=progress.bar,
+                         cluster=cluster, zone=zone)
     else:
         raise SlurmError("sacct", "no accounting source: give --sacct-file PATH or run where sacct works")
     timings["parse_s"] = time.perf_counter() - t
@@ -119,14 +125,14 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
     if c is not None and len(fresh):
         if len(cached) or cached_files or history is not None:
             # runs that ended before the fetched window are in the cache already (as runs or as usage)
-            ended_before = fresh["end"].notna() & (fresh["end"] < fetch_from)
+            ended_before = fresh["end"].notna() & (fresh["end"] < z.utc(fetch_from))
             fresh = fresh[~ended_before.to_numpy()].reset_index(drop=True)
         # the fetched data covers [fetch_from, until): store its whole days that are over
         src_first = _day(fetch_from) if fetch_from == fetch_from.normalize() else _day(fetch_from) + timedelta(days=1)
         if sacct_file is not None:
             # a saved dump may start later than the window asked for: never mark days before its data as final
             ends = fresh["end"].dropna()
-            src_first = max(src_first, _day(ends.min()) if len(ends) else _day(until))
+            src_first = max(src_first, _day(z.local(ends.min())) if len(ends) else _day(until))
         last_final = min(_day(until) - timedelta(days=1), _day(now) - timedelta(days=1))
         if src_first <= last_final:
             t = time.perf_counter()
@@ -135,9 +141,9 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
             progress(f"cache: stored {len(written)} finished day(s)")
             if lazy and written:
                 # the runs just stored are read back from their day files, like the days cached before
-                end_day = fresh["end"].dt.floor("D")
-                stored = (fresh["end"].notna() & (end_day >= pd.Timestamp(written[0]))
-                          & (end_day <= pd.Timestamp(written[-1]))).to_numpy()
+                end_day = cache_mod.end_days(fresh["end"], z)
+                first_d, last_d = (pd.Timestamp(d).value // 10**9 // 86400 for d in (written[0], written[-1]))
+                stored = fresh["end"].notna().to_numpy() & (end_day >= first_d) & (end_day <= last_d)
                 fresh = fresh[~stored].reset_index(drop=True)
                 cached_files = sorted(set(cached_files) | {c.path(d) for d in written})
     t = time.perf_counter()
@@ -158,25 +164,31 @@ def _range(a: date, b: date) -> list[date]:
     return out
 
 
-def first_job(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.Timestamp | None:
-    """The earliest sign of a job in what was loaded: a run's submit or start time, or the first cached day."""
+def first_job(jobs: pd.DataFrame, history: pd.DataFrame | None = None, zone=None) -> pd.Timestamp | None:
+    """The earliest sign of a job in what was loaded: a run's submit or start time, or the first cached day (the
+    start of that local day of `zone`); an instant."""
+    from slurmtools.reports.zone import get
+
     times = []
     for c in ("submit", "start"):
         if c in jobs.columns and jobs[c].notna().any():
             times.append(pd.Timestamp(jobs[c].min()))
     if history is not None and len(history):
-        times.append(pd.Timestamp(history["day"].min()))
+        times.append(get(zone).utc(history["day"].min()))
     return min(times) if times else None
 
 
 def load_capacity(site, since: datetime, until: datetime, *, backend=None, events_text: str | None = None,
                   events_source: str = "sacctmgr show event", first_job: datetime | None = None,
-                  bad_rows: list | None = None) -> tuple[pd.DataFrame | None, pd.DataFrame | None, list[str]]:
+                  bad_rows: list | None = None, zone=None
+                  ) -> tuple[pd.DataFrame | None, pd.DataFrame | None, list[str]]:
     """(capacity table, node events, notes). Capacity counts from the cluster's first record (its first
-    accounting event, or `first_job`, whichever is earlier) when that is inside the window, never before.
-    Event rows skipped as bad are appended to `bad_rows` (without it, a bad row raises a ParseError)."""
+    accounting event, or `first_job` (an instant), whichever is earlier) when that is inside the window, never
+    before. Event rows skipped as bad are appended to `bad_rows` (without it, a bad row raises a ParseError).
+    `zone`: the window's and sacctmgr's zone; the events' times come back as UTC instants."""
     from slurmtools.reports.capacity import (capacity_table, counted_from, first_event, nodes_from_backend,
                                              nodes_from_site, parse_events, read_events)
+    from slurmtools.reports.zone import get
 
     notes = []
     nodes = None
@@ -202,35 +214,37 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
     first_ev = None
     if events_text is not None:
         if bad_rows is None:
-            events = read_events(events_text, events_source)
-            first_ev = first_event(events_text, events_source)
+            events = read_events(events_text, events_source, zone)
+            first_ev = first_event(events_text, events_source, zone)
         else:
-            events, first_ev, ebad = parse_events(events_text, events_source)
+            events, first_ev, ebad = parse_events(events_text, events_source, zone)
             bad_rows.append(ebad)
-    start = counted_from(since, first_ev, first_job)
+    start = counted_from(since, first_ev, first_job, zone=zone)
     if nodes and start is not None:
         from slurmtools.reports.metrics import CAPACITY_NOTE
 
-        notes.append(f"{CAPACITY_NOTE} {start} (the cluster's first record: "
+        shown = start if zone is None else get(zone).local(start)
+        notes.append(f"{CAPACITY_NOTE} {shown} (the cluster's first record: "
                      f"{'its first accounting event' if first_ev is not None and start == first_ev else 'its first job'}"
                      f"), not from the window's start {pd.Timestamp(since)}")
-    cap = capacity_table(nodes, events, since, until, start=start) if nodes else None
+    cap = capacity_table(nodes, events, since, until, start=start, zone=zone) if nodes else None
     return cap, events, notes
 
 
 def load_epilog(path: str | Path | None, decisions: str | Path | None = None, bad_rows: list | None = None,
-                cluster: str | None = None) -> tuple[pd.DataFrame | None, list[str]]:
+                cluster: str | None = None, zone=None) -> tuple[pd.DataFrame | None, list[str]]:
     """The epilog's records under `path`, with last-checkpoint times from the decision log `decisions` (default:
     `decisions.jsonl` in `path` or, for the spool's `jobs/` folder, beside it). Records skipped as bad (epilog
     files, decision-log lines) are appended to `bad_rows`; with `cluster` (the site's cluster_name), so is a record
-    of another cluster (job ids are per cluster)."""
+    of another cluster (job ids are per cluster). `zone`: the report's; the records' times come back as UTC
+    instants."""
     from slurmtools.audit import LOG_NAME
     from slurmtools.reports.badrows import BadRows
     from slurmtools.reports.epilog import add_checkpoints, checkpoints_from_decisions, read_epilog_dir
 
     if path is None:
         return None, []
-    rec = read_epilog_dir(path, cluster)
+    rec = read_epilog_dir(path, cluster, zone)
     problems = list(rec.problems)
     if bad_rows is not None and rec.bad is not None and rec.files:
         bad_rows.append(rec.bad)
@@ -241,7 +255,7 @@ def load_epilog(path: str | Path | None, decisions: str | Path | None = None, ba
     frame = rec.frame
     if decisions is not None:
         dbad = BadRows(str(decisions), "records") if bad_rows is not None else None
-        ck, cp = checkpoints_from_decisions(decisions, dbad)
+        ck, cp = checkpoints_from_decisions(decisions, dbad, zone)
         if dbad is not None:
             bad_rows.append(dbad)  # each bad line is listed in bad_rows.csv
         problems += cp

@@ -11,6 +11,9 @@ Conventions (also in docs/reports.md):
   bound, marked so: sacct does not know checkpoints).
 - Idle GPU-hours = allocated GPU-hours x (1 - mean GPU utilisation), from the epilog's record, else from Slurm's
   own gres/gpuutil, else unknown (not counted).
+- Times: the runs' times are UTC instants (`sacct.read_sacct` with the report's zone), `start_s`/`end_s` epoch
+  seconds; the window and the days are the report's zone's (`reports.zone`): local days may be 23 or 25 hours
+  long. Times shown (the window, bucket and day starts, a run's start and end) are local.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from slurmtools.reports import zone as zone_mod
 from slurmtools.reports.forecast import Forecast, forecast
 
 RUNNING = ("RUNNING", "SUSPENDED", "REQUEUED", "RESIZING")
@@ -55,6 +59,8 @@ class Report:
     uncharged_tiers: tuple[str, ...] = ()
     #: the inputs' rows skipped as bad (`slurmtools.reports.badrows.BadRows`, only inputs that had some)
     bad_rows: list = field(default_factory=list)
+    #: the zone of the window and of the times shown (`reports.zone.Zone`; None: UTC)
+    zone: object = None
 
 
 def _secs(a) -> np.ndarray:
@@ -72,8 +78,9 @@ def _recat(col: pd.Series, fn) -> pd.Categorical:
     return pd.Categorical.from_codes(np.where(codes >= 0, inv[np.maximum(codes, 0)], -1), uniq)
 
 
-def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.DataFrame:
-    """Runs that held GPUs, with start_s/end_s as epoch seconds, gpu_type resolved and tier named.
+def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str], zone=None) -> pd.DataFrame:
+    """Runs that held GPUs, with start_s/end_s as epoch seconds, gpu_type resolved and tier named; a run still
+    going ends at `until` (a local time of `zone`).
 
     `row` points back into `jobs` for the text columns (names, ids), fetched only for the rows a table shows."""
     keep = ((jobs["gpus"] > 0) & jobs["start"].notna()).to_numpy()
@@ -82,7 +89,7 @@ def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str]) -> pd.D
               "end", "submit", "eligible", "gpu_util_slurm"]][keep]
     mem = jobs["gpu_mem_slurm_mb"].to_numpy(dtype=float)[keep] if "gpu_mem_slurm_mb" in jobs.columns else \
         np.full(int(keep.sum()), np.nan)
-    u = np.int64(pd.Timestamp(until).value // 10**9)
+    u = np.int64(zone_mod.get(zone).instant(until))
     start = _secs(j["start"].to_numpy())
     end_raw = j["end"].to_numpy()
     no_end = pd.isna(end_raw)
@@ -190,35 +197,37 @@ def _buckets(st, en, g, codes, k, edges) -> np.ndarray:
     return out
 
 
-def bucket_matrix(r: pd.DataFrame, edges: np.ndarray, key: str) -> pd.DataFrame:
-    """GPU-hours per bucket (rows, labelled by their start) and category of `key` (columns)."""
+def bucket_matrix(r: pd.DataFrame, edges: np.ndarray, key: str, labels: np.ndarray | None = None) -> pd.DataFrame:
+    """GPU-hours per bucket (rows, labelled by their start: `labels`, local seconds, else the edges) and category
+    of `key` (columns)."""
     cat = r[key].astype("category")
     k = len(cat.cat.categories)
     out = _buckets(r["start_s"].to_numpy(), r["end_s"].to_numpy(), r["gpus"].to_numpy(),
                    cat.cat.codes.to_numpy(), k, edges)
-    return pd.DataFrame(out, index=pd.to_datetime(edges[:-1], unit="s"),
+    return pd.DataFrame(out, index=pd.to_datetime(edges[:-1] if labels is None else labels, unit="s"),
                         columns=[str(c) for c in cat.cat.categories])
 
 
 USAGE_COLUMNS = {"day": "datetime64[s]", "tier": "str", "account": "str", "gpu_hours": "float64"}
 
 
-def daily_usage(r: pd.DataFrame, lo: int, hi: int) -> pd.DataFrame:
-    """GPU-hours per day, tier and account inside [lo, hi) (lo at a midnight; the last day may be partial).
+def daily_usage(r: pd.DataFrame, lo: int, hi: int, zone=None) -> pd.DataFrame:
+    """GPU-hours per day, tier and account inside [lo, hi) (instants; lo at a local midnight of `zone`; the last
+    day may be partial). Days are local days (23 or 25 hours long on a clock change), `day` their local start.
 
     The small summary the day cache keeps for history: forecasts and month-to-date budgets need only this."""
     if len(r) == 0 or hi <= lo:
         return pd.DataFrame({k: pd.Series(dtype=v) for k, v in USAGE_COLUMNS.items()})
+    z = zone_mod.get(zone)
     tier = r["tier"].astype("category")
     acc = r["account"].astype("category")
     na = len(acc.cat.categories)
     codes = tier.cat.codes.to_numpy().astype(np.int64) * na + acc.cat.codes.to_numpy()
     k = len(tier.cat.categories) * na
-    edges = np.arange(lo, hi, 86400)
-    edges = np.append(edges, hi)
+    days, edges = z.grid(int(z.clock(np.array([lo]))[0]), hi, 86400)
     m = _buckets(r["start_s"].to_numpy(), r["end_s"].to_numpy(), r["gpus"].to_numpy(), codes, k, edges)
     d, c = np.nonzero(m)
-    return pd.DataFrame({"day": pd.to_datetime(edges[d], unit="s").astype("datetime64[s]"),
+    return pd.DataFrame({"day": pd.to_datetime(days[d], unit="s").astype("datetime64[s]"),
                          "tier": np.asarray(tier.cat.categories.astype(str))[c // na],
                          "account": np.asarray(acc.cat.categories.astype(str))[c % na],
                          "gpu_hours": m[d, c]})
@@ -235,6 +244,22 @@ def bucket_seconds(span: int) -> int:
     return TIMELINE_STEPS[-1] * (1 + int(span / TIMELINE_STEPS[-1] / TIMELINE_MAX_BUCKETS))
 
 
+def timeline_grid(z, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The timeline's buckets over [lo, hi) (instants): (their starts, local seconds; every edge, instants, one
+    more; which buckets are kept: not the empty ones at a start the clocks skipped; the bucket length). Buckets
+    start on local times from the window's start (whole local days when a bucket is a day or more long)."""
+    bsec = bucket_seconds(hi - lo)
+    starts, edges = z.grid(int(z.clock(np.array([lo]))[0]), hi, bsec)
+    keep = edges[1:] > edges[:-1]
+    if not keep.any():
+        keep[:] = True
+    return starts, edges, keep, bsec
+
+
+def _kept(edges: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return np.append(edges[:-1][keep], edges[-1])
+
+
 def _group(r: pd.DataFrame, key: str, prices: dict[str, float]) -> pd.DataFrame:
     g = r.groupby(key, observed=True)
     out = pd.DataFrame({"runs": g.size(), "gpu_hours": g["gpu_hours"].sum(), "cost": g["cost"].sum()})
@@ -244,18 +269,21 @@ def _group(r: pd.DataFrame, key: str, prices: dict[str, float]) -> pd.DataFrame:
 def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capacity: pd.DataFrame | None = None,
             events: pd.DataFrame | None = None, epilog: pd.DataFrame | None = None, top: int = 10,
             notes: list[str] | None = None, history: pd.DataFrame | None = None, fabric=None,
-            bad_rows: list | None = None) -> Report:
+            bad_rows: list | None = None, zone=None) -> Report:
     """The report over [since, until). `jobs` must hold every run active in the window (more is fine);
     `history` is `daily_usage` of earlier runs NOT in `jobs` (from the day cache), for forecast and budgets;
-    `bad_rows` the inputs' rows skipped as bad (`badrows.BadRows`), counted in the summary and the notes."""
+    `bad_rows` the inputs' rows skipped as bad (`badrows.BadRows`), counted in the summary and the notes.
+    `zone` (`reports.zone.Zone`, None: UTC): since and until are its local times, the jobs' and epilog's times
+    UTC instants; days are its local days."""
     from slurmtools.reports.badrows import FILE_NAME
 
+    z = zone_mod.get(zone)
     notes = list(notes or [])
     bad_rows = [b for b in (bad_rows or []) if b.rows]
     notes += [f"{b.summary()}; the list: {FILE_NAME}" for b in bad_rows]
-    lo = int(pd.Timestamp(since).value // 10**9)
-    hi = int(pd.Timestamp(until).value // 10**9)
-    all_runs = prepare(jobs, site, until, notes)
+    lo = z.instant(since)
+    hi = z.instant(until)
+    all_runs = prepare(jobs, site, until, notes, z)
     if epilog is not None and len(epilog):
         from slurmtools.reports.runmatch import align_to_runs
 
@@ -394,8 +422,8 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "job_id": ltext["job_id"].astype(str).to_numpy(), "run": lr["run"].to_numpy(),
         "tier": lr["tier"].astype(str).to_numpy(), "user": lr["user"].astype(str).to_numpy(),
         "state": lr["state"].astype(str).to_numpy(), "requeued": rq[li], "gpus": lr["gpus"].to_numpy(),
-        "start": pd.to_datetime(st[li], unit="s"), "end": pd.to_datetime(en[li], unit="s"),
-        "last_checkpoint": pd.to_datetime(np.where(known_ck[li], ck[li], np.nan), unit="s"),
+        "start": pd.to_datetime(z.to_local(st[li]), unit="s"), "end": pd.to_datetime(z.to_local(en[li]), unit="s"),
+        "last_checkpoint": _local_or_nat(z, np.where(known_ck[li], ck[li], np.nan)),
         "gpu_hours": lr["gpu_hours"].to_numpy(), "gpu_hours_lost": lost[li], "upper_bound": bound[li]})
 
     # --- waste
@@ -426,11 +454,11 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         tables["waste_by_user"] = pd.DataFrame(columns=["gpu_hours_measured", "idle_gpu_hours",
                                                         "runs_below_threshold", "mean_gpu_util_pct"])
 
-    # --- daily usage: the history (cache) plus everything loaded; feeds budgets and the forecast
-    day0 = int(pd.Timestamp(pd.to_datetime(int(all_runs["start_s"].min()), unit="s")).floor("D").value // 10**9) \
-        if len(all_runs) else hi
-    day0 = min(max(day0, hi - 400 * 86400), lo - lo % 86400)
-    usage = daily_usage(all_runs, day0, hi)
+    # --- daily usage: the history (cache) plus everything loaded; feeds budgets and the forecast (local days)
+    lo_l, hi_l = (int(x) for x in z.clock(np.array([lo, hi])))
+    day0 = int(z.clock(np.array([all_runs["start_s"].min()]))[0]) // 86400 * 86400 if len(all_runs) else hi_l
+    day0 = min(max(day0, hi_l - 400 * 86400), lo_l - lo_l % 86400)
+    usage = daily_usage(all_runs, int(z.instants(np.array([day0]))[0]), hi, z)
     if history is not None and len(history):
         usage = pd.concat([history[history["day"] < pd.Timestamp(until)], usage], ignore_index=True)
 
@@ -438,8 +466,8 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     last = pd.Timestamp(until) - pd.Timedelta(seconds=1)
     m0 = pd.Timestamp(year=last.year, month=last.month, day=1)
     m1 = m0 + pd.offsets.MonthBegin(1)
-    mlo, mhi = int(m0.value // 10**9), int(pd.Timestamp(until).value // 10**9)
-    frac = (mhi - mlo) / ((m1 - m0).total_seconds())
+    mlo, mhi = z.instant(m0), hi
+    frac = (mhi - mlo) / (z.instant(m1) - mlo)
     from slurmtools.policy.usage import uncharged_tiers
 
     free = list(uncharged_tiers(site)) if site else []
@@ -467,14 +495,13 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         notes.append(f"budget burn covers usage from {first_data.date()} only (the month began {m0.date()}); "
                      f"pass a longer --history or keep the cache to see the whole month")
 
-    # --- utilization over time by tier
-    span = hi - lo
-    bsec = bucket_seconds(span)
-    edges = np.arange(lo, hi + bsec, bsec)
-    edges[-1] = min(edges[-1], hi) if edges[-1] > hi else edges[-1]
-    if edges[-1] < hi:
-        edges = np.append(edges, hi)
-    timeline = bucket_matrix(runs, edges, "tier") if len(runs) else pd.DataFrame(index=pd.to_datetime(edges[:-1], unit="s"))
+    # --- utilization over time by tier: buckets from the window's start on its zone's wall clock
+    starts, edges, keep, _ = timeline_grid(z, lo, hi)
+    if len(runs):
+        timeline = bucket_matrix(runs, edges, "tier", starts).iloc[np.flatnonzero(keep)].copy()
+    else:
+        timeline = pd.DataFrame(index=pd.to_datetime(starts[keep], unit="s"))
+    edges = _kept(edges, keep)
     if capacity is not None and len(capacity):
         gpus_total = capacity["gpus"].sum()
         from slurmtools.reports.capacity import down_seconds
@@ -549,13 +576,21 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     tables.update(etables)
     summary.update(esummary)
     notes += enotes
-    windows = windows_table(epilog, set(runs["job_id_raw"].tolist()))
+    windows = windows_table(epilog, set(runs["job_id_raw"].tolist()), zone if zone is None else z)
     if windows is not None:
         tables["slack_windows"] = windows
     return Report(since=since, until=until, site=site.name if site else "", cluster=site.cluster_name if site else "",
                   currency=site.currency if site else "", summary=summary, tables=tables, timeline=timeline,
                   wait_hist=wait_hist, forecasts=forecasts, notes=notes, uncharged_tiers=tuple(free),
-                  bad_rows=bad_rows)
+                  bad_rows=bad_rows, zone=z)
+
+
+def _local_or_nat(z, secs: np.ndarray) -> pd.DatetimeIndex:
+    """Float epoch seconds (NaN: unknown) -> local times (NaT)."""
+    secs = np.asarray(secs, dtype=float)
+    known = ~np.isnan(secs)
+    loc = z.to_local(np.where(known, secs, 0).astype(np.int64)).astype(float)
+    return pd.to_datetime(np.where(known, loc, np.nan), unit="s")
 
 
 def _reported(runs: pd.DataFrame, epilog: pd.DataFrame | None, column: str) -> np.ndarray:

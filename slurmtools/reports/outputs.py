@@ -68,6 +68,11 @@ def timeline_chart(r: Report) -> Markup:
     starts = list(tl.index)
     ends = starts[1:] + [pd.Timestamp(r.until)]
     hours = [max((b - a).total_seconds() / 3600.0, 1e-9) for a, b in zip(starts, ends)]
+    if r.zone is not None and not r.zone.fixed and starts:
+        # a bucket over a clock change is an hour longer or shorter than its local times say
+        at = np.append(r.zone.instants(np.array([pd.Timestamp(t).value // 10**9 for t in starts], dtype=np.int64)),
+                       r.zone.instant(r.until))
+        hours = [max(float(b - a) / 3600.0, 1e-9) for a, b in zip(at[:-1], at[1:])]
     step = (ends[0] - starts[0]) if starts else pd.Timedelta(days=1)
     multi_day = bool(starts) and (pd.Timestamp(r.until) - starts[0]) > pd.Timedelta(days=1)
     tf, per = _bucket_label(step, multi_day)

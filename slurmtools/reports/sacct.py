@@ -55,13 +55,22 @@ FIELDS: dict[str, tuple[str, pa.DataType]] = {
     "reqtres": ("req_tres", pa.string()),
     "tresusageinave": ("tres_usage_ave", pa.string()),
     "cluster": ("cluster", pa.string()),
+    # read only in a zone with clock changes: which reading of a repeated wall-clock time is meant (`_hints`)
+    "elapsedraw": ("elapsed_raw", pa.string()),
+    "elapsed": ("elapsed", pa.string()),
 }
+#: fields read only to read the times of a zone with clock changes (`zone.resolve`): never a bad row for them
+_HINTS = ("elapsedraw", "elapsed")
 #: the fields a dump must have (a tuple: any one of them)
 REQUIRED = (("JobID", "JobIDRaw"), "State", "Start", "End")
-#: the fields `sacct -o` should ask for; what `Backend.accounting_dump` is called with
+#: the fields `sacct -o` should ask for (advise asks for these and its own)
 SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
                 "Submit", "Eligible", "Start", "End", "NodeList", "NNodes", "NTasks", "AllocTRES", "ReqTRES",
                 "TRESUsageInAve", "Cluster")
+#: what the report asks sacct for (`Backend.accounting_dump`): those and ElapsedRaw, which tells the two passes of
+#: a repeated wall-clock hour apart (`zone.resolve`)
+REPORT_FIELDS = SACCT_FIELDS[:SACCT_FIELDS.index("End") + 1] + ("ElapsedRaw",) + \
+    SACCT_FIELDS[SACCT_FIELDS.index("End") + 1:]
 _NULLS = ["", "Unknown", "None", "(null)", "N/A"]
 _LOW_CARD = ("user", "account", "partition", "qos", "state", "gpu_type", "cluster")
 
@@ -92,7 +101,7 @@ class Accounting:
 
 def _header(first_line: str, source: str) -> Header:
     h = read_header(first_line, source)
-    h.missing(REQUIRED, source, f"dump with `sacct --parsable2 -o {','.join(SACCT_FIELDS)}` (without --noheader)",
+    h.missing(REQUIRED, source, f"dump with `sacct --parsable2 -o {','.join(REPORT_FIELDS)}` (without --noheader)",
               "sacct ")
     if len(h.delimiter) != 1:
         raise ParseError(source, 1, f"the delimiter {h.delimiter!r} is {len(h.delimiter)} characters; dump with "
@@ -100,12 +109,14 @@ def _header(first_line: str, source: str) -> Header:
     return h
 
 
-def _fields_of(header: Header, keep: set[str] | None = None) -> tuple[list[str], dict, dict[str, str]]:
+def _fields_of(header: Header, keep: set[str] | None = None, hints: bool = False
+               ) -> tuple[list[str], dict, dict[str, str]]:
     """(the header's names we read, their arrow types, our column -> the name as written); `keep`: only these
-    (lower-case) names."""
+    (lower-case) names; `hints`: ElapsedRaw and Elapsed too (a zone with clock changes)."""
     names = header.names
     low = [n.strip().lower() for n in names]
-    include = [names[i] for i, n in enumerate(low) if n in FIELDS and (keep is None or n in keep)]
+    include = [names[i] for i, n in enumerate(low) if n in FIELDS and (keep is None or n in keep)
+               and (hints or n not in _HINTS)]
     types = {c: FIELDS[c.strip().lower()][1] for c in include}
     labels = {FIELDS[c.strip().lower()][0]: c for c in include}
     return include, types, labels
@@ -158,10 +169,17 @@ class _Runs:
     step_jobs: list = field(default_factory=list)
     steps: int = 0
     rows: int = 0
+    #: the zone sacct printed its times in, where they are read as UTC instants (None: as written)
+    zone: object = None
+    #: allocation rows with a repeated wall-clock time that nothing told apart (read as the first pass)
+    unresolved: int = 0
+    #: per time field: [values given, values not in sacct's standard form, the first such value]
+    time_forms: dict = field(default_factory=dict)
 
     def take(self, t: pa.Table, check: bool = False) -> None:
         """A block of rows, columns already renamed to ours (`check`: raise _Dirty on a bad row)."""
-        jobs_t, (ids, utils, mems, clusters, unread, jobs), n = _reduce(t, check)
+        jobs_t, (ids, utils, mems, clusters, unread, jobs), n, unresolved = _reduce(t, check, self.zone)
+        self.unresolved += unresolved
         self.util_unread += unread
         self.parts.append(jobs_t)
         self.step_ids.append(ids)
@@ -190,8 +208,8 @@ class _Runs:
 
 
 def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None,
-               on_block=None, block_bytes: int = BLOCK, cluster: str | None = None, careful: bool = False
-               ) -> Accounting:
+               on_block=None, block_bytes: int = BLOCK, cluster: str | None = None, careful: bool = False,
+               zone=None) -> Accounting:
     """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`.
 
     A clean dump is read by arrow's streaming CSV reader. A dump with a bad row (too few fields, text in a number
@@ -207,7 +225,17 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     A dump of several clusters (`sacct -L`, `-M a,b`, a federation) keys jobs and steps by (Cluster, JobIDRaw):
     job ids are per cluster. With `cluster` (the site's), such a dump keeps that cluster's rows and says how many
     of the others it left out; a ParseError when it holds none of that cluster's. A dump of one cluster is read
-    whole, whatever its name."""
+    whole, whatever its name.
+
+    `zone` (`reports.zone.Zone`): the zone sacct printed its times in; Submit, Eligible, Start and End are then
+    read as UTC instants (`zone.resolve`: a repeated wall-clock time of a change back is read by ElapsedRaw or
+    Elapsed where the dump has them; a time the clocks skipped is a bad row). Without it the times stay as
+    written (naive local times).
+
+    A dump whose times are not in sacct's standard form (a user's SLURM_TIME_FORMAT, `relative` or `%s`, when it
+    was written: most of a time field's values unreadable) is refused in one line naming the field."""
+    if zone is not None and zone.is_utc:
+        zone = None  # UTC: the times as written are the instants
     if isinstance(src, bytes) or text:
         data = src if isinstance(src, bytes) else str(src).encode()
         name = source or "sacct output"
@@ -233,15 +261,17 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     if not first.strip():
         raise ParseError(name, 1, "empty sacct dump (expected a header line such as JobID|State|Start|End|...)")
     header = _header(first, name)
-    include, types, labels = _fields_of(header)
+    hints = zone is not None and not zone.fixed
+    include, types, labels = _fields_of(header, hints=hints)
     try:
         if has_cr or careful:
             raise _Dirty()
-        runs, notes = _read_fast(opener, header, include, types, labels, name, total, on_block, block_bytes)
+        runs, notes = _read_fast(opener, header, include, types, labels, name, total, on_block, block_bytes, zone)
         bad = BadRows(name, "rows", runs.rows)
     except _Dirty:
         runs, notes, bad = _read_careful(raw_opener, header, include, types, labels, name, total, on_block,
-                                         block_bytes)
+                                         block_bytes, zone, hints)
+        _time_forms(runs.time_forms, name)
     low_inc = set(labels)
     if "alloc_tres" not in low_inc:
         notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
@@ -252,12 +282,18 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
         notes.append(f"Slurm's gres/gpuutil of {runs.util_unread} step(s) not read: it is a task's use summed over "
                      f"its GPUs, averaged over the step's tasks, so its GPUs' mean needs the tasks and GPUs ({why}; "
                      f"dump with `sacct -o ...,NTasks,AllocTRES,TRESUsageInAve`)")
+    if runs.unresolved:
+        how = ("the dump has no ElapsedRaw or Elapsed field" if not low_inc & {"elapsed_raw", "elapsed"}
+               else "no ElapsedRaw, or a run still going")
+        notes.append(f"{runs.unresolved} job run row(s) hold a time in the repeated hour of a change back from "
+                     f"daylight-saving time in {zone.name} that nothing tells apart ({how}): read as that hour's "
+                     f"first pass")
     jobs, more = runs.frame("job_id_raw" in low_inc, cluster, name)
     return Accounting(jobs=jobs, steps=runs.steps, source=name, notes=notes + more, bad=bad)
 
 
-def _read_fast(opener, header: Header, include, types, labels, name, total, on_block, block_bytes: int = BLOCK
-               ) -> tuple[_Runs, list[str]]:
+def _read_fast(opener, header: Header, include, types, labels, name, total, on_block, block_bytes: int = BLOCK,
+               zone=None) -> tuple[_Runs, list[str]]:
     """Arrow's streaming reader over a clean dump; raises _Dirty at the first sign of a bad row."""
     names, delim = header.names, header.delimiter
     invalid: list[tuple[int, str]] = []
@@ -272,7 +308,7 @@ def _read_fast(opener, header: Header, include, types, labels, name, total, on_b
                                invalid_row_handler=on_bad)
     copts = pacsv.ConvertOptions(column_types=types, include_columns=include, null_values=_NULLS,
                                  strings_can_be_null=False)  # arrow's own ISO-8601 parser: fast, strict
-    runs = _Runs()
+    runs = _Runs(zone=zone)
 
     def take(t: pa.Table) -> None:
         runs.take(t.rename_columns([FIELDS[c.strip().lower()][0] for c in t.column_names]), check=True)
@@ -357,18 +393,18 @@ def _read_ahead(reader, depth: int = 2):
         t.join()
 
 
-def _read_careful(opener, header: Header, include, types, labels, name, total, on_block, block_bytes: int = BLOCK
-                  ) -> tuple[_Runs, list[str], BadRows]:
+def _read_careful(opener, header: Header, include, types, labels, name, total, on_block, block_bytes: int = BLOCK,
+                  zone=None, hints: bool = False) -> tuple[_Runs, list[str], BadRows]:
     """The dump line by line (a line ends at LF only), in blocks, with arrow kernels over each block's lines:
     every row that cannot be read or holds what Slurm never writes is skipped and listed with its line number.
     Python runs per row only for rows that need repair (a value holding the delimiter) or are bad."""
-    runs = _Runs()
+    runs = _Runs(zone=zone)
     bad = BadRows(name, "rows")
     rejoined: list[int] = []
     held: set[str] = set()
     replaced: list[int] = []
     with_cr: list[int] = []
-    layout = _Layout(header, include, types, labels, Splitter(header, name), name)
+    layout = _Layout(header, include, types, labels, Splitter(header, name), name, hints=hints)
     with opener() as fh:
         fh.readline()
         lineno, done = 2, 0
@@ -425,6 +461,8 @@ class _Layout:
     source: str
     repeated: list = field(default_factory=list)
     changed: list = field(default_factory=list)
+    #: ElapsedRaw and Elapsed are read (`_fields_of`)
+    hints: bool = False
 
     def header_of(self, text: str) -> Header | None:
         """`text` as a header line (naming the fields a dump must have), or None for a row."""
@@ -450,7 +488,7 @@ class _Layout:
             raise ParseError(self.source, lineno, f"a header line inside the dump (dumps joined?) {why}: its rows "
                                                   f"cannot be read alike; read each dump on its own")
         self.header = h
-        self.include, self.types, self.labels = _fields_of(h, ours)
+        self.include, self.types, self.labels = _fields_of(h, ours, self.hints)
         self.splitter = Splitter(h, self.source)
         self.changed.append(lineno)
 
@@ -553,9 +591,9 @@ def _careful_lines(lines: pa.Array, lineno: np.ndarray, bad_bytes: set[int], lay
     reasons = np.full(len(rows), None, dtype=object)
     typed = {}
     for c in include:
-        typed[FIELDS[c.strip().lower()][0]] = _convert(values[c], types[c], c, reasons)
+        typed[FIELDS[c.strip().lower()][0]] = _convert(values[c], types[c], c, reasons, runs.time_forms)
     t = pa.table(typed) if typed else pa.table({})
-    for mask, why in _problems(t, labels):
+    for mask, why in _problems(t, labels, runs.zone):
         for i in np.flatnonzero(mask):
             if reasons[i] is None:
                 reasons[i] = why(int(i))
@@ -590,9 +628,10 @@ def _reason(exc: ParseError) -> str:
     return s[len(prefix):] if s.startswith(prefix) else s
 
 
-def _convert(values: pa.Array, typ: pa.DataType, label: str, reasons: np.ndarray) -> pa.Array:
+def _convert(values: pa.Array, typ: pa.DataType, label: str, reasons: np.ndarray, forms: dict | None = None
+             ) -> pa.Array:
     """Text -> the field's type, as arrow's reader would; a value that does not convert is null and its row gets
-    a reason."""
+    a reason. `forms` counts, per time field, the values given and those not in sacct's standard form."""
     if typ == pa.string():
         return values
     nulls = pc.is_in(values, pa.array(_NULLS)).to_numpy(zero_copy_only=False)
@@ -605,6 +644,12 @@ def _convert(values: pa.Array, typ: pa.DataType, label: str, reasons: np.ndarray
         got = pc.cast(pc.if_else(fits, values, pa.scalar(None, pa.string())), pa.int64()).cast(typ)
         what = "is not a whole number"
     wrong = pc.is_null(got).to_numpy(zero_copy_only=False) & ~nulls
+    if forms is not None and pa.types.is_timestamp(typ):
+        f = forms.setdefault(label, [0, 0, None])
+        f[0] += int((~nulls).sum())
+        f[1] += int(wrong.sum())
+        if f[2] is None and wrong.any():
+            f[2] = values[int(np.argmax(wrong))].as_py()
     for i in np.flatnonzero(wrong):
         if reasons[i] is None:
             reasons[i] = f"field {label}: {values[int(i)].as_py()!r} {what}"
@@ -616,11 +661,35 @@ def _flag(a) -> np.ndarray:
     return pc.fill_null(a, False).to_numpy(zero_copy_only=False).astype(bool)
 
 
-def _problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray, object]]:
+#: a time field is in another form than sacct's standard one when more than this share of its values are
+TIME_FORM_SHARE = 0.5
+#: SLURM_TIME_FORMAT=relative's forms (Slurm's `slurm_make_time_str`): `14:00:00` today, `Ystday 14:00`,
+#: `Tomorr 08:00`, `Tue 14:00` within the week, `12 Mar 14:00`, `12 Mar 2025 14:00`
+_RELATIVE = re.compile(r"^(?:\d\d:\d\d:\d\d|(?:Ystday|Tomorr|Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d\d:\d\d|"
+                       r"\s?\d{1,2} [A-Z][a-z]{2}(?: \d{4})? \d\d:\d\d)$")
+
+
+def _time_forms(forms: dict, source: str) -> None:
+    """A ParseError when a time field as a whole is not in sacct's standard form: the dump was written under a
+    user's SLURM_TIME_FORMAT (`relative`, `%s`, ...), and every row would be bad for it."""
+    for label, (given, wrong, example) in forms.items():
+        if not given or wrong <= TIME_FORM_SHARE * given:
+            continue
+        ex = str(example).strip()
+        fmt = ("=%s" if ex.isdigit() else "=relative" if _RELATIVE.match(str(example)) else None)
+        written = (f"the dump was written under SLURM_TIME_FORMAT{fmt}" if fmt
+                   else "the dump was written under a SLURM_TIME_FORMAT other than standard")
+        raise ParseError(source, None, f"{label} values like {example!r} are not sacct's standard times "
+                                       f"(YYYY-MM-DDTHH:MM:SS; {wrong:,} of {given:,}): {written}; write it again "
+                                       f"with SLURM_TIME_FORMAT=standard")
+
+
+def _problems(t: pa.Table, labels: dict[str, str], zone=None) -> list[tuple[np.ndarray, object]]:
     """What Slurm never writes, over a block of typed rows (our column names): (mask of rows, reason of row i).
     Times and counts are checked on every row; GPU counts and the job id on allocation rows; GPU use on steps
-    (what the report reads of each). The fast path makes the same checks inside `_reduce`."""
-    out = _row_problems(t, labels)
+    (what the report reads of each). The fast path makes the same checks inside `_reduce`. `zone`: the zone the
+    times are in (a time the clocks skipped; End before Start however a repeated time is read)."""
+    out = _row_problems(t, labels, zone)
     if not t.num_rows:
         return out
     raw_col = t["job_id_raw"] if "job_id_raw" in t.column_names else t["job_id"]
@@ -642,8 +711,10 @@ def _problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray, obj
     return out
 
 
-def _row_problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray, object]]:
-    """Times outside 1970-2200, End before Start, a negative node count: cheap, over every row."""
+def _row_problems(t: pa.Table, labels: dict[str, str], zone=None, instants=None) -> list[tuple[np.ndarray, object]]:
+    """Times outside 1970-2200, End before Start, a negative node count: cheap, over every row. In a zone with
+    clock changes, also a time the clocks skipped, and End before Start is judged on the instants (`instants`:
+    `_instants` of the block, when the caller has it)."""
     out = []
     cols = t.column_names
     for c in ("submit", "eligible", "start", "end"):
@@ -652,7 +723,21 @@ def _row_problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray,
             m = _flag(pc.or_(pc.less(col, TIME_MIN), pc.greater_equal(col, TIME_MAX)))
             out.append((m, lambda i, c=c, col=col: f"field {labels[c]}: {col[i].as_py()} is not between 1970 and "
                                                    f"2200"))
-    if "start" in cols and "end" in cols and t["start"].type == t["end"].type == pa.timestamp("s"):
+    if zone is not None and not zone.fixed and t.num_rows:
+        from slurmtools.reports.zone import skipped_why
+
+        got = instants if instants is not None else _instants(t, zone)
+        if got is not None:
+            r, local = got
+            for c, m in r.skipped.items():
+                if m.any():
+                    out.append((m, lambda i, c=c: f"field {labels[c]}: {t[c][i].as_py():%Y-%m-%dT%H:%M:%S} "
+                                                  f"{skipped_why(zone, int(local[c][i]))} (sacct never prints it)"))
+            if r.backwards.any():
+                # however a repeated hour's times are read
+                out.append((r.backwards, lambda i: f"field {labels['end']}: {t['end'][i].as_py()} is before "
+                                                   f"{labels['start']} {t['start'][i].as_py()}"))
+    elif "start" in cols and "end" in cols and t["start"].type == t["end"].type == pa.timestamp("s"):
         m = _flag(pc.less(t["end"], t["start"]))
         out.append((m, lambda i: f"field {labels['end']}: {t['end'][i].as_py()} is before {labels['start']} "
                                  f"{t['start'][i].as_py()}"))
@@ -661,6 +746,44 @@ def _row_problems(t: pa.Table, labels: dict[str, str]) -> list[tuple[np.ndarray,
             m = _flag(pc.less(t[c], 0))
             out.append((m, lambda i, c=c: f"field {labels[c]}: {t[c][i].as_py()} is negative"))
     return out
+
+
+_TIMES = ("submit", "eligible", "start", "end")
+
+
+def _elapsed(t: pa.Table) -> np.ndarray | None:
+    """Each row's elapsed seconds from ElapsedRaw, else Elapsed (`[D-]HH:MM:SS`, `MM:SS`); NaN where neither
+    reads (a hint only: never a bad row)."""
+    out = None
+    if "elapsed_raw" in t.column_names:
+        v = pc.cast(t["elapsed_raw"], pa.string())
+        ok = pc.match_substring_regex(v, r"^\d{1,12}$")
+        out = pc.cast(pc.if_else(ok, v, pa.scalar(None, pa.string())), pa.float64()).to_numpy(zero_copy_only=False)
+    if "elapsed" in t.column_names:
+        m = pc.extract_regex(pc.cast(t["elapsed"], pa.string()),
+                             r"^(?:(?P<d>\d{1,5})-)?(?:(?P<h>\d{1,2}):)?(?P<m>\d{1,2}):(?P<s>\d{1,2})$")
+        part = [pc.cast(pc.if_else(pc.equal(pc.struct_field(m, [k]), ""), "0", pc.struct_field(m, [k])),
+                        pa.float64()).to_numpy(zero_copy_only=False) for k in range(4)]
+        e = part[0] * 86400 + part[1] * 3600 + part[2] * 60 + part[3]
+        out = e if out is None else np.where(np.isnan(out), e, out)
+    return None if out is None else out.astype(float)
+
+
+def _instants(t: pa.Table, zone):
+    """(`zone.resolve` of the block's Submit, Eligible, Start and End, their local seconds), or None without
+    any time field."""
+    from slurmtools.reports.zone import resolve
+
+    times, local = {}, {}
+    for c in _TIMES:
+        if c in t.column_names and t[c].type == pa.timestamp("s"):
+            col = t[c]
+            v = pc.fill_null(pc.cast(col, pa.int64()), 0).to_numpy(zero_copy_only=False)
+            given = _flag(pc.is_valid(col))
+            times[c], local[c] = (v, given), v
+    if not times:
+        return None
+    return resolve(zone, times, lambda: _elapsed(t)), local
 
 
 def _bad_job_ids(raw) -> np.ndarray:
@@ -814,11 +937,13 @@ def _gpus(arr) -> np.ndarray:
     return _by_value(arr, f).to_numpy(zero_copy_only=False)
 
 
-def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, "_StepUse", int]:
+def _reduce(table: pa.Table, check: bool = False, zone=None) -> tuple[pa.Table, "_StepUse", int, int]:
     """One block: allocation rows with TRES reduced to GPU counts and type (and `gpu_share`: a share of a GPU and
     no whole one); steps reduced to (job, gpuutil, gpumem MB, cluster). With `check` (the fast path), raise _Dirty
-    on a row `_problems` would list, reusing what the reduction computes anyway."""
-    if check and any(m.any() for m, _ in _row_problems(table, {})):
+    on a row `_problems` would list, reusing what the reduction computes anyway. With `zone`, the allocation
+    rows' times become UTC instants; the last item is how many of them had a repeated time nothing told apart."""
+    whole = _instants(table, zone) if zone is not None and table.num_rows else None
+    if check and any(m.any() for m, _ in _row_problems(table, {}, zone, whole)):
         raise _Dirty()
     raw_col = table["job_id_raw"] if "job_id_raw" in table.column_names else table["job_id"]
     is_step = pc.match_substring(raw_col, ".")
@@ -862,9 +987,19 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, "_StepUse",
         w = pc.extract_regex(values, r"^(?P<s>[A-Z_]+)")
         return pc.if_else(pc.is_valid(w), pc.struct_field(w, [0]), "UNKNOWN")
 
+    instants = None
+    if whole is not None and n:
+        at = np.flatnonzero(~_flag(is_step))
+        instants = ({c: v[at] for c, v in whole[0].times.items()}, whole[0].unresolved[at])
+    unresolved = int(instants[1].sum()) if instants is not None else 0
+
     def ts(name):
         c = _col(jobs, name, None)
-        return c if c.type == pa.timestamp("s") else pa.array([None] * n, type=pa.timestamp("s"))
+        if c.type != pa.timestamp("s"):
+            return pa.array([None] * n, type=pa.timestamp("s"))
+        if instants is not None and name in instants[0]:
+            return pa.array(instants[0][name].astype("datetime64[s]"), mask=~_flag(pc.is_valid(c)))
+        return c
 
     out = {
         "job_id": jobs["job_id"], "job_id_raw": raw, "name": _col(jobs, "name", ""),
@@ -882,7 +1017,7 @@ def _reduce(table: pa.Table, check: bool = False) -> tuple[pa.Table, "_StepUse",
         "gpu_share": pa.array((gpus == 0) & _flag(_by_value(alloc, lambda v: pc.match_substring_regex(v, _SHARE)))),
     }
     return pa.table({k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in out.items()}), \
-        use, steps.num_rows
+        use, steps.num_rows, unresolved
 
 
 def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np.ndarray,
