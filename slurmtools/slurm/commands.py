@@ -276,7 +276,7 @@ class CommandBackend(Backend):
                         duplicates: bool = True) -> str:
         """Raw `sacct --parsable2` text with its header line, for readers that parse it in bulk (reports)."""
         argv = ["sacct", "--parsable2", "--format=" + ",".join(fields),
-                "-S", start.strftime("%Y-%m-%dT%H:%M:%S"), "-E", end.strftime("%Y-%m-%dT%H:%M:%S")]
+                "-S", _local_time(start), "-E", _local_time(end)]
         if all_users:
             argv.append("--allusers")
         if not steps:
@@ -291,12 +291,21 @@ class CommandBackend(Backend):
         """Node down/drain events and cluster events (`sacctmgr show event`; the cluster's `Cluster Registered TRES`
         tells reports when it first existed) as parsable text with a header, for capacity reports."""
         return self.run(["sacctmgr", "-P", "show", "event", "format=NodeName,TimeStart,TimeEnd,State,Reason",
-                         f"Start={start.strftime('%Y-%m-%dT%H:%M:%S')}", f"End={end.strftime('%Y-%m-%dT%H:%M:%S')}"])
+                         f"Start={_local_time(start)}", f"End={_local_time(end)}"])
 
     def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
                    all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:
         text = self.accounting_dump(start, end, ACCT_FIELDS, job_ids, all_users, steps, duplicates)
         return parse_sacct(text)
+
+
+def _local_time(when: datetime) -> str:
+    """A time as sacct's and sacctmgr's -S/-E/Start=/End= read it: local wall-clock time, no offset. A datetime
+    that carries its zone is turned into this process's local time first (its wall-clock reading in another zone
+    moved the window by the difference)."""
+    if when.tzinfo is not None:
+        when = when.astimezone()
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _check_errors(cmd: str, data: dict) -> None:
