@@ -362,7 +362,7 @@ def test_repeat_replays_the_history_again_later_and_reports_the_spread(tmp_path)
 
 
 def _daily_history(days: int) -> str:
-    """`days` days of one recorded routine as sacct prints it: every day at 08:00, 08:01 and 08:02 UTC a vision
+    """`days` days of one recorded routine as sacct prints it: every day at 08:00, 08:01 and 08:02 a vision
     job of 6 GPUs on one node for 10 minutes (3 GPU-hours a day, limit 1 h), production tier."""
     from datetime import datetime, timedelta, timezone
 
@@ -403,7 +403,10 @@ def test_forecast_load_replays_from_the_end_of_a_long_history(tmp_path):
         assert (j["status"], j["tier"], j["account"], j["gpus"]) == ("finished", "production", "vision", 6), j
     notes = "\n".join(res["notes"])
     assert "added the demand forecast (mid) for 2d" in notes and "3 GPU-hours/day" in notes, notes
-    assert "replayed from 2026-11-12T08:00:00Z: 30 recorded job(s) that ended before it left out" in notes, notes
+    # the history's times are sacct's, local wall-clock times of this machine's zone: 08:00 there, in UTC
+    from datetime import datetime, timezone
+    at = datetime(2026, 11, 12, 8).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert f"replayed from {at}: 30 recorded job(s) that ended before it left out" in notes, notes
     ids = json.loads((work / "candidate" / "replay.json").read_text())["job_ids"]
     assert sorted(ids) == sorted(jobs)                                # Slurm was given exactly these
     sacct = (work / "candidate" / "sacct.txt").read_text().splitlines()
