@@ -114,6 +114,24 @@ def test_report_numbers_from_real_jobs(lab, tmp_path):
     assert p.returncode == 0, p.stderr
     doc = json.loads((rep / "report.json").read_text())
     s = doc["summary"]
+
+    # the same runs read in another zone (a half-hour offset): sacct prints that zone's wall-clock times, the window
+    # is given in them, and every figure is the same, since the report counts instants, not wall-clock readings
+    from zoneinfo import ZoneInfo
+
+    def there(t):
+        return t.astimezone(ZoneInfo("Asia/Kolkata")).replace(tzinfo=None).isoformat()
+
+    rep2 = tmp_path / "rep-kolkata"
+    p2 = subprocess.run([sys.executable, "-m", "slurmtools", "report", "--since", there(since), "--until",
+                         there(until), "--format", "json", "--out", str(rep2), "--epilog-dir",
+                         str(lab.dir / "spool" / "slurmtools" / "jobs"), "--history", "0"],
+                        capture_output=True, text=True, env=dict(lab.env, TZ="Asia/Kolkata"), timeout=300)
+    assert p2.returncode == 0, p2.stderr
+    s2 = json.loads((rep2 / "report.json").read_text())["summary"]
+    same = ("gpu_hours", "runs", "jobs", "failed_runs", "installed_gpu_hours", "utilization_pct",
+            "gpu_hours_lost_to_preemption")
+    assert {k: s2[k] for k in same} == {k: s[k] for k in same}
     t = {name: rows for name, rows in doc["tables"].items()}
     tol = 2 * len(runs) * 8 / 3600  # Start/End vs ElapsedRaw: at most a second or two per run
 
