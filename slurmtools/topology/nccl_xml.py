@@ -145,6 +145,24 @@ HIDDEN_NVLINK_TARGET = "fffffff:ffff:ff"
 #: one anywhere else is refused, as NCCL would skip it and all it holds.
 _DEVICE_TAGS = ("system", "cpu", "pci", "gpu", "nic", "net", "nvlink")
 _READ_INSIDE = {"gpu": "nvlink", "nic": "net"}
+#: Elements NCCL writes that state nothing the graph holds, skipped on purpose (by the element they sit in). Any
+#: element neither read, skipped here nor refused below is refused as unknown: a link or device dropped without a
+#: word would read as "not there" (RCCL's XGMI links once did).
+_SKIPPED = {
+    # the GPU's chip-to-chip link to its own CPU (Grace): the graph links GPUs to GPUs and NVSwitches only, and the
+    # GPU's CPU is already the <cpu> it sits in
+    ("gpu", "c2c"),
+    # a NIC as NCCL's GPU-initiated (GIN) and RMA plugins see it: the same device as the <net> of its name
+    ("nic", "gin"), ("nic", "rma"),
+}
+#: Elements NCCL or RCCL writes that the graph cannot hold: refused, saying why.
+_REFUSED = {
+    "pcilink": "a link between two PCIe switches (Broadcom peer-to-peer, NCCL's <pcilink>): slurmtools reads the "
+               "PCIe tree without such links, so what sits under the two switches would be read as meeting only "
+               "at the CPU",
+    "xgmi": "an XGMI link between AMD GPUs (an RCCL topology): slurmtools reads GPU links as NVLink only, so these "
+            "GPUs would be read as joined by PCIe alone",
+}
 #: PCI classes NCCL does not read through (`kvDictPciClass`, graph/topo.cc): GPUs, NICs, NVSwitches and the CPU.
 #: Any other class is a PCI node to NCCL, its `<pci>` children read as below a switch: bridges (0x0604), and what
 #: else a real path passes, such as ConnectX-8's data-direct function (0x080100).
@@ -318,9 +336,20 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
                     add("nic", net, "", numa, [], name=net.attrs.get("name"),
                         speed=_net_speed(net, source) if "speed" in net.attrs else None)
     for parent, el in _walk(top):
-        if el.tag in _DEVICE_TAGS and id(el) not in read:
-            raise ParseError(source, el.line, f"<{el.tag}> inside <{parent.tag}>: not where NCCL reads it, so it "
-                                              "and what it holds would be left out", el.column)
+        if el.tag in _DEVICE_TAGS:
+            if id(el) not in read:
+                raise ParseError(source, el.line, f"<{el.tag}> inside <{parent.tag}>: not where NCCL reads it, so "
+                                                  "it and what it holds would be left out", el.column)
+        elif el.tag in _REFUSED:
+            raise ParseError(source, el.line, f"<{el.tag}> inside <{parent.tag}>: {_REFUSED[el.tag]}", el.column)
+        elif (parent.tag, el.tag) not in _SKIPPED:
+            raise ParseError(source, el.line, f"<{el.tag}> inside <{parent.tag}>: not an element slurmtools knows "
+                                              "in an NCCL topology, so what it states would be left out", el.column)
+        elif el.tag in ("gin", "rma") and not any(n.tag == "net" and n.attrs.get("name") == el.attrs.get("name")
+                                                  for n in parent.children):
+            raise ParseError(source, el.line, f"<{el.tag}> name={el.attrs.get('name', '')!r} has no <net> of its "
+                                              "name in its <nic>: a network device slurmtools would not count",
+                             el.column)
     if not cpus:
         raise ParseError(source, top.line, "<system> has no <cpu> element", top.column)
     seen: dict[tuple[str, int], int] = {}
