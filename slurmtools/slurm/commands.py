@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Callable, Mapping, Sequence
 
 from slurmtools.durations import parse_duration
-from slurmtools.errors import ParseError, SlurmError, SlurmUnavailable, whole_number
+from slurmtools.errors import ParseError, SlurmError, SlurmtoolsError, SlurmUnavailable, whole_number
 from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
 from slurmtools.slurm.model import (USER_NAME_RULE, AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo,
@@ -276,7 +276,7 @@ class CommandBackend(Backend):
                         duplicates: bool = True) -> str:
         """Raw `sacct --parsable2` text with its header line, for readers that parse it in bulk (reports)."""
         argv = ["sacct", "--parsable2", "--format=" + ",".join(fields),
-                "-S", _local_time(start), "-E", _local_time(end)]
+                "-S", _local_time(start, self.env), "-E", _local_time(end, self.env)]
         if all_users:
             argv.append("--allusers")
         if not steps:
@@ -291,7 +291,7 @@ class CommandBackend(Backend):
         """Node down/drain events and cluster events (`sacctmgr show event`; the cluster's `Cluster Registered TRES`
         tells reports when it first existed) as parsable text with a header, for capacity reports."""
         return self.run(["sacctmgr", "-P", "show", "event", "format=NodeName,TimeStart,TimeEnd,State,Reason",
-                         f"Start={_local_time(start)}", f"End={_local_time(end)}"])
+                         f"Start={_local_time(start, self.env)}", f"End={_local_time(end, self.env)}"])
 
     def accounting(self, start: datetime, end: datetime, job_ids: Sequence[int] | None = None,
                    all_users: bool = True, steps: bool = True, duplicates: bool = False) -> list[AcctRecord]:
@@ -299,13 +299,39 @@ class CommandBackend(Backend):
         return parse_sacct(text)
 
 
-def _local_time(when: datetime) -> str:
-    """A time as sacct's and sacctmgr's -S/-E/Start=/End= read it: local wall-clock time, no offset. A datetime
-    that carries its zone is turned into this process's local time first (its wall-clock reading in another zone
-    moved the window by the difference)."""
+def _local_time(when: datetime, env: Mapping[str, str]) -> str:
+    """A time as sacct's and sacctmgr's -S/-E/Start=/End= read it: local wall-clock time, no offset, in the zone
+    of the environment they run in. A datetime that carries its zone is turned into that zone's local time first
+    (its wall-clock reading in another zone moved the window by the difference)."""
     if when.tzinfo is not None:
-        when = when.astimezone()
+        when = when.astimezone(_command_zone(env))
     return when.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _command_zone(env: Mapping[str, str]):
+    """The zone Slurm's commands read local times in when run with `env`: its TZ, else /etc/localtime. None when
+    that is this process's own zone (`astimezone()` reads it as the C library does, POSIX TZ strings included)."""
+    tz = env.get("TZ")
+    if tz == os.environ.get("TZ"):
+        return None
+    if tz is None:
+        if not os.path.exists("/etc/localtime"):
+            return timezone.utc
+        from zoneinfo import ZoneInfo
+
+        with open("/etc/localtime", "rb") as fh:
+            return ZoneInfo.from_file(fh, key="/etc/localtime")
+    name = tz[1:] if tz.startswith(":") else tz
+    if not name.strip():
+        return timezone.utc   # TZ="" is UTC to the C library
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise SlurmtoolsError(f"TZ={tz} in the environment Slurm's commands run with is not a zone name this "
+                              "process can read (an IANA name such as Europe/Berlin), so a time window cannot be "
+                              "given to sacct in it; run them with this process's TZ") from None
 
 
 def _check_errors(cmd: str, data: dict) -> None:
