@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from slurmtools.errors import ParseError, one_line, whole_number
-from slurmtools.hostlist import expand
 from slurmtools.topology import queries as q
 from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
 from slurmtools.topology.graph import Topology, _natural
+from slurmtools.topology.slurm_topology_conf import slurm_hostlist
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ class GresConf:
     skipped: list[tuple[int, str]]
     #: lines for other GRES (mps, shard, nic, ...)
     other: int = 0
-    #: AutoDetect= by node (None: the file-wide one)
+    #: AutoDetect= by node (None: the file-wide one), as the flag slurmd takes: nvml, rsmi, oneapi, nrt, nvidia, off
     autodetect: dict[str | None, str] = field(default_factory=dict)
 
 
@@ -196,7 +196,15 @@ _KV = re.compile(r'\s*([A-Za-z0-9_.]+)\s*=\s*(?:"([^"]*)"|(\S+))(?=\s|$)', re.AS
 _BLANKS = " \t\n\r\f\v"
 # the GPU's device file: /dev/nvidiaN, or nvidiaN in another folder (a lab's or container's device tree)
 _NVIDIA_DEV = re.compile(r"(?:.*/)?nvidia([0-9]+)")
-_COUNT = re.compile(r"[0-9]{1,100}[KMGTP]?", re.IGNORECASE)
+#: Count= as slurmd reads it: digits and one of `suffix_mult`'s suffixes (k and kib 1024, kb 1000, ... up to p)
+_COUNT = re.compile(r"([0-9]{1,100})([kmgtp](?:ib|b)?)?", re.IGNORECASE)
+#: the GRES whose Count= may differ from the number of its files (`gres_is_shared_name`, compared in this case)
+_SHARED = ("mps", "shard")
+#: the keys slurmd reads one of when both are on a line (`s_p_get_string(Cores) || ...(CPUs)`): the first wins
+_ONE_OF = (("Cores", "CPUs"), ("File", "Files"), ("Link", "Links"))
+#: AutoDetect= values as `_handle_autodetect_flags` tries them: the first found in the value, any case; `off` whole
+_AUTODETECT = ("nvml", "rsmi", "oneapi", "nrt", "nvidia")
+GRES_MAX_LINK = 1023  # src/interfaces/gres.h: the most links one Links= value may count
 #: the most (node, GPU) pairs one file may declare, about 8 times the GPUs of a 16,384-host x 8-GPU cluster:
 #: every line's NodeName= hostlist times its File= devices, so two large ranges on one line (each under the
 #: hostlist cap) would otherwise multiply into billions
@@ -238,7 +246,44 @@ def _links(value: str, source: str, lineno: int, key: str) -> tuple[int, ...]:
     if not out or min(out) < -2:
         raise ParseError(source, lineno, f"{key}: expected integers, one link count per GPU such as -1,18,18 (-2 "
                                          f"or more, no ranges), got {_shown(value)}")
+    # gres_links_validate: slurmd ignores (logs and drops) Links= without exactly one -1 or with a count past 1023
+    why = ("no -1 for the GPU itself" if -1 not in out else "-1 (the GPU itself) more than once"
+           if out.count(-1) > 1 else f"{max(out)} links, more than {GRES_MAX_LINK}" if max(out) > GRES_MAX_LINK
+           else None)
+    if why:
+        raise ParseError(source, lineno, f"{key}={_shown(value)}: {why}; slurmd ignores such a {key}= (it logs "
+                                         "'Ignoring invalid Links')")
     return out
+
+
+def _autodetect(value: str, source: str, lineno: int) -> str:
+    """The AutoDetect= flag slurmd takes from `value`; one it does not know is refused (slurmd only logs 'unknown
+    autodetect flag' and detects nothing, where the file seems to ask for detection)."""
+    low = value.lower()
+    for flag in _AUTODETECT:
+        if flag in low:
+            return flag
+    if low == "off":
+        return "off"
+    raise ParseError(source, lineno, f"AutoDetect={_shown(value)}: slurmd knows {', '.join(_AUTODETECT)} and off, "
+                                     "and ignores anything else ('unknown autodetect flag')")
+
+
+def _count_value(m: re.Match) -> int:
+    """A Count= match as `suffix_mult` scales it: k, kib 1024; kb 1000; and so on up to p, pib, pb."""
+    suffix = (m.group(2) or "").lower()
+    if not suffix:
+        return int(m.group(1))
+    power = "kmgtp".index(suffix[0]) + 1
+    return int(m.group(1)) * (1000 if suffix.endswith("b") and not suffix.endswith("ib") else 1024) ** power
+
+
+def _files(value: str, source: str, lineno: int, key: str) -> list[str]:
+    """File=/Files=/MultipleFiles=: a hostlist of paths, split where Slurm's hostlist splits (blanks too)."""
+    try:
+        return slurm_hostlist(value)
+    except ValueError as exc:
+        raise ParseError(source, lineno, f"{key}: {exc}") from None
 
 
 def _logical_lines(text: str):
@@ -289,10 +334,15 @@ def _key_values(line: str, source: str, lineno: int) -> list[tuple[str, str]]:
 
 def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
     """A gres.conf as slurmd reads it: comments, backslash continuations, quoted values, keys in any case, NodeName=
-    hostlists, File= device lists (`/dev/nvidia[0-3]`), Cores=/CPUs=, Links=/Link=, AutoDetect= on its own line
-    or on a NodeName= line. What it cannot read fails with `file:line: what was expected`: numbers are ASCII
-    digits (at most 100), Cores= ids stay below CPU_ID_LIMIT, Links= holds counts of -2 or more, a hostlist
-    names at most `hostlist.MAX_NAMES` nodes or files and the file at most GRES_GPU_LIMIT (node, GPU) pairs."""
+    hostlists, File= device lists (`/dev/nvidia[0-3]`, blanks in a quoted list separating), Cores=/CPUs=,
+    Links=/Link=, AutoDetect= on its own line or on a NodeName= line, Count= with `suffix_mult`'s suffixes. What it
+    cannot read fails with `file:line: what was expected`: numbers are ASCII digits (at most 100), Cores= ids stay
+    below CPU_ID_LIMIT, Links= holds counts of -2 or more, a hostlist names at most `hostlist.MAX_NAMES` nodes or
+    files and the file at most GRES_GPU_LIMIT (node, GPU) pairs. Refused too, where slurmd would stop or silently
+    drop part of the line: both keys of a pair slurmd reads one of (Cores/CPUs, File/Files, Link/Links), an in-line
+    AutoDetect= without NodeName=, an AutoDetect= value slurmd does not know or that contradicts an earlier one,
+    Links= without exactly one -1 or past 1023, File= with MultipleFiles=, MultipleFiles= of one file, and Count=
+    other than the number of File= devices (gpu and other unshared GRES)."""
     out = GresConf([], [])
     if text.startswith("\ufeff"):
         raise ParseError(source, 1, "starts with a byte-order mark (U+FEFF), which slurmd reads as part of the first "
@@ -301,6 +351,22 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
         at = text.index("\x00")
         raise ParseError(source, text.count("\n", 0, at) + 1, "a NUL character: slurmd reads the line only up to "
                                                               "it")
+    autodetect_at: dict[str | None, int] = {}   # node (None: file-wide) -> line of its AutoDetect=
+
+    def set_autodetect(nodes, value: str, lineno: int) -> None:
+        flag = _autodetect(value, source, lineno)
+        for n in nodes:
+            if out.autodetect.get(n, flag) != flag:
+                before = f"after AutoDetect={out.autodetect[n]} at line {autodetect_at[n]}"
+                if n is None:   # slurmd keeps the last file-wide one and only logs 'specified more than once'
+                    raise ParseError(source, lineno, f"AutoDetect={flag} {before}: slurmd keeps only the last "
+                                                     "file-wide one; write one")
+                raise ParseError(source, lineno, f"AutoDetect={flag} for node {_shown(n)} {before}: slurmd stops "
+                                                 "('duplicate node-local AutoDetect specification does not match "
+                                                 "the first')")
+            out.autodetect[n] = flag
+            autodetect_at.setdefault(n, lineno)
+
     for lineno, line in _logical_lines(text):
         if not line.strip(_BLANKS):
             continue
@@ -315,26 +381,54 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
             if len(pairs) > 1:
                 raise ParseError(source, lineno, "a line that starts with AutoDetect= holds nothing else (Slurm "
                                                  "reads the rest only after NodeName= or Name=)")
-            out.autodetect[None] = kv["AutoDetect"].lower()
+            set_autodetect([None], kv["AutoDetect"], lineno)
             continue
         if "NodeName" in kv and first != "NodeName":
             raise ParseError(source, lineno, "NodeName= must come first on its line")
-        try:
-            nodes: list[str | None] = expand(kv["NodeName"]) if "NodeName" in kv else [None]
+        for first_key, dropped in _ONE_OF:
+            if first_key in kv and dropped in kv:
+                raise ParseError(source, lineno, f"{first_key}= and {dropped}= on one line: slurmd reads {first_key}= "
+                                                 f"and drops {dropped}= without a word; keep one")
+        try:   # split where Slurm's hostlist splits: `NodeName="n1 n2"` is two nodes
+            nodes: list[str | None] = slurm_hostlist(kv["NodeName"]) if "NodeName" in kv else [None]
         except ValueError as exc:
             raise ParseError(source, lineno, f"NodeName: {exc}") from None
         if "NodeName" in kv and not nodes:
             raise ParseError(source, lineno, "NodeName: expected a node name or hostlist, got nothing")
         if "AutoDetect" in kv:
-            for n in nodes:
-                out.autodetect[n] = kv["AutoDetect"].lower()
+            if "NodeName" not in kv:
+                raise ParseError(source, lineno, "AutoDetect= on a line without NodeName=: slurmd ignores it there "
+                                                 "('In-line AutoDetect requires NodeName'); give it a line of its "
+                                                 "own, or a NodeName=")
+            set_autodetect(nodes, kv["AutoDetect"], lineno)
         if "Name" not in kv:
             if "AutoDetect" not in kv:
                 raise ParseError(source, lineno, "expected Name= (the GRES this line declares, e.g. Name=gpu)")
+            rest = [k for k in kv if k not in ("NodeName", "AutoDetect")]
+            if rest:   # _parse_gres_config drops the record without Name=, keeping only the AutoDetect=
+                raise ParseError(source, lineno, f"{'= '.join(rest)}= without Name=: slurmd takes only AutoDetect= "
+                                                 "from this line and drops the rest without a word; add Name=")
             continue
-        if "Count" in kv and not _COUNT.fullmatch(kv["Count"]):
+        count = _COUNT.fullmatch(kv["Count"]) if "Count" in kv else None
+        if "Count" in kv and not count:
             raise ParseError(source, lineno, f"Count: expected a number (suffix K, M, G, T or P), got "
                                              f"{_shown(kv['Count'])}")
+        file_key = "File" if "File" in kv else "Files"
+        if "MultipleFiles" in kv:
+            if file_key in kv:
+                raise ParseError(source, lineno, f"{file_key}= and MultipleFiles= on one line: slurmd stops ('File "
+                                                 "and MultipleFiles options are mutually exclusive')")
+            if len(_files(kv["MultipleFiles"], source, lineno, "MultipleFiles")) < 2:
+                raise ParseError(source, lineno, "MultipleFiles= names one file: slurmd stops ('MultipleFiles does "
+                                                 "not contain multiple files. Use File instead')")
+        if count and kv["Name"] not in _SHARED and (file_key in kv or "MultipleFiles" in kv):
+            # slurmd stops when Count= differs from the devices File= names (MultipleFiles= is one device)
+            devices = len(_files(kv[file_key], source, lineno, file_key)) if file_key in kv else 1
+            if _count_value(count) != devices:
+                raise ParseError(source, lineno, f"Count={_shown(kv['Count'])}, but "
+                                                 f"{file_key if file_key in kv else 'MultipleFiles'}= names "
+                                                 f"{devices} device(s): slurmd stops ('count does not match File "
+                                                 "value')")
         cores_key = "Cores" if "Cores" in kv else "CPUs"
         cores = _cores(kv[cores_key], source, lineno, cores_key) if cores_key in kv else None
         links_key = "Links" if "Links" in kv else "Link"
@@ -345,14 +439,10 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
         if "MultipleFiles" in kv:
             out.skipped.append((lineno, "MultipleFiles= (one GPU over several device files) is not compared"))
             continue
-        file_key = "File" if "File" in kv else "Files"
         if file_key not in kv:
             out.skipped.append((lineno, "Name=gpu without File= names no GPU index"))
             continue
-        try:
-            files = expand(kv[file_key])
-        except ValueError as exc:
-            raise ParseError(source, lineno, f"{file_key}: {exc}") from None
+        files = _files(kv[file_key], source, lineno, file_key)
         if not files:
             raise ParseError(source, lineno, f"{file_key}: expected a device path such as /dev/nvidia0")
         devices = [_NVIDIA_DEV.fullmatch(f) for f in files]

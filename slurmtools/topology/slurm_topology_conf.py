@@ -13,6 +13,7 @@ the importer refuses them, naming the line. Pure: takes text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -132,13 +133,39 @@ class TopologyConf:
         return out
 
 
+#: the blanks of Slurm's parsers: C's isspace (`[[:space:]]`), ASCII only. U+00A0, U+2028, \x85 and the like are
+#: part of a value to Slurm, as are \v and \f, which Python's splitlines() took for line ends
+BLANKS = " \t\n\r\f\v"
+
 #: one `Key=Value` as Slurm's parser finds it (src/common/parse_config.c, `keyvalue_pattern`): a key of ASCII
 #: letters, digits, `_` and `.`; blanks allowed around `=` and an operator before it; a value in double quotes (blanks
 #: allowed, quotes dropped) or up to the next blank
-_PAIR = re.compile(r'[ \t\r\n\v\f]*([A-Za-z0-9_.]+)[ \t\r\n\v\f]*([-*+/]?)=[ \t\r\n\v\f]*(?:"([^"]*)"|(\S+))(?=\s|$)')
-_NO_VALUE = re.compile(r"\s*([A-Za-z0-9_.]+)\s*[-*+/]?=\s*$")
-_INCLUDE = re.compile(r"include\s+(\S*)", re.IGNORECASE)
+_PAIR = re.compile(r'[ \t\r\n\v\f]*([A-Za-z0-9_.]+)[ \t\r\n\v\f]*([-*+/]?)=[ \t\r\n\v\f]*(?:"([^"]*)"|(\S+))(?=\s|$)',
+                   re.ASCII)
+_NO_VALUE = re.compile(r"\s*([A-Za-z0-9_.]+)\s*[-*+/]?=\s*$", re.ASCII)
+_INCLUDE = re.compile(r"include\s+(\S*)", re.IGNORECASE | re.ASCII)
 MAX_SWITCH_NAME = 64  # HOST_NAME_MAX: Slurm's _parse_switches refuses a longer SwitchName
+#: what separates hosts in a hostlist (src/common/hostlist.c `hostlist_create`: "\t, \n")
+_HOST_SEPARATORS = re.compile(r"[\t \n]+")
+#: a character Python counts as a blank and C's isspace does not (U+00A0, U+2003, U+2028, \x85, \x1c...)
+_FOREIGN_BLANK = re.compile(r"[^\S \t\n\r\f\v]")
+
+
+def foreign_blank(text: str) -> str | None:
+    """Why `text` does not read as it looks, when it holds a blank that is none to Slurm (a pasted no-break space
+    between two fields or hosts is part of one word to Slurm), else None."""
+    m = _FOREIGN_BLANK.search(text)
+    if m is None:
+        return None
+    ch = m.group()
+    return (f"U+{ord(ch):04X} ({unicodedata.name(ch, 'a control character')}) is no blank to Slurm, which reads it "
+            "as part of the word beside it; write a space")
+
+
+def slurm_hostlist(value: str) -> list[str]:
+    """A hostlist value expanded as Slurm's `hostlist_create` reads it: names apart at commas, spaces, tabs and
+    newlines, and nothing else (a U+00A0 is part of a name). Raises ValueError on a malformed one."""
+    return expand(",".join(_HOST_SEPARATORS.split(value.strip(" \t\n"))))
 
 
 def _strip_comment(raw: str) -> str:
@@ -151,16 +178,23 @@ def _strip_comment(raw: str) -> str:
     return raw
 
 
-def _logical_lines(text: str):
-    """(first line number, text, exact) as Slurm's `_get_next_line` makes them: comments cut, a line ending in an odd
-    run of backslashes joined to the next with nothing put between (so `Nodes=a[1-4],\\` + `b[1-4]` is one value),
-    then escapes dropped (`\\#` is `#`). `exact`: columns in the text are columns of the file."""
+def _logical_lines(text: str, source: str):
+    """(first line number, text, exact) as Slurm's `_get_next_line` makes them: lines end at \\n only (fgets), comments
+    cut, a line ending in an odd run of backslashes joined to the next with nothing put between (so `Nodes=a[1-4],\\`
+    + `b[1-4]` is one value), then escapes dropped (`\\#` is `#`). `exact`: columns in the text are columns of the
+    file."""
     buf, start = "", None
-    for n, raw in enumerate(text.splitlines(), start=1):
+    rows = text.split("\n")
+    if rows[-1] == "":
+        rows.pop()
+    for n, raw in enumerate(rows, start=1):
         line = _strip_comment(raw)
+        why = foreign_blank(line)
+        if why:   # in a comment it is harmless: Slurm never reads it
+            raise ParseError(source, n, why, _FOREIGN_BLANK.search(line).start() + 1)
         if start is None:
             start = n
-        body = line.rstrip()
+        body = line.rstrip(BLANKS)
         run = len(body) - len(body.rstrip("\\"))
         if run % 2:
             buf += body[:-1]
@@ -168,7 +202,7 @@ def _logical_lines(text: str):
         buf += line
         yield start, re.sub(r"\\(.?)", r"\1", buf, flags=re.S), n == start and "\\" not in buf
         buf, start = "", None
-    if buf.strip():
+    if buf.strip(BLANKS):
         yield start, re.sub(r"\\(.?)", r"\1", buf, flags=re.S), False
 
 
@@ -198,12 +232,12 @@ def _pairs(line: str, source: str, lineno: int, exact: bool) -> list[tuple[str, 
         pairs.append((canon, plain if quoted is None else quoted, col))
         pos = m.end()
     rest = line[pos:]
-    if rest.strip():
-        col = pos + len(rest) - len(rest.lstrip()) + 1 if exact else None
+    if rest.strip(BLANKS):
+        col = pos + len(rest) - len(rest.lstrip(BLANKS)) + 1 if exact else None
         empty = _NO_VALUE.match(rest)
         if empty and empty.group(1).lower() in _KEYS:
             raise ParseError(source, lineno, f"{_KEYS[empty.group(1).lower()]}= has no value", col)
-        word = rest.split()[0]
+        word = re.split(r"[ \t\r\n\v\f]", rest.strip(BLANKS), maxsplit=1)[0]
         raise ParseError(source, lineno, f"expected Key=Value with a key of {', '.join(_KEYS.values())}, found "
                                          f"{word!r}", col)
     return pairs
@@ -231,14 +265,16 @@ def _uint32(value: str) -> int:
 def parse_topology_conf(text: str, source: str = "topology.conf") -> TopologyConf:
     """Read topology.conf as Slurm's parser does (parse_config.c; tree/switch_record.c, block/block_record.c).
     Raises ParseError on what Slurm refuses (unknown keys, bad hostlists, SwitchName= and BlockName= lines in one
-    file, no entry at all), on `Include` (one file is read) and on what `checked_conf` refuses."""
+    file, Nodes= beside Switches=, no entry at all), on `Include` (one file is read), on what Slurm would read
+    otherwise than it looks (a second BlockSizes= line, of which Slurm keeps the last; a blank that is none to C's
+    isspace, such as U+00A0) and on what `checked_conf` refuses."""
     switches: list[ConfSwitch] = []
     blocks: list[ConfBlock] = []
     block_sizes: tuple[int, ...] = ()
     sizes_line: int | None = None
     first: dict[str, int] = {}   # SwitchName / BlockName / BlockSizes -> the line it first appears on
-    for lineno, line, exact in _logical_lines(text):
-        if not line.strip():
+    for lineno, line, exact in _logical_lines(text, source):
+        if not line.strip(BLANKS):
             continue
         inc = _INCLUDE.match(line)
         if inc:
@@ -265,16 +301,21 @@ def parse_topology_conf(text: str, source: str = "topology.conf") -> TopologyCon
                 return ()
             value, col = values[key]
             try:   # a quoted value may hold blanks, which Slurm's hostlist reads as commas (hostlist.c)
-                return tuple(expand(",".join(value.split())))
+                return tuple(slurm_hostlist(value))
             except ValueError as exc:
                 raise ParseError(source, lineno, f"{key}=: {exc}", col) from None
 
-        if not name.strip() and head != "BlockSizes":
+        if not name.strip(BLANKS) and head != "BlockSizes":
             raise ParseError(source, lineno, f"{head}= has no value", hcol)
         if head == "SwitchName":
             if len(name) > MAX_SWITCH_NAME:
                 raise ParseError(source, lineno, f"SwitchName= {name[:24]}... is {len(name)} characters long; Slurm "
                                                  f"refuses a switch name longer than {MAX_SWITCH_NAME}", hcol)
+            if "Nodes" in values and "Switches" in values:
+                # _parse_switches refuses the line when both are given, an empty one (`Nodes=""`) included
+                raise ParseError(source, lineno, f"switch {name} has both Nodes= and Switches=; a switch holds either "
+                                                 "nodes or child switches (Slurm refuses the line even when one is "
+                                                 "empty)", values["Switches"][1])
             speed = None
             if "LinkSpeed" in values:
                 value, col = values["LinkSpeed"]
@@ -287,8 +328,12 @@ def parse_topology_conf(text: str, source: str = "topology.conf") -> TopologyCon
         elif head == "BlockName":
             blocks.append(ConfBlock(name, hostlist("Nodes"), lineno, hcol))
         else:
+            if sizes_line is not None:
+                # s_p_parse_file keeps the last and only logs 'specified more than once': the first would vanish
+                raise ParseError(source, lineno, f"BlockSizes= given again (first at line {sizes_line}): Slurm keeps "
+                                                 "only the last one; write one BlockSizes= line", hcol)
             # Slurm splits on commas and skips empty items (strtok_r), so `4,,8` and a quoted "4, 8" are read
-            items = [x.strip() for x in name.split(",") if x.strip()]
+            items = [x.strip(BLANKS) for x in name.split(",") if x.strip(BLANKS)]
             try:
                 if not items:
                     raise ValueError(name)

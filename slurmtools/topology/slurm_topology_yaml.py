@@ -9,7 +9,8 @@ string, none or several of tree/block/flat, several cluster defaults (Slurm's pi
 
 Scalars are read as text, as Slurm's YAML reader does: `nodes: 001` is the host 001, not the number 1, and
 `cluster_default` takes Slurm's words (true/yes/on/t/y and their opposites). Aliases are refused, as Slurm
-refuses them. Pure: takes text.
+refuses them, and so are the type tags Slurm converts a scalar by (`!!int`, `!!null`...). Hostlists split where
+Slurm's do (blanks, tabs, newlines, commas). Pure: takes text.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import NoReturn
 import yaml
 
 from slurmtools.errors import ConfigError, ParseError, unknown_key, whole_number
-from slurmtools.hostlist import expand
-from slurmtools.topology.slurm_topology_conf import ConfBlock, ConfSwitch, Spelling, TopologyConf, checked_conf
+from slurmtools.topology.slurm_topology_conf import (ConfBlock, ConfSwitch, Spelling, TopologyConf, checked_conf,
+                                                      foreign_blank, slurm_hostlist)
 
 KINDS = ("tree", "block", "flat")
 YAML_WORDS = Spelling(switch="switch", nodes="nodes", children="children", block_sizes="block_sizes",
@@ -73,8 +74,13 @@ class TopologyYaml:
                                                           "cluster_default: true; name one with --topology")
 
 
+#: the tags Slurm's YAML serializer converts a scalar by (serializer_yaml.c `tags[]`, less !!str: text either way)
+_CONVERTING_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("null", "seq", "map", "int", "float", "bool")}
+
+
 class _Loader(yaml.BaseLoader):
-    """PyYAML's loader that resolves no types (every scalar is text, as in Slurm) and refuses aliases."""
+    """PyYAML's loader that resolves no types (every scalar is text, as in Slurm) and refuses aliases and the
+    yaml.org type tags Slurm converts a scalar by."""
 
     source = "topology.yaml"
 
@@ -82,6 +88,14 @@ class _Loader(yaml.BaseLoader):
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
             raise ParseError(self.source, mark.line + 1, "a YAML alias (*name): Slurm does not read aliases",
+                             mark.column + 1)
+        event = self.peek_event()
+        if isinstance(event, yaml.ScalarEvent) and event.tag in _CONVERTING_TAGS:
+            # Slurm's serializer converts a scalar to these tags' types (`!!null x` is no value, `!!int x` fails)
+            # and reads one under any other tag as text; BaseLoader would drop the tag without a word
+            mark = event.start_mark
+            raise ParseError(self.source, mark.line + 1, f"a YAML tag (!!{event.tag.rsplit(':', 1)[1]}): Slurm "
+                                                         "converts the value to the tag's type; write it untagged",
                              mark.column + 1)
         return super().compose_node(parent, index)
 
@@ -143,6 +157,9 @@ class _Reader:
             self.fail(node, where, f"expected {wanted}, found {_SHAPES[type(node)]}")
         if not node.value.strip():
             self.fail(node, where, f"has no value (expected {wanted})")
+        why = foreign_blank(node.value)
+        if why:   # `nodes: n1<U+00A0>n2` is one host to Slurm's hostlist, and was two here
+            self.fail(node, where, why)
         return node.value
 
     def flag(self, node: yaml.Node, where: str) -> bool:
@@ -154,7 +171,7 @@ class _Reader:
     def hostlist(self, node: yaml.Node, where: str) -> tuple[str, ...]:
         value = self.text(node, where, "a hostlist string like gpu[01-04]")
         try:   # Slurm's hostlist splits at blanks as at commas (hostlist.c `hostlist_create`: "\t, \n")
-            return tuple(expand(",".join(value.split())))
+            return tuple(slurm_hostlist(value))
         except ValueError as exc:
             self.fail(node, where, str(exc))
 

@@ -154,3 +154,76 @@ def test_the_cli_reads_the_file_as_slurmd_does(tmp_path):
     r = subprocess.run(run, capture_output=True, text=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
     assert r.returncode == 2 and r.stderr.startswith(f"slurmtools: error: {g}: cannot read: 'utf-8' codec can't "
                                                      f"decode byte 0xe9") and len(r.stderr.splitlines()) == 1
+
+
+# ------------------------------------- constructs slurmd reads otherwise than the reader did (src/interfaces/gres.c)
+
+def test_blanks_in_a_quoted_hostlist_separate_names():
+    """hostlist_create splits at blanks as at commas: `File="/dev/nvidia0 /dev/nvidia1"` is two GPUs; it was one
+    device named '/dev/nvidia0 /dev/nvidia1', read as GPU 1, and `NodeName="n1 n2"` one node 'n1 n2'."""
+    c = read_gres_conf('NodeName="n1 n2" Name=gpu File="/dev/nvidia0 /dev/nvidia1"\n', "g")
+    assert sorted((g.node, g.index) for g in c.gpus) == [("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]
+
+
+@pytest.mark.parametrize("text, words", [
+    # `s_p_get_string(Link) || s_p_get_string(Links)`: slurmd takes Link=; the reader took Links= (the other row)
+    ("Name=gpu File=/dev/nvidia0 Link=-1,4 Links=-1,18", "g:1: Link= and Links= on one line: slurmd reads Link= and "
+                                                         "drops Links= without a word; keep one"),
+    ("Name=gpu File=/dev/nvidia0 Cores=0-3 CPUs=4-7", "g:1: Cores= and CPUs= on one line: slurmd reads Cores= and "
+                                                      "drops CPUs= without a word"),
+    ("Name=gpu File=/dev/nvidia0 Files=/dev/nvidia1", "g:1: File= and Files= on one line: slurmd reads File= and "
+                                                      "drops Files= without a word"),
+])
+def test_both_keys_of_a_pair_slurmd_reads_one_of_are_refused(text, words):
+    assert refusal(text).startswith(words)
+
+
+@pytest.mark.parametrize("text, words", [
+    # an in-line AutoDetect= needs NodeName=, slurmd ignores it otherwise: it was taken as the file-wide one
+    ("Name=gpu File=/dev/nvidia0 AutoDetect=nvml\n", "g:1: AutoDetect= on a line without NodeName=: slurmd ignores "
+                                                     "it there ('In-line AutoDetect requires NodeName')"),
+    # a value slurmd does not know detects nothing; it was kept as if it did
+    ("AutoDetect=nmvl\n", "g:1: AutoDetect='nmvl': slurmd knows nvml, rsmi, oneapi, nrt, nvidia and off, and ignores "
+                          "anything else ('unknown autodetect flag')"),
+    # two that disagree: the file-wide first is lost, a node-local pair stops slurmd; the last was kept
+    ("AutoDetect=nvml\nAutoDetect=off\n", "g:2: AutoDetect=off after AutoDetect=nvml at line 1: slurmd keeps only the "
+                                          "last file-wide one; write one"),
+    ("NodeName=n[1-2] AutoDetect=nvml\nNodeName=n2 AutoDetect=off\n",
+     "g:2: AutoDetect=off for node 'n2' after AutoDetect=nvml at line 1: slurmd stops ('duplicate node-local"),
+    # without Name= slurmd keeps only the AutoDetect= of a NodeName= line: the rest was skipped without a word
+    ("NodeName=n1 AutoDetect=nvml File=/dev/nvidia0 Cores=0-3", "g:1: File= Cores= without Name=: slurmd takes only "
+                                                                "AutoDetect= from this line and drops the rest"),
+    # slurmd stops when a gpu's Count= is not the number of its devices, on File= beside MultipleFiles= and on a
+    # MultipleFiles= of one file; each was read
+    ("Name=gpu File=/dev/nvidia[0-3] Count=2", "g:1: Count='2', but File= names 4 device(s): slurmd stops ('count "
+                                               "does not match File value')"),
+    ("Name=gpu File=/dev/nvidia0 MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap1",
+     "g:1: File= and MultipleFiles= on one line: slurmd stops ('File and MultipleFiles options are mutually"),
+    ("Name=gpu MultipleFiles=/dev/nvidia0", "g:1: MultipleFiles= names one file: slurmd stops"),
+])
+def test_what_slurmd_ignores_or_stops_at_is_refused(text, words):
+    assert refusal(text).startswith(words)
+
+
+def test_autodetect_values_as_slurmd_takes_them():
+    """Any case, the same value again is no conflict, and a node-local value wins over the file-wide one."""
+    c = read_gres_conf("AutoDetect=NVML\nAutoDetect=nvml\nNodeName=n2 AutoDetect=off\nNodeName=n2 AutoDetect=Off\n",
+                       "g")
+    assert c.autodetect == {None: "nvml", "n2": "off"}
+
+
+@pytest.mark.parametrize("links, why", [("0,18", "no -1 for the GPU itself"),
+                                        ("-1,-1", "-1 (the GPU itself) more than once"),
+                                        ("-1,1024", "1024 links, more than 1023")])
+def test_links_slurmd_ignores_are_refused(links, why):
+    """gres_links_validate: slurmd logs 'Ignoring invalid Links' and drops them; they were compared as given."""
+    assert refusal(f"Name=gpu File=/dev/nvidia0 Links={links}") == (
+        f"g:1: Links={links!r}: {why}; slurmd ignores such a Links= (it logs 'Ignoring invalid Links')")
+
+
+def test_count_takes_slurmds_suffixes():
+    """suffix_mult: k and KiB 1024, kb 1000, and so on (`1KiB` and `2kb` were refused); a gpu Count= equal to its
+    devices is read."""
+    c = read_gres_conf("Name=mps Count=1KiB File=/dev/nvidia0\nName=shard Count=2kb File=/dev/nvidia0\n"
+                       "Name=gpu Count=4 File=/dev/nvidia[0-3]\n", "g")
+    assert (c.other, len(c.gpus)) == (2, 4)

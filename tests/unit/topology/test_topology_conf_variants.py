@@ -113,3 +113,35 @@ def test_cli_imports_a_wrapped_quoted_file_and_refuses_a_mixed_one(tmp_path):
     r = runner.invoke(app, ["topo", "import", "--from", "topology.conf", str(p)])
     assert isinstance(r.exception, ParseError)   # the CLI's guard prints it as one line, exit 2
     assert str(r.exception).startswith(f"{p}:2: BlockName= in a file with SwitchName= lines (line 1)")
+
+
+@pytest.mark.parametrize("text, line, column, words", [
+    # fgets ends a line at \n only; \v, \f and a lone \r are blanks inside it, so the second SwitchName= is a key
+    # of the first line, which Slurm refuses: splitlines() made two switches of it
+    ("SwitchName=s1 Nodes=n1\x0bSwitchName=s2 Nodes=n2\n", 1, 24, "SwitchName= does not belong on a SwitchName="),
+    ("SwitchName=s1 Nodes=n1\x0cSwitchName=s2 Nodes=n2\n", 1, 24, "SwitchName= does not belong on a SwitchName="),
+    ("SwitchName=s1 Nodes=n1\rSwitchName=s2 Nodes=n2\n", 1, 24, "SwitchName= does not belong on a SwitchName="),
+    # and the line numbers are the editor's (this error was said to be on line 3)
+    ("SwitchName=s1 Nodes=n1\x0c\nSwitchName=s2 Nodes=n2 Foo=1\n", 2, 24, "found 'Foo=1'"),
+    # blanks to Python that C's isspace does not know: part of a word to Slurm (a host `n1<U+00A0>n2`, a line
+    # that is not blank); they were taken for separators, and the line for an empty one
+    ("SwitchName=s1 Nodes=n1\n\u00a0\n", 2, 1, "U+00A0 (NO-BREAK SPACE) is no blank to Slurm"),
+    ('SwitchName=s1 Nodes="n1\u00a0n2"\n', 1, 24, "U+00A0 (NO-BREAK SPACE) is no blank to Slurm"),
+    ("SwitchName=s1 Nodes=n1\x85SwitchName=s2 Nodes=n2\n", 1, 23, "U+0085 (a control character) is no blank"),
+    ("SwitchName=s1 Nodes=n1\u2028SwitchName=s2 Nodes=n2\n", 1, 23, "U+2028 (LINE SEPARATOR) is no blank"),
+    # Slurm keeps the last BlockSizes= and only logs it: the first vanished without a word
+    ("BlockName=b1 Nodes=n[1-4]\nBlockSizes=4\nBlockSizes=4,8\n", 3, 1, "BlockSizes= given again (first at line 2)"),
+    # _parse_switches refuses Nodes= beside Switches= even when one is empty; the empty one was dropped
+    ('SwitchName=s1 Nodes="" Switches=s2\nSwitchName=s2 Nodes=n1\n', 1, 24, "switch s1 has both Nodes= and Switches="),
+])
+def test_constructs_slurm_reads_otherwise_are_refused(text, line, column, words):
+    with pytest.raises(ParseError) as err:
+        parse_topology_conf(text, "t.conf")
+    assert (err.value.line, err.value.column) == (line, column), str(err.value)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_comments_hold_any_character():
+    """Slurm never reads a comment: a no-break space there is harmless, and `\\#` still escapes."""
+    c = parse_topology_conf("SwitchName=s1 Nodes=n1 # salle\u00a0B\u2028\nSwitchName=s\\#2 Nodes=n2\n", "t.conf")
+    assert list(c.switches) == ["s1", "s#2"]

@@ -4,6 +4,9 @@ block/block_record.c `_list_to_bitmap`, a bitmap of levels)."""
 
 from __future__ import annotations
 
+import pytest
+
+from slurmtools.errors import ParseError
 from slurmtools.topology.slurm_topology_yaml import parse_topology_yaml
 
 
@@ -23,3 +26,35 @@ def test_block_sizes_in_any_order_after_the_base():
     doc = parse_topology_yaml("- topology: nvl\n  block:\n    block_sizes: [4, 16, 8, 8]\n    blocks:\n"
                               "      - {block: b1, nodes: 'n[01-04]'}\n", "t.yaml")
     assert doc.select().conf.block_sizes == (4, 8, 16)
+
+
+def _yaml_refusal(text: str) -> str:
+    with pytest.raises(ParseError) as err:
+        parse_topology_yaml(text, "t.yaml")
+    assert "\n" not in str(err.value)
+    return str(err.value)
+
+
+def test_a_blank_slurm_does_not_split_at_is_refused():
+    """hostlist_create splits at blanks, tabs, newlines and commas only: `n1<U+00A0>n2` is one name to Slurm; it was
+    split into two hosts here."""
+    text = "- topology: t\n  tree:\n    switches:\n      - switch: leaf1\n        nodes: n1\u00a0n2\n"
+    assert _yaml_refusal(text) == ("t.yaml:5:16: t.tree.switches[0].nodes: U+00A0 (NO-BREAK SPACE) is no blank to "
+                                   "Slurm, which reads it as part of the word beside it; write a space")
+
+
+@pytest.mark.parametrize("tagged, shown", [("nodes: !!null n1", "!!null"), ("nodes: !!int 7", "!!int"),
+                                           ("nodes: !!float 1", "!!float")])
+def test_type_tags_slurm_converts_by_are_refused(tagged, shown):
+    """Slurm's serializer converts a scalar to a yaml.org tag's type (`!!null n1` is no hostlist at all); the tag was
+    dropped and the text read."""
+    text = f"- topology: t\n  tree:\n    switches:\n      - switch: leaf1\n        {tagged}\n"
+    assert _yaml_refusal(text) == (f"t.yaml:5:16: a YAML tag ({shown}): Slurm converts the value to the tag's type; "
+                                   "write it untagged")
+
+
+def test_other_tags_are_text_as_in_slurm():
+    """`!!str` and tags Slurm does not know leave the scalar text, as here."""
+    doc = parse_topology_yaml("- topology: !!str t\n  tree:\n    switches:\n      - switch: !site leaf1\n"
+                              "        nodes: !!str n[1-2]\n", "t.yaml")
+    assert doc.select().conf.switches["leaf1"].nodes == ("n1", "n2")
