@@ -112,7 +112,7 @@ def detect_kind(text: str) -> str | None:
         return "nccl-xml"
     if re.search(r"^(?:Switch|Ca)\s+\d+\s+\"[SH]-", head, re.M):
         return "ibnetdiscover"
-    if re.search(r"^\s*(?:SwitchName|BlockName)=", head, re.M | re.I):
+    if re.search(r"^[ \t]*(?:SwitchName|BlockName)[ \t]*=", head, re.M | re.I):
         return "topology.conf"
     if re.search(r"^\s*(?:-\s+)?topology\s*:", head, re.M) and re.search(r"^\s*(?:tree|block|flat)\s*:", head, re.M):
         return "topology.yaml"

@@ -151,3 +151,10 @@ def test_capture_refuses_a_hostname_its_reader_refuses(name):
 
     assert refusal("topo", "capture", "--hostname", name) == (
         f"--hostname: expected a host name (one printable word), got {name!r}")
+
+
+@pytest.mark.parametrize("text", ["SwitchName = leaf1 Nodes=n[1-4]\n", "  switchname\t=leaf1 Nodes=n1\n",
+                                  "BlockName =b1 Nodes=n[1-8]\nBlockSizes=8\n"])
+def test_topology_conf_with_blanks_around_the_equals_sign_is_known(text):
+    # Slurm's parser allows blanks around `=` (parse_config.c keyvalue_pattern); the kind was not recognised
+    assert detect_kind(text) == "topology.conf"
