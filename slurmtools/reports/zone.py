@@ -309,9 +309,10 @@ def resolve(zone: Zone, times: dict[str, tuple[np.ndarray, np.ndarray]], elapsed
 
     A time in the repeated hour of a change back has two readings. Start and End are read so that End - Start is
     the elapsed time (or the nearest above it: a suspended job's ElapsedRaw leaves out its suspended time; then
-    the nearest below); without it, so that End is not before Start; where both readings still fit, as the first
-    pass, and the row is counted in `unresolved`. Submit and Eligible are read so that they are not after the
-    Start, else as the first pass (counted likewise where both fit)."""
+    the nearest below); without it, so that End is not before Start; a Start no reading of the Submit comes before
+    is left out where another fits; where both readings still fit, as the first pass, and the row is counted in
+    `unresolved`. Submit and Eligible are read so that they are not after the Start, else as the first pass
+    (counted likewise where both fit)."""
     n = len(next(iter(times.values()))[0]) if times else 0
     out: dict[str, np.ndarray] = {}
     skipped: dict[str, np.ndarray] = {}
@@ -340,6 +341,13 @@ def resolve(zone: Zone, times: dict[str, tuple[np.ndarray, np.ndarray]], elapsed
     fits = [~both | (e >= s) for s, e in cands]
     differs = [np.ones(n, bool), e1 != e0, s1 != s0, (s1 != s0) & (e1 != e0)]
     backwards = both & ~(fits[0] | fits[1] | fits[2] | fits[3])
+    if "submit" in passes:
+        # a job starts after it was submitted: a Start before every reading of its Submit is no reading (Submit
+        # 02:40 in the first pass, a 20-minute run 02:10-02:30: the second pass), where another reading fits
+        x0, _, xg = passes["submit"]
+        after = [fits[k] & (~(xg & sg) | (x0 <= s)) for k, (s, _) in enumerate(cands)]
+        some = after[0] | after[1] | after[2] | after[3]
+        fits = [np.where(some, a, f) for a, f in zip(after, fits)]
     pick = np.full(n, 0, dtype=np.int64)
     for k in (3, 2, 1):  # the first that fits, in the order of the list
         pick = np.where(fits[k], k, pick)

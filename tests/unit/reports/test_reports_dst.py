@@ -18,6 +18,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -415,3 +416,24 @@ def test_tz_names_the_zone_of_a_dump_written_elsewhere(tmp_path, in_zone):
     in_zone("Mars/Olympus")
     code, _, err = _cli(*base)
     assert code == 2 and len(err.splitlines()) == 1 and "TZ=Mars/Olympus" in err and "--tz" in err
+
+
+@pytest.mark.parametrize("tz", sorted(ZONES))
+@pytest.mark.parametrize("elapsed", [1200.0, float("nan")])
+def test_a_start_before_every_reading_of_its_submit_is_not_taken(in_zone, tz, elapsed):
+    """Submitted at :40 in the repeated hour's first pass, ran :10-:30 in its second (20 minutes): both passes fit
+    the run's length, but only the second comes after the Submit. The first pass was taken, without a note, and
+    the job waited -30 minutes (the sandbox trace refused it as started before its submission)."""
+    in_zone(tz)
+    z = zone_mod.local()
+    day, h = ZONES[tz]["autumn"], ZONES[tz]["twice"]
+
+    def loc(minute):
+        return np.array([int(pd.Timestamp(_t(day, h, minute)).value // 10**9)], dtype=np.int64)
+    yes = np.array([True])
+    r = zone_mod.resolve(z, {"submit": (loc(40), yes), "start": (loc(10), yes), "end": (loc(30), yes)},
+                         np.array([elapsed]))
+    first, second, _ = z.from_local(loc(10), None)
+    assert r.times["start"][0] == second[0] and r.times["end"][0] - r.times["start"][0] == 1200
+    assert r.times["start"][0] - r.times["submit"][0] == 30 * 60
+    assert not r.unresolved[0] and not r.backwards[0]
