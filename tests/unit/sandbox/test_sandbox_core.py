@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tomllib
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -57,8 +57,8 @@ def test_trace_from_sacct_keeps_runs_arrays_and_says_what_it_left_out():
     assert (a.user, a.account, a.tier, a.nodes, a.gpus, a.gpu_type, a.cpus) == ("ann", "vision", "standard", 1, 8,
                                                                                 "h100", 32)
     assert a.run_s == 3600 and a.limit_s == 7200
-    assert a.submit == datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc).timestamp()   # the first submission
-    assert a.start == datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc).timestamp()    # the last run's start
+    assert a.submit == datetime(2026, 11, 2, 8, 0).timestamp()   # the first submission (local time, as sacct writes it)
+    assert a.start == datetime(2026, 11, 2, 9, 0).timestamp()    # the last run's start
     assert (t.jobs[1].array_job, t.jobs[1].array_task, t.jobs[2].array_task) == ("11", 0, 1)
     assert any("1 job(s) never started" in n for n in t.notes)
     assert any("1 job(s) still pending or running" in n for n in t.notes)
