@@ -201,3 +201,13 @@ def test_end_before_start_is_still_refused_without_a_change(tmp_path, in_zone, t
     p = history(tmp_path, row(1, f"{d}T02:30:00", f"{d}T02:40:00", f"{d}T02:20:00", 2400))
     with pytest.raises(ParseError, match=r"job 1: End .* is before its Start"):
         load_trace(p)
+
+
+def test_a_start_that_fits_both_passes_is_read_after_its_submit(tmp_path, in_zone):
+    """Submitted 02:40 (first pass), ran 02:10-02:30 (20 minutes, ElapsedRaw 1200): both passes fit the run's
+    length, but only the second comes after the submission. It was refused (Start before its Submit)."""
+    in_zone("Europe/Berlin")
+    d = BERLIN_DAY
+    jobs, t = read(history(tmp_path, row(1, f"{d}T02:40:00", f"{d}T02:10:00", f"{d}T02:30:00", 1200)))
+    assert jobs == {"1": (utc(d, "00:40"), utc(d, "01:10"), 1200.0)}
+    assert t.notes == ()
