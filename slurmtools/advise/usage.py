@@ -4,9 +4,13 @@ per-GPU records. Policy-free: `rules` decides what the numbers mean.
 
 The report's reader (`reports.sacct.read_sacct`) keeps GPU counts, times and Slurm's gres/gpuutil but not the
 fields below, so they are read here from the same text through the shared parsable-dump splitter, and joined to
-its runs by (JobIDRaw, Start). The epilog's reader averages utilisation over a run's GPUs; advise needs it per GPU
-(how many GPUs were busy) with the memory controller's share, so records are read here with the report's own
-record parser (`reports.epilog.parse_record`), which decides each record's job and run.
+its runs by (JobIDRaw, Start as sacct printed it). The epilog's reader averages utilisation over a run's GPUs;
+advise needs it per GPU (how many GPUs were busy) with the memory controller's share, so records are read here with
+the report's own record parser (`reports.epilog.parse_record`), which decides each record's job and run.
+
+Times are read as the report reads them (docs/reports.md, "Time zones and clock changes"): sacct's local
+wall-clock times become UTC instants of the zone it printed them in (`reports.zone`), so a run across a
+daylight-saving change counts the time it ran, and the epilog's epoch seconds meet sacct's times on one clock.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ _DONE = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "PREEMPTED", "NODE_FAIL"
 
 
 def sacct_fields() -> tuple[str, ...]:
-    """The `sacct --format` list advise asks for: the report's fields, then its own."""
-    from slurmtools.reports.sacct import SACCT_FIELDS
+    """The `sacct --format` list advise asks for: what the report asks sacct for (ElapsedRaw included: it tells
+    the two passes of a repeated wall-clock hour apart), then advise's own."""
+    from slurmtools.reports.sacct import REPORT_FIELDS
 
-    return tuple(SACCT_FIELDS) + tuple(f for f in ADVISE_FIELDS if f not in SACCT_FIELDS)
+    return tuple(REPORT_FIELDS) + tuple(f for f in ADVISE_FIELDS if f not in REPORT_FIELDS)
 
 
 def dump(since: datetime, until: datetime, *, sacct_file: str | Path | None = None, backend=None
@@ -46,23 +51,28 @@ def dump(since: datetime, until: datetime, *, sacct_file: str | Path | None = No
 
 
 def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None = None, backend=None,
-              epilog_dir: str | Path | None = None, cluster: str | None = None) -> tuple[list[RunUse], list[str]]:
+              epilog_dir: str | Path | None = None, cluster: str | None = None, zone=None
+              ) -> tuple[list[RunUse], list[str]]:
     """(finished runs that ended in [since, until], notes saying what the sources lacked). `until` is inclusive:
     a run that ended in the very second advise was started counts. `cluster`: the site's, kept of a dump holding
-    several clusters (`reports.sacct.read_sacct`)."""
+    several clusters (`reports.sacct.read_sacct`). `zone` (`reports.zone.Zone`): the zone sacct printed its
+    times in, and the window's (None: this machine's, `reports.zone.local()`, as sacct run from here prints
+    them); run times are real seconds between its instants, as the report counts them."""
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
     import pandas as pd
 
+    from slurmtools.reports import zone as zone_mod
     from slurmtools.reports.sacct import read_sacct
 
+    zone = zone_mod.local() if zone is None else zone_mod.get(zone)
     text, source = dump(since, until, sacct_file=sacct_file, backend=backend)
     # advise's own fields are read beside the report's reader: both spend most of their time in arrow, outside
     # the interpreter's lock (on 2 cores the history read took 1.2 s instead of 1.3 at 100,000 jobs)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        own = pool.submit(_extra_fields, text, source)
-        acc = read_sacct(text, text=True, source=source, cluster=cluster)
+        own = pool.submit(_extra_fields, text, source, zone)
+        acc = read_sacct(text, text=True, source=source, cluster=cluster, zone=zone)
         extra, missing = own.result()
     notes = list(acc.notes)
     if acc.bad is not None and acc.bad.rows:
@@ -76,17 +86,18 @@ def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None
     # run index: the n-th run of a job by start, as the report counts runs
     run_no = jobs.groupby("job_id_raw", sort=False).cumcount().to_numpy()
     detail, enotes = gpu_detail(epilog_dir, jobs.assign(run=run_no)[["job_id_raw", "run", "start", "end"]],
-                                cluster) if epilog_dir is not None else ({}, [])
+                                cluster, zone) if epilog_dir is not None else ({}, [])
     notes += enotes
+    # the runs' times are UTC instants (as written in UTC); the window's ends are local times of the zone
     end = jobs["end"].to_numpy(dtype="datetime64[s]")
-    lo, hi = np.datetime64(since, "s"), np.datetime64(until, "s")
+    lo, hi = (np.datetime64(zone.instant(t), "s") for t in (since, until))
     keep = np.flatnonzero(jobs["state"].astype(str).isin(_DONE).to_numpy() & ~np.isnat(end) & (end >= lo)
                           & (end <= hi))
     j = jobs.iloc[keep]
     start = j["start"].to_numpy(dtype="datetime64[s]")
     elapsed = (end[keep] - start).astype(np.int64).tolist()
-    # advise's own fields, joined to the runs by (JobIDRaw, Start) in one merge
-    key = pd.DataFrame({"job_id_raw": j["job_id_raw"].to_numpy(), "start": start.astype(np.int64)})
+    # advise's own fields, joined to the runs by (JobIDRaw, Start as sacct printed it: the instant's local time)
+    key = pd.DataFrame({"job_id_raw": j["job_id_raw"].to_numpy(), "start": zone.to_local(start.astype(np.int64))})
     facts = key.merge(extra, on=["job_id_raw", "start"], how="left", sort=False) if len(extra) else None
     # plain Python values, one column at a time (iterating pandas' arrow-backed text per row is slow)
     text = [j[c].astype(object).to_numpy().tolist() for c in ("user", "account", "name", "state", "partition",
@@ -113,12 +124,17 @@ def load_runs(since: datetime, until: datetime, *, sacct_file: str | Path | None
     return out, notes
 
 
-def _extra_fields(text: bytes, source: str) -> tuple["pd.DataFrame", list[str]]:
-    """A frame of runs keyed by (job_id_raw, start: epoch seconds of the time sacct wrote) with cpus (AllocTRES),
-    mem_mb (ReqTRES: requested, all nodes), time_limit_s, total_cpu_s and max_rss_mb (None where unknown), and the
-    advise fields the dump lacks. Read as text columns by arrow's CSV reader; a row whose values hold the delimiter
-    (a `|` in a job name) is split by the shared splitter, and a row neither can read was already skipped and
-    listed by the report's reader: its run just lacks these facts."""
+def _extra_fields(text: bytes, source: str, zone=None) -> tuple["pd.DataFrame", list[str]]:
+    """A frame of runs keyed by (job_id_raw, start: the time sacct wrote, as seconds of a naive clock) with cpus
+    (AllocTRES), mem_mb (ReqTRES: requested, all nodes), time_limit_s, total_cpu_s and max_rss_mb (None where
+    unknown), and the advise fields the dump lacks. Read as text columns by arrow's CSV reader; a row whose values
+    hold the delimiter (a `|` in a job name) is split by the shared splitter, and a row neither can read was
+    already skipped and listed by the report's reader: its run just lacks these facts.
+
+    Keyed by the text sacct wrote, not by the instant, so no second reading of a repeated hour can miss the
+    report's. `zone` (`reports.zone.Zone`): where its clocks change, a step is placed on its run by instants
+    (`_start_instants`): by wall-clock times, a step begun in the repeated hour's second pass of a run begun in its
+    first would be before its run."""
     import io
 
     import numpy as np
@@ -137,7 +153,11 @@ def _extra_fields(text: bytes, source: str) -> tuple["pd.DataFrame", list[str]]:
     id_name = "jobidraw" if "jobidraw" in idx else "jobid" if "jobid" in idx else None
     if id_name is None or "start" not in idx:
         return pd.DataFrame(), missing
-    cols = [n for n in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss") if n in idx]
+    # in a zone with clock changes, what reads a step's and a run's Start as an instant (End, ElapsedRaw, Elapsed)
+    changes = zone is not None and not zone.fixed
+    times = ("end", "elapsedraw", "elapsed") if changes else ()
+    cols = [n for n in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss") + times
+            if n in idx]
     names = [header.names[idx[c]] for c in cols]
     odd: list[str] = []
 
@@ -170,16 +190,21 @@ def _extra_fields(text: bytes, source: str) -> tuple["pd.DataFrame", list[str]]:
     n = t.num_rows
     col = {c: pc.utf8_trim_whitespace(t[c]) if c in cols else pa.array([""] * n, pa.string())
            for c in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss")}
+    # End, ElapsedRaw, Elapsed: only a repeated Start's row is read (`_start_instants`), so left as read
+    more = {c: t[c] for c in times if c in cols}
     is_step = pc.match_substring(col[id_name], ".")
     is_alloc = pc.and_(pc.and_(pc.invert(is_step), pc.utf8_is_digit(col[id_name])),
                        pc.match_substring_regex(col["start"], r"^\d{4}-"))
     al = {c: pc.filter(v, is_alloc) for c, v in col.items()}
-    out = pd.DataFrame({"job_id_raw": pc.cast(al[id_name], pa.int64()).to_numpy(), "start": _seconds(al["start"]),
+    al_start = _seconds(al["start"])
+    out = pd.DataFrame({"job_id_raw": pc.cast(al[id_name], pa.int64()).to_numpy(), "start": al_start,
                         "cpus": _each(al["alloctres"], _cpus), "mem_mb": _each(al["reqtres"], _mem_mb),
                         "time_limit_s": _each(al["timelimit"], _limit),
                         "total_cpu_s": _each(al["totalcpu"], _cpu_time)})
     for c in ("cpus", "mem_mb", "time_limit_s", "total_cpu_s"):
         out[c] = out[c].astype(object)  # None stays None (a number column would make it NaN, a float of an int)
+    # the clock steps are placed by: the wall clock where it never runs back, else instants
+    out["_t"] = _start_instants(zone, al_start, more, _rows(is_alloc)) if changes else al_start
     # one row per run: a (JobIDRaw, Start) listed twice keeps its last line; a Start that is not sacct's time
     # matches no run
     out = out[out["start"] >= 0].drop_duplicates(["job_id_raw", "start"], keep="last").reset_index(drop=True)
@@ -189,15 +214,55 @@ def _extra_fields(text: bytes, source: str) -> tuple["pd.DataFrame", list[str]]:
     if len(out) and pc.any(has_rss).as_py():
         sid, sst, srss = (pc.filter(col[c], has_rss) for c in (id_name, "start", "maxrss"))
         job = pc.extract_regex(sid, r"^(?P<j>\d{1,18})\.")
+        st = _seconds(sst)
+        if changes:
+            st = _start_instants(zone, st, more, _rows(has_rss))
         stp = pd.DataFrame({"job": pc.cast(pc.struct_field(job, [0]), pa.int64()).to_numpy(zero_copy_only=False),
-                            "rss": np.array(_each(srss, _rss_mb), dtype=float), "t": _seconds(sst)})
+                            "rss": np.array(_each(srss, _rss_mb), dtype=float), "t": st})
         stp = stp[(stp["t"] >= 0) & stp["rss"].notna() & stp["job"].notna()].astype({"job": "int64"})
-        runs = pd.DataFrame({"job": out["job_id_raw"], "t": out["start"], "row": np.arange(len(out))})
+        runs = pd.DataFrame({"job": out["job_id_raw"], "t": out["_t"], "row": np.arange(len(out))})
         m = pd.merge_asof(stp.sort_values("t"), runs.sort_values("t"), on="t", by="job", direction="backward")
         m = m[m["row"].notna()]
         peak = m.groupby(m["row"].astype("int64"))["rss"].max()
         out.loc[peak.index, "max_rss_mb"] = peak.to_numpy()
-    return out, missing
+    return out.drop(columns="_t"), missing
+
+
+def _start_instants(zone, start: "np.ndarray", more: dict, rows: "np.ndarray") -> "np.ndarray":
+    """Rows' Start (`start`: local seconds, -1 where no time) as epoch seconds of instants, read as the report
+    reads a run's: a Start in a repeated hour by `reports.zone.resolve` with the row's End and ElapsedRaw or
+    Elapsed (`more`: those columns of the whole table, `rows`: the rows' places in it; read by the report's own
+    `elapsed_seconds`), every other by its one reading; -1 where Start is no time (or one the clocks skipped, a bad row
+    to the report). Only repeated Starts read their End and elapsed time: nearly none."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from slurmtools.reports.sacct import elapsed_seconds
+    from slurmtools.reports.zone import resolve
+
+    given = start >= 0
+    bounds = (int(start[given].min()), int(start[given].max())) if given.any() else None
+    first, second, skipped = zone.from_local(start, bounds)
+    out = np.where(given & ~skipped, first, -1)
+    twice = np.flatnonzero(given & (first != second))
+    if len(twice):
+        take = pa.array(rows[twice])
+        sub = {c: pc.utf8_trim_whitespace(pc.take(v, take)) for c, v in more.items()}
+        end = _seconds(sub["end"]) if "end" in sub else np.full(len(twice), -1, dtype=np.int64)
+        hints = {k: sub[c] for k, c in (("elapsed_raw", "elapsedraw"), ("elapsed", "elapsed")) if c in sub}
+        r = resolve(zone, {"start": (start[twice], np.ones(len(twice), dtype=bool)), "end": (end, end >= 0)},
+                    (lambda: elapsed_seconds(pa.table(hints))) if hints else None)
+        out[twice] = r.times["start"]
+    return out
+
+
+def _rows(mask) -> "np.ndarray":
+    """The places of a boolean arrow column's true values (null: false)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
 
 
 def _seconds(text) -> "np.ndarray":
@@ -286,11 +351,12 @@ def _cpu_time(v: str | None) -> float | None:
     return days * 86400 + secs
 
 
-def gpu_records(path: str | Path, cluster: str | None = None) -> tuple[list[dict], list[str]]:
+def gpu_records(path: str | Path, cluster: str | None = None, zone=None) -> tuple[list[dict], list[str]]:
     """The epilog's records under `path`, one dict per file (job_id_raw, run, start, end, utils and mem_utils per
     GPU, gpu_mem_mb), and notes on records skipped. Each record goes through the report's parser
     (`reports.epilog.parse_record`): advise and the report read a record alike, and skip another cluster's
-    (`cluster`: the site's)."""
+    (`cluster`: the site's). `zone` (the one sacct's times are read in): start and end are UTC instants, on
+    sacct's clock; without it, this machine's local times, as the parser gives them."""
     from slurmtools.reports.epilog import parse_record
 
     root = Path(path)
@@ -302,7 +368,7 @@ def gpu_records(path: str | Path, cluster: str | None = None) -> tuple[list[dict
             d = json.loads(f.read_bytes().decode())
             if not isinstance(d, dict):
                 raise ValueError("expected a JSON object")
-            rec = parse_record(d, cluster)
+            rec = parse_record(d, cluster, zone)
         except (OSError, ValueError, RecursionError) as exc:
             skipped.append(f"{f.name}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
             continue
@@ -319,19 +385,20 @@ def gpu_records(path: str | Path, cluster: str | None = None) -> tuple[list[dict
     return out, notes
 
 
-def gpu_detail(path: str | Path, jobs=None, cluster: str | None = None
+def gpu_detail(path: str | Path, jobs=None, cluster: str | None = None, zone=None
                ) -> tuple[dict[tuple[int, int], tuple[list, list, float | None]], list[str]]:
     """(job, run) -> (SM utilisation per GPU, memory-controller utilisation per GPU, peak GPU memory MB), every
     node of a run merged, and notes. Records are placed on runs as the report places them: records of one
     (job, run) far apart in time are told apart (`reports.epilog.run_parts`), and with `jobs` (sacct's runs:
     job_id_raw, start, end, the run index by start) each lands on the sacct run that had ended when its epilog
-    ran (`reports.runmatch.align_to_runs`), not on the number a node hook counted."""
+    ran (`reports.runmatch.align_to_runs`), not on the number a node hook counted. `zone`: the one `jobs`' times
+    were read in (`gpu_records`), so the records' epoch seconds and sacct's runs meet on one clock."""
     import numpy as np
     import pandas as pd
 
     from slurmtools.reports.epilog import run_parts
 
-    recs, notes = gpu_records(path, cluster)
+    recs, notes = gpu_records(path, cluster, zone)
     if not recs:
         return {}, notes
     f = pd.DataFrame(recs).astype({"job_id_raw": "int64", "run": "int32", "start": "datetime64[s]",

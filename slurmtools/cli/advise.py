@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from slurmtools.cli.common import JsonOpt, SiteOpt
-from slurmtools.cli.report import DateOutOfRange, _parse_when, check_sacct_file
+from slurmtools.cli.common import JsonOpt, SiteOpt, TzOpt
+from slurmtools.cli.report import DateOutOfRange, _parse_when, check_sacct_file, report_zone
 from slurmtools.errors import OptionError
 
 
@@ -57,20 +57,24 @@ def history_window(since: str | None, site, now=None):
     return now - timedelta(seconds=secs), now, human(secs)
 
 
-def gather_advice(site, since, until, *, sacct_file=None, epilog_dir=None, backend=None, user=None, account=None):
+def gather_advice(site, since, until, *, sacct_file=None, epilog_dir=None, backend=None, user=None, account=None,
+                  zone=None):
     """(advice per shape, runs judged (those of --user/--account), notes): the history read (sacct, epilog
-    records) and judged."""
+    records) and judged. `zone`: the zone sacct's times and the window are in, as the report reads them
+    (`report_zone`; None: this machine's)."""
     from pathlib import Path
 
     from slurmtools.advise import rules, usage
 
+    if zone is None:
+        zone = report_zone(None, sacct_file)
     if sacct_file is None and backend is None:
         from slurmtools.cli.common import backend as get_backend
 
         backend = get_backend()
     ep = Path(epilog_dir) if epilog_dir is not None else site.spool_dir / "jobs"
     runs, notes = usage.load_runs(since, until, sacct_file=sacct_file, backend=backend, epilog_dir=ep,
-                                  cluster=site.cluster_name)
+                                  cluster=site.cluster_name, zone=zone)
     picked = rules.select(runs, user=user, account=account)
     return rules.advise(picked, site), len(picked), notes
 
@@ -78,7 +82,7 @@ def gather_advice(site, since, until, *, sacct_file=None, epilog_dir=None, backe
 def advise(user: Optional[str] = typer.Option(None, "--user", help="Only this user's jobs"),
            account: Optional[str] = typer.Option(None, "--account", help="Only this account's jobs"),
            since: Optional[str] = SinceOpt, sacct_file: Optional[str] = SacctOpt,
-           epilog_dir: Optional[str] = EpilogOpt,
+           epilog_dir: Optional[str] = EpilogOpt, tz: Optional[str] = TzOpt,
            notify: bool = typer.Option(False, "--notify", help="Write one notice per user with advice (files in "
                                                                "--out, or mail when the site says [advise] mail = "
                                                                "true); silent unless something fails"),
@@ -100,15 +104,17 @@ def advise(user: Optional[str] = typer.Option(None, "--user", help="Only this us
         raise OptionError("--user and --account exclude each other")
     if out is not None and not notify:
         raise OptionError("--out: only with --notify")
+    zone = report_zone(tz, sacct_file)
     if sacct_file is not None:
         check_sacct_file(sacct_file)
     site = load_site(site_path)
     if notify and not site.advise.mail and out is None:
         raise OptionError("--notify: give --out DIR for the notice files (or set [advise] mail = true in the site "
                           "file)")
-    s, u, label = history_window(since, site)
+    # with --tz, "now" is the dump's zone's wall clock, as the report's window reads it
+    s, u, label = history_window(since, site, now=None if tz is None else _now_in(zone))
     advice, nruns, notes = gather_advice(site, s, u, sacct_file=sacct_file, epilog_dir=epilog_dir, user=user,
-                                         account=account)
+                                         account=account, zone=zone)
     if notify:
         _notify(advice, site, label, out, json_out)
         return
@@ -126,6 +132,13 @@ def advise(user: Optional[str] = typer.Option(None, "--user", help="Only this us
     for a in shown:
         typer.echo(f"{a.shape.user}  {a.shape.name}  ({a.shape.gpus} GPU(s), {a.runs} run(s), account {a.account})")
         typer.echo(f"  {a.sentence() + '.' if a.findings else 'nothing to change'}")
+
+
+def _now_in(zone):
+    """This instant as a naive local time of `zone`."""
+    import time
+
+    return zone.local(int(time.time())).to_pydatetime()
 
 
 def _notify(advice, site, label: str, out: str | None, json_out: bool) -> None:

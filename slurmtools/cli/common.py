@@ -9,6 +9,9 @@ from slurmtools.cli.output import print_json  # noqa: F401  (re-exported: the co
 SiteOpt = typer.Option(None, "--site", help="Site file (default: $SLURMTOOLS_SITE, /etc/slurmtools/site.toml, "
                                             "else the bundled example site)", show_default=False)
 JsonOpt = typer.Option(False, "--json", help="Machine-readable JSON output")
+#: the zone of a saved sacct dump (`report`, `advise`), checked by `cli.report.report_zone`
+TzOpt = typer.Option(None, "--tz", help="The time zone a --sacct-file dump was written in, an IANA name such as "
+                                        "Europe/Berlin (default: this machine's, TZ)")
 SlurmVersionOpt = typer.Option(None, "--slurm-version", help="Slurm release that will read the output, e.g. 25.11 "
                                                              "(default: the installed `scontrol --version`)",
                                show_default=False)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from slurmtools.cli.common import SiteOpt
+from slurmtools.cli.common import SiteOpt, TzOpt
 from slurmtools.errors import OptionError, SlurmtoolsError
 
 
@@ -133,8 +133,7 @@ def report(
                                                                  "forecast and month-to-date budgets"),
     top: int = typer.Option(10, "--top", min=1, help="Rows in the top-N tables and charts"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress lines even on a terminal"),
-    tz: Optional[str] = typer.Option(None, "--tz", help="The time zone a --sacct-file dump was written in, an IANA "
-                                                        "name such as Europe/Berlin (default: this machine's, TZ)"),
+    tz: Optional[str] = TzOpt,
     max_bad_share: Optional[float] = typer.Option(
         None, "--max-bad-share", help="Fail when more than this share of an input's rows (sacct lines, epilog "
                                       "records) is bad, e.g. 0.01 for 1% (default: the site's [reports] "
@@ -221,7 +220,7 @@ def report(
         fabric = load_fabric(site.fabric_path)
     rep = compute(jobs, site, s, u, capacity=cap, events=events, epilog=epilog, top=top,
                   notes=notes + cnotes + enotes, history=history, fabric=fabric, bad_rows=bad, zone=zone)
-    _add_right_sizing(rep, site, s, u, sacct_file, backend, ep_path, progress)
+    _add_right_sizing(rep, site, s, u, sacct_file, backend, ep_path, progress, zone)
     progress("writing " + ", ".join(formats))
     try:
         written = outputs.write(rep, Path(out), formats, top=top)
@@ -239,7 +238,7 @@ def report(
 RIGHT_SIZING_MAX_DAYS = 35
 
 
-def _add_right_sizing(rep, site, since, until, sacct_file, backend, epilog_dir, progress) -> None:
+def _add_right_sizing(rep, site, since, until, sacct_file, backend, epilog_dir, progress, zone) -> None:
     """The admins' right-sizing table (`slurmtools advise`'s advice for every user, one row per job shape with a
     recommendation) as the report's `right_sizing` table; a note says why when it is left out."""
     from slurmtools.errors import SlurmtoolsError
@@ -254,7 +253,7 @@ def _add_right_sizing(rep, site, since, until, sacct_file, backend, epilog_dir, 
 
     try:
         advice, _, notes = gather_advice(site, since, until, sacct_file=sacct_file, epilog_dir=epilog_dir,
-                                         backend=backend)
+                                         backend=backend, zone=zone)
     except SlurmtoolsError as exc:
         rep.notes.append(f"right-sizing left out: {exc}")
         return

@@ -751,7 +751,7 @@ def _row_problems(t: pa.Table, labels: dict[str, str], zone=None, instants=None)
 _TIMES = ("submit", "eligible", "start", "end")
 
 
-def _elapsed(t: pa.Table) -> np.ndarray | None:
+def elapsed_seconds(t: pa.Table) -> np.ndarray | None:
     """Each row's elapsed seconds from ElapsedRaw, else Elapsed (`[D-]HH:MM:SS`, `MM:SS`); NaN where neither
     reads (a hint only: never a bad row)."""
     out = None
@@ -783,7 +783,7 @@ def _instants(t: pa.Table, zone):
             times[c], local[c] = (v, given), v
     if not times:
         return None
-    return resolve(zone, times, lambda: _elapsed(t)), local
+    return resolve(zone, times, lambda: elapsed_seconds(t)), local
 
 
 def _bad_job_ids(raw) -> np.ndarray:

@@ -33,6 +33,11 @@ class Job:
     gpu_mem_bytes: int | None = None
     slurm_util: float | None = None  # gres/gpuutil in the step's TRESUsageInAve
     start: datetime = field(default=None)
+    #: End as sacct prints it (local wall clock), where it is not Start + elapsed on the wall clock (a run across
+    #: a clock change); `elapsed` stays the run's real time (ElapsedRaw)
+    end: datetime | None = None
+    #: the epilog record's (start, end) epoch seconds, where they are not this process's reading of start and end
+    epoch: tuple[float, float] | None = None
 
     def __post_init__(self):
         if self.start is None:
@@ -43,14 +48,15 @@ def sacct_dump(jobs: list[Job], fields: tuple[str, ...] | None = None) -> str:
     names = list(fields or sacct_fields())
     rows = ["|".join(names)]
     for j in jobs:
-        end = j.start + timedelta(seconds=j.elapsed)
+        end = j.end or j.start + timedelta(seconds=j.elapsed)
         alloc = (f"billing={j.cpus},cpu={j.cpus}" + (f",gres/gpu:h100={j.gpus},gres/gpu={j.gpus}" if j.gpus else "")
                  + f",mem={j.mem},node=1")
         req = f"billing={j.cpus},cpu={j.cpus}" + (f",gres/gpu={j.gpus}" if j.gpus else "") + f",mem={j.mem},node=1"
         base = {"JobID": str(j.job_id), "JobIDRaw": str(j.job_id), "JobName": j.name, "User": j.user,
                 "Account": j.account, "Partition": "gpu", "QOS": "standard", "State": j.state, "ExitCode": "0:0",
                 "Submit": f"{j.start:%Y-%m-%dT%H:%M:%S}", "Eligible": f"{j.start:%Y-%m-%dT%H:%M:%S}",
-                "Start": f"{j.start:%Y-%m-%dT%H:%M:%S}", "End": f"{end:%Y-%m-%dT%H:%M:%S}", "NodeList": "gpu01",
+                "Start": f"{j.start:%Y-%m-%dT%H:%M:%S}", "End": f"{end:%Y-%m-%dT%H:%M:%S}",
+                "ElapsedRaw": str(j.elapsed), "NodeList": "gpu01",
                 "NNodes": "1", "AllocTRES": alloc, "ReqTRES": req, "TRESUsageInAve": "", "Cluster": "lab",
                 "AllocCPUS": str(j.cpus), "ReqMem": j.mem, "Timelimit": j.limit, "TotalCPU": j.total_cpu,
                 "MaxRSS": ""}
@@ -71,8 +77,9 @@ def epilog_records(jobs: list[Job], folder: Path) -> Path:
         acc = [{"gpu": i, "processes": 1, "gpu_util_pct": u,
                 "mem_util_pct": (j.mem_util[i] if j.mem_util else None),
                 "max_memory_bytes": j.gpu_mem_bytes} for i, u in enumerate(j.gpu_util)]
+        start, end = j.epoch or (j.start.timestamp(), (j.start + timedelta(seconds=j.elapsed)).timestamp())
         rec = {"job": j.job_id, "user": j.user, "account": j.account, "node": "gpu01", "gpus": list(range(j.gpus)),
-               "start": j.start.timestamp(), "end": (j.start + timedelta(seconds=j.elapsed)).timestamp(),
+               "start": start, "end": end,
                "run": 0, "restart_count": 0, "gpu_accounting": acc}
         (folder / f"{j.job_id}.0.gpu01.json").write_text(json.dumps(rec))
     return folder
