@@ -313,16 +313,18 @@ def slurm_job_fields(job_id: str, timeout: float = 10.0) -> dict[str, str] | Non
         return None
     if out.returncode != 0:
         return None
-    return parse_scontrol_line(out.stdout)
+    return parse_scontrol_line(out.stdout, job_id)
 
 
-def parse_scontrol_line(text: str) -> dict[str, str] | None:
-    """The fields of one `scontrol show job -o` record (`slurm.show_job`), or None when the job's own name, comment
-    or paths hold its field names: then why the job was signalled is not known, rather than read from the name."""
+def parse_scontrol_line(text: str, job_id: str | int | None = None) -> dict[str, str] | None:
+    """The fields of one `scontrol show job -o` record (`slurm.show_job`; `job_id` picks it where scontrol printed
+    an array's tasks or a heterogeneous job's components, as it does for the array task whose id is the array's),
+    or None when the job's own name, comment or paths hold its field names: then why the job was signalled is not
+    known, rather than read from the name."""
     from slurmtools.slurm.show_job import AmbiguousRecord, parse_show_job
 
     try:
-        return parse_show_job(text)
+        return parse_show_job(text, job_id)
     except AmbiguousRecord:
         return None
 

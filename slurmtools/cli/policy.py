@@ -222,7 +222,7 @@ def check_update(ctx: typer.Context,
     upd = parse_update(list(ctx.args))
     be = CommandBackend()  # the job's record as scontrol shows it: what job_rec holds for job_submit.lua
     try:
-        show = parse_show_job(be.run(["scontrol", "show", "job", "-o", upd.job_id]))
+        show = parse_show_job(be.run(["scontrol", "show", "job", "-o", upd.job_id]), upd.job_id)
         script = be.run(["scontrol", "write", "batch_script", upd.job_id, "-"])
     except SlurmError as exc:
         fail(f"JobId={upd.job_id}: {exc}")

@@ -163,7 +163,7 @@ def modified_request(current: JobRequest, change: JobRequest, tres_req: str | No
 
 def record_request(show: dict[str, str], script: str = "") -> tuple[JobRequest, str]:
     """The fields of `scontrol show job -o` that job_rec exposes to job_submit.lua, as a JobRequest, and the
-    request TRES string (`TRES=` of a pending job)."""
+    request TRES string (22.05's `TRES=` of a pending job, 25.11's `ReqTRES=`: `show_job.request_tres`)."""
 
     def text(k):
         v = show.get(k, "")
@@ -177,6 +177,8 @@ def record_request(show: dict[str, str], script: str = "") -> tuple[JobRequest, 
         return _value(k, "min_mem_per_node", v) if m else None
 
     limit = text("TimeLimit")
+    if limit == "Partition_Limit":   # no limit of its own (NO_VAL), as job_rec.time_limit holds it: unset
+        limit = None
     nodes = text("NumNodes")
     req = JobRequest(
         user_name=(text("UserId") or "").split("(", 1)[0] or None, account=text("Account"), qos=text("QOS"),
@@ -187,16 +189,19 @@ def record_request(show: dict[str, str], script: str = "") -> tuple[JobRequest, 
         tres_per_job=text("TresPerJob"), tres_per_node=text("TresPerNode"), tres_per_task=text("TresPerTask"),
         tres_per_socket=text("TresPerSocket"), cpus_per_tres=text("CpusPerTres"), mem_per_tres=text("MemPerTres"),
         script=script)
-    return req, show.get("TRES", "")
+    from slurmtools.slurm.show_job import request_tres
+
+    return req, request_tres(show)
 
 
-def parse_show_job(text: str) -> dict[str, str]:
-    """`scontrol show job -o` of one job -> its fields (`slurm.show_job`); RequestError in one line when text the
-    job's owner chose holds one of its field names, so the check never judges another job than the real one."""
+def parse_show_job(text: str, job_id: str | None = None) -> dict[str, str]:
+    """`scontrol show job -o` of one job -> its fields (`slurm.show_job`; `job_id` picks its record where scontrol
+    printed an array's tasks or a heterogeneous job's components); RequestError in one line when text the job's
+    owner chose holds one of its field names, so the check never judges another job than the real one."""
     from slurmtools.slurm.show_job import AmbiguousRecord, parse_show_job as fields
 
     try:
-        return fields(text)
+        return fields(text, job_id)
     except AmbiguousRecord as exc:
         raise RequestError(f"scontrol show job: {exc}; check this update by hand") from None
 

@@ -33,6 +33,9 @@ _HELP_HINT = re.compile(r'Try "?[\w./-]+ --help"? for (?:more )?information\.?')
 #: sacctmgr association fields the identity check reads, in this order (the same names in 22.05 and 25.11)
 ASSOC_FIELDS = ("Cluster", "Account", "User", "Partition", "QOS", "DefaultQOS")
 
+#: sacctmgr QoS fields `qos()` reads, in this order; Flags only to tell a Relative QoS (its TRES limits are percents)
+QOS_FIELDS = ("Name", "Priority", "Preempt", "PreemptMode", "GraceTime", "MaxTRES", "MaxTRESPU", "MaxWall", "Flags")
+
 #: sacct fields the accounting query reads (22.05 names; `restarts` does not exist there)
 #: JobName comes last: it is the one free-text field, and a "|" inside it can then be put back together
 ACCT_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "ExitCode",
@@ -222,41 +225,15 @@ class CommandBackend(Backend):
         return list(seen.values())
 
     def partitions(self) -> list[PartitionInfo]:
-        out = []
-        for line in self.run(["scontrol", "show", "partition", "-o"]).splitlines():
-            kv = parse_kv_line(line)
-            if "PartitionName" not in kv:
-                continue
-            mt = kv.get("MaxTime", "UNLIMITED")
-            out.append(PartitionInfo(
-                name=kv["PartitionName"], nodes=tuple(expand(kv.get("Nodes", ""))), default=kv.get("Default") == "YES",
-                state=kv.get("State", "UNKNOWN"), max_time_s=None if mt == "UNLIMITED" else parse_duration(mt),
-                qos=None if kv.get("QoS") in (None, "N/A") else kv["QoS"]))
-        return out
+        return parse_partitions(self.run(["scontrol", "show", "partition", "-o"]))
 
     def qos(self) -> list[QosInfo]:
-        fields = "Name,Priority,Preempt,PreemptMode,GraceTime,MaxTRES,MaxTRESPU,MaxWall"
-        out = []
-        for line in self.run(["sacctmgr", "-n", "-P", "show", "qos", f"format={fields}"]).splitlines():
-            if not line.strip():
-                continue
-            name, prio, preempt, mode, grace, mtj, mtu, wall = (line.split("|") + [""] * 8)[:8]
-            out.append(QosInfo(name=name, priority=int(prio or 0), preempt=tuple(p for p in preempt.split(",") if p),
-                               preempt_mode=mode, grace_time_s=parse_duration(grace) if grace else 0,
-                               max_tres_per_job=mtj, max_tres_per_user=mtu,
-                               max_wall_s=parse_duration(wall) if wall else None))
-        return out
+        return parse_qos(self.run(["sacctmgr", "-n", "-P", "show", "qos", "format=" + ",".join(QOS_FIELDS)]))
 
     def qos_grace_times(self) -> dict[str, int]:
         """Only the names and grace times: sacctmgr asks slurmdbd once more for each Preempt or TRES column, and
         each answer costs about 45 ms on the labs' loopback (the full `qos()` columns: 350 ms; these: 180 ms)."""
-        out = {}
-        for line in self.run(["sacctmgr", "-n", "-P", "show", "qos", "format=Name,GraceTime"]).splitlines():
-            if not line.strip():
-                continue
-            name, grace = (line.split("|") + [""])[:2]
-            out[name] = parse_duration(grace) if grace else 0
-        return out
+        return parse_qos_grace_times(self.run(["sacctmgr", "-n", "-P", "show", "qos", "format=Name,GraceTime"]))
 
     def associations(self, user: str) -> UserAssociations:
         if not is_user_name(user or ""):  # one name in a `where` clause: no list, no clause of its own
@@ -343,26 +320,133 @@ def _check_errors(cmd: str, data: dict) -> None:
 
 def parse_associations(user: str, assoc_text: str, user_text: str) -> UserAssociations:
     """`sacctmgr -nP show assoc where user=U format=<ASSOC_FIELDS>` and `sacctmgr -nP show user where name=U
-    format=User,DefaultAccount` -> the user's associations. Rows of other users (none expected) are dropped."""
+    format=User,DefaultAccount` -> the user's associations. sacctmgr lowers the name in a `where` clause unless
+    slurmdbd keeps case (`user_case_norm`, PreserveCaseUser; Slurm stores names so too), so `Alice`'s rows print as
+    `alice`: those are hers when none prints as `Alice` (where case is kept, `Alice` and `alice` are two users).
+    Rows of other users (none expected) are dropped."""
     rows = []
     for ln in assoc_text.splitlines():
         if not ln.strip():
             continue
         parts = ln.split("|")
-        if len(parts) < len(ASSOC_FIELDS):
+        if len(parts) != len(ASSOC_FIELDS):
             raise SlurmError("sacctmgr", f"sacctmgr show assoc: expected {len(ASSOC_FIELDS)} fields "
                                          f"({','.join(ASSOC_FIELDS)}), got {ln!r}")
-        cluster, account, who, partition, qos, default_qos = parts[:len(ASSOC_FIELDS)]
-        if who != user:
-            continue
+        cluster, account, who, partition, qos, default_qos = parts
         rows.append(Association(cluster=cluster, account=account, user=who, partition=partition,
                                 qos=tuple(q for q in qos.split(",") if q), default_qos=default_qos))
+    name = _stored_name(user, {r.user for r in rows} | {ln.strip().partition("|")[0] for ln in user_text.splitlines()})
     default = None
     for ln in user_text.splitlines():
-        name, _, acct = ln.strip().partition("|")
-        if name == user and acct:
+        who, _, acct = ln.strip().partition("|")
+        if who == name and acct:
             default = acct
-    return UserAssociations(user=user, default_account=default, rows=tuple(rows))
+    return UserAssociations(user=user, default_account=default, rows=tuple(r for r in rows if r.user == name))
+
+
+def _stored_name(user: str, printed: set[str]) -> str:
+    """The name sacctmgr printed `user`'s records under: as given, else lower-cased (`parse_associations`)."""
+    return user if user in printed or user.lower() not in printed else user.lower()
+
+
+def parse_partitions(text: str) -> list[PartitionInfo]:
+    """`scontrol show partition -o` -> partitions. scontrol prints PartitionName, Nodes, Default, State and MaxTime
+    for every partition (`slurm_sprint_partition_info`, src/api/partition_info.c); a line without one of them, a
+    MaxTime that is not UNLIMITED or [D-]HH:MM:SS, or Nodes that are not a hostlist is refused in one line naming
+    the field, never read as unlimited, no nodes or UNKNOWN."""
+    src = "scontrol show partition -o"
+    out = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        kv = parse_kv_line(line)
+        if "PartitionName" not in kv:
+            continue
+        name = kv["PartitionName"]
+        lack = [k for k in ("Nodes", "Default", "State", "MaxTime") if k not in kv]
+        if lack:
+            raise ParseError(src, lineno, f"partition {name[:40]}: no {', '.join(lack)} field (scontrol prints "
+                                          f"them for every partition)")
+        mt = kv["MaxTime"]
+        try:
+            max_time = None if mt == "UNLIMITED" else _slurm_time(mt)
+        except ValueError:
+            raise ParseError(src, lineno, f"partition {name[:40]}: MaxTime={mt[:40]!r} is not UNLIMITED or "
+                                          f"[D-]HH:MM:SS") from None
+        try:
+            nodes = tuple(expand(kv["Nodes"]))
+        except ValueError as exc:
+            raise ParseError(src, lineno, f"partition {name[:40]}: Nodes: {exc}") from None
+        out.append(PartitionInfo(name=name, nodes=nodes, default=kv["Default"] == "YES", state=kv["State"],
+                                 max_time_s=max_time, qos=None if kv.get("QoS") in (None, "N/A") else kv["QoS"]))
+    return out
+
+
+#: a time as Slurm's `secs2time_str`/`mins2time_str` print it (src/common/parse_time.c): [D-]HH:MM:SS
+_SLURM_TIME = re.compile(r"(?:([0-9]{1,9})-)?([0-9]{2}):([0-9]{2}):([0-9]{2})")
+
+
+def _slurm_time(text: str) -> int:
+    """Seconds in `[D-]HH:MM:SS` as Slurm prints a time limit; ValueError for anything else (`parse_duration` would
+    read `30` as minutes and `5m` as a duration Slurm never prints)."""
+    m = _SLURM_TIME.fullmatch(text)
+    if not m:
+        raise ValueError(f"not [D-]HH:MM:SS: {text[:40]!r}")
+    d, h, mi, se = (int(x) if x else 0 for x in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60 + se
+
+
+def _qos_rows(text: str, fields: Sequence[str]):
+    """(line number, {field: value}) of `sacctmgr -n -P show qos format=<fields>`; a line of another number of
+    fields is refused (`-P` separates every field with `|`, which no QoS name or value holds)."""
+    src = f"sacctmgr show qos format={','.join(fields)}"
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("|")
+        if len(parts) != len(fields):
+            raise ParseError(src, lineno, f"expected {len(fields)} fields separated by '|', got {len(parts)}: "
+                                          f"{line[:60]!r}")
+        yield lineno, dict(zip(fields, parts))
+
+
+def _qos_value(row: dict, field: str, read, lineno: int, fields: Sequence[str]):
+    """`read(row[field])`, or one line naming the command, the QoS and the field."""
+    try:
+        return read(row[field])
+    except ValueError as exc:
+        raise ParseError(f"sacctmgr show qos format={','.join(fields)}", lineno,
+                         f"QoS {row['Name'][:40]}: {field}: {exc}") from None
+
+
+def parse_qos(text: str) -> list[QosInfo]:
+    """`sacctmgr -n -P show qos format=<QOS_FIELDS>` -> QoS. sacctmgr prints an unset Priority, GraceTime or MaxWall
+    as empty (`print_fields_uint`/`_time_from_secs`/`_time`, src/common/print_fields.c): priority 0, no grace, no
+    MaxWall, as Slurm applies them. A QoS with Flags=Relative (23.02 and later) has TRES limits in percent of the
+    cluster (or of its partition): refused when it sets MaxTRES or MaxTRESPU, never read as counts."""
+    out = []
+    for lineno, row in _qos_rows(text, QOS_FIELDS):
+        flags = set(row["Flags"].split(","))
+        if "Relative" in flags and (row["MaxTRES"] or row["MaxTRESPU"]):
+            raise ParseError(f"sacctmgr show qos format={','.join(QOS_FIELDS)}", lineno,
+                             f"QoS {row['Name'][:40]}: Flags=Relative: its MaxTRES/MaxTRESPU are percentages of "
+                             f"the cluster's resources, which this reader does not convert into counts")
+
+        def val(field, read):
+            return _qos_value(row, field, read, lineno, QOS_FIELDS)
+
+        out.append(QosInfo(
+            name=row["Name"], priority=val("Priority", lambda v: whole_number(v) if v else 0),
+            preempt=tuple(p for p in row["Preempt"].split(",") if p), preempt_mode=row["PreemptMode"],
+            grace_time_s=val("GraceTime", lambda v: _slurm_time(v) if v else 0),
+            max_tres_per_job=row["MaxTRES"], max_tres_per_user=row["MaxTRESPU"],
+            max_wall_s=val("MaxWall", lambda v: _slurm_time(v) if v else None)))
+    return out
+
+
+def parse_qos_grace_times(text: str) -> dict[str, int]:
+    """`sacctmgr -n -P show qos format=Name,GraceTime` -> {QoS: grace seconds} (empty: unset, no grace)."""
+    fields = ("Name", "GraceTime")
+    return {row["Name"]: _qos_value(row, "GraceTime", lambda v: _slurm_time(v) if v else 0, lineno, fields)
+            for lineno, row in _qos_rows(text, fields)}
 
 
 def parse_kv_line(line: str) -> dict[str, str]:
@@ -495,24 +579,33 @@ def one_cluster(records: list, cluster: str | None, source: str, who: str = "the
 
 def parse_scheduled_starts(text: str, expand) -> list:
     """`squeue -h -t PD -o %i|%q|%S|%Y` lines: job id, QoS, expected start (N/A when unknown), scheduled nodes
-    ((null) when none yet). Array jobs pending as one record (`12_[0-9]`) keep their array job id."""
+    ((null) when none yet). Array jobs pending as one record (`12_[0-9]`) keep their array job id. A line that is
+    not those four fields, a job id, start or node list squeue does not print is refused in one line naming the
+    field, never skipped or read as "no estimate"."""
     from slurmtools.slurm.model import ScheduledStart
 
+    src = "squeue -h -t PD -o %i|%q|%S|%Y"
     found = []
-    for line in text.splitlines():
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
         parts = line.strip().split("|")
         if len(parts) != 4:
-            continue
+            raise ParseError(src, lineno, f"expected 4 fields separated by '|', got {len(parts)}: {line[:60]!r}")
         jid, qos, start, nodes = parts
-        m = re.match(r"^(\d+)", jid)
+        m = re.match(r"([0-9]+)(?:$|[_+])", jid)
         if not m:
-            continue
+            raise ParseError(src, lineno, f"%i: {jid[:40]!r} is not a job id (123, 123_4, 123_[0-9], 123+0)")
         when = None
         if start not in ("N/A", "Unknown", "None", ""):
             try:
-                when = datetime.fromisoformat(start)
+                when = datetime.strptime(start, "%Y-%m-%dT%H:%M:%S")
             except ValueError:
-                when = None
-        hosts = tuple(expand(nodes)) if nodes not in ("(null)", "", "N/A") else ()
+                raise ParseError(src, lineno, f"%S: {start[:40]!r} is not a time like 2026-11-23T22:15:30 (squeue "
+                                              f"runs with SLURM_TIME_FORMAT=standard)") from None
+        try:
+            hosts = tuple(expand(nodes)) if nodes not in ("(null)", "", "N/A") else ()
+        except ValueError as exc:
+            raise ParseError(src, lineno, f"%Y: {exc}") from None
         found.append(ScheduledStart(int(m.group(1)), qos, when, hosts))
     return found

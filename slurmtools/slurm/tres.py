@@ -2,7 +2,9 @@
 
 Forms seen in 22.05: AllocTRES `billing=2,cpu=2,gres/gpu:h100=16,gres/gpu=16,mem=2000M,node=2`;
 ReqGRES/TresPerNode `gres:gpu:h100:4`, `gpu:4`, `gres/gpu:2`; node Gres `gpu:h100:8(S:0-1)`;
-GresUsed `gpu:h100:3(IDX:0-2)`.
+GresUsed `gpu:h100:3(IDX:0-2)`. From 25.11's source (src/interfaces/gres.c): GresUsed
+`gpu:(null):2(IDX:0-1)` for GPUs given by File= without Type=, `shard:h100:3(0/64,3/64)`, node Gres
+`gpu:no_consume:4` and `shard:1K` (counts that are multiples of 1024 take K, M, G...).
 """
 
 from __future__ import annotations
@@ -99,8 +101,20 @@ def parse_tres(text: str | None) -> Tres:
                 other=other)
 
 
-_GRES_ITEM = re.compile(r"^(?:gres[:/])?(?P<name>[A-Za-z_][\w.-]*)(?::(?P<type>[A-Za-z_][\w.-]*))?(?::(?P<count>[0-9]+))?"
-                        r"(?P<suffix>\(.*\))?$")
+_GRES_NAME = re.compile(r"[A-Za-z_][\w.-]*", re.ASCII)
+#: a GRES type: any name gres.conf gives (`Type=1g.10gb` too), or `(null)` before a count (see `parse_gres`)
+_GRES_TYPE = re.compile(r"[A-Za-z0-9_][\w.-]*", re.ASCII)
+#: a GRES count as Slurm prints it: ASCII digits, with K/M/G/T/P when a multiple of 1024 (`_get_suffix` in Slurm's
+#: src/interfaces/gres.c: a node with 1024 shards prints `shard:1K`)
+_GRES_COUNT = re.compile(r"([0-9]{1,30})([KMGTP]?)")
+_GRES_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4, "P": 1024 ** 5}
+#: the detail in parentheses that ends an item (`(S:0-1)`, `(IDX:0-2)`, `(0/64,3/64)`), never the `(null)` type
+_GRES_DETAIL = re.compile(r"\((?!null\))([^()]*)\)$")
+
+
+def _gres_count(text: str) -> int | None:
+    m = _GRES_COUNT.fullmatch(text)
+    return int(m.group(1)) * _GRES_UNITS[m.group(2)] if m else None
 
 
 @dataclass(frozen=True)
@@ -157,19 +171,35 @@ def _split_top(text: str) -> list[str]:
 def parse_gres(text: str | None) -> list[Gres]:
     """`gpu:h100:8(S:0-1)`, `gres:gpu:4`, `gpu:h100:3(IDX:0-2),gpu:a100:1(IDX:4)` -> Gres items.
 
-    `name:N` means N untyped; `name:type` alone means 1 (Slurm's default count).
+    `name:N` means N untyped; `name:type` alone means 1 (Slurm's default count). Also as Slurm prints them
+    (src/interfaces/gres.c): `gpu:(null):2(IDX:0-1)`, the GresUsed of GPUs given by File= without Type= (untyped);
+    `gpu:h100:no_consume:8` (a flag, not a type); `shard:1K` (1024). ValueError for anything else.
     """
     if not text or text in ("(null)", "None", "N/A"):
         return []
     out = []
     for item in _split_top(text):
-        m = _GRES_ITEM.match(item)
-        if not m:
-            raise ValueError(f"cannot read GRES {item!r}")
-        name, typ, count, suffix = m.group("name"), m.group("type"), m.group("count"), m.group("suffix") or ""
-        if typ is not None and typ.isdigit() and count is None:
-            typ, count = None, typ
-        out.append(Gres(name=name, type=typ, count=int(count) if count is not None else 1, detail=suffix.strip("()")))
+        detail = _GRES_DETAIL.search(item)
+        body = item[:detail.start()] if detail else item
+        parts = body.split(":")
+        if parts[0] == "gres":   # 22.05's TresPerNode: gres:gpu:h100:2
+            parts = parts[1:]
+        elif parts[0].startswith("gres/"):   # 23.02 and later: gres/gpu:h100:2
+            parts[0] = parts[0][len("gres/"):]
+        if "no_consume" in parts[1:]:
+            parts.remove("no_consume")
+        name, rest = (parts[0], parts[1:]) if parts else ("", [])
+        typ, count = None, 1
+        if len(rest) == 1:
+            n = _gres_count(rest[0])
+            typ, count = (None, n) if n is not None else (rest[0], 1)
+        elif len(rest) == 2:
+            typ, count = rest[0], _gres_count(rest[1])
+        if (not _GRES_NAME.fullmatch(name) or len(rest) > 2 or count is None
+                or (typ is not None and not _GRES_TYPE.fullmatch(typ) and not (typ == "(null)" and len(rest) == 2))):
+            raise ValueError(f"cannot read GRES {item[:60]!r}")
+        out.append(Gres(name=name, type=None if typ == "(null)" else typ, count=count,
+                        detail=detail.group(1) if detail else ""))
     return out
 
 

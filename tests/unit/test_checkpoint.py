@@ -550,3 +550,14 @@ def test_json_gives_back_what_it_takes(tmp_path):
     got = C.Checkpointer(tmp_path, fmt="json", install=False).load()
     assert got["hist"] == state["hist"] and got["nested"] == state["nested"] and got["step"] == 7
     assert got["nan"] != got["nan"] and got["ok"] is True and got["none"] is None
+
+
+def test_the_array_task_whose_id_is_the_arrays_reads_its_own_record():
+    """`scontrol show job -o 100` inside the array task whose JobId is the array's own prints every task of the
+    array still pending or running, one line each: the job's record is picked by its id (it was refused as
+    ambiguous, and why the job was signalled read as unknown)."""
+    text = ("JobId=101 ArrayJobId=100 ArrayTaskId=0 JobName=t JobState=RUNNING PreemptTime=2026-11-27T08:00:00\n"
+            "JobId=100 ArrayJobId=100 ArrayTaskId=1 JobName=t JobState=RUNNING PreemptTime=None\n")
+    f = C.parse_scontrol_line(text, "100")
+    assert f is not None and f["ArrayTaskId"] == "1" and f["PreemptTime"] == "None"
+    assert C.parse_scontrol_line(text) is None

@@ -379,3 +379,122 @@ def test_a_step_line_splits_as_sacct_orders_its_tres():
     assert bar.split("a|mem=1,cpu=1|cpu=2,mem=2|c", 2) == ["a|mem=1,cpu=1", "cpu=2,mem=2", "c"]
     with pytest.raises(ParseError, match="more than one way"):
         bar.split("a|cpu=1,mem=1|cpu=2,mem=2|c", 3)
+
+
+# -- command output as Slurm 25.11 prints it, beyond the captures (the output audit) -----------------------------
+@pytest.mark.parametrize("text, by_type, idx", [
+    ("gpu:(null):2(IDX:0-1)", {"untyped": 2}, [0, 1]),        # GresUsed of GPUs given by File= without Type=
+    ("gpu:(null):0(IDX:N/A)", {"untyped": 0}, []),
+    ("gpu:no_consume:4", {"untyped": 4}, []),                  # a flag, not the type "no_consume"
+    ("gpu:h100:no_consume:8(S:0-1)", {"h100": 8}, []),
+    ("gpu:1g.10gb:2(S:0)", {"1g.10gb": 2}, []),                # a Type= that starts with a digit
+    ("gpu:h100:8(S:0-1),shard:h100:1K(S:0-1)", {"h100": 8}, []),   # 1024 shards print as 1K
+])
+def test_gres_as_slurm_prints_it(text, by_type, idx):
+    """src/interfaces/gres.c: `_node_gres_used` prints a NULL type as `(null)`, `_build_node_gres_str` adds
+    `:no_consume` and a K/M/G suffix (`_get_suffix`). `(null)` and `1K` were refused (every node query failed on a
+    site with untyped GPUs), `no_consume` was read as a GPU type."""
+    assert gpus_in(text) == by_type
+    assert [i for g in parse_gres(text) for i in g.indexes] == idx
+    assert [g.count for g in parse_gres("shard:1K,mps:2M")] == [1024, 2 * 1024 ** 2]
+
+
+@pytest.mark.parametrize("text", ["gpu:(null)", "gpu:h100:1Q", "gpu:-1", "gres:"])
+def test_gres_that_slurm_does_not_print_is_still_refused(text):
+    with pytest.raises(ValueError, match="cannot read GRES"):
+        parse_gres(text)
+
+
+def _backend_printing(monkeypatch, out: str) -> CommandBackend:
+    b = CommandBackend()
+    monkeypatch.setattr(b, "run", lambda argv, *a, **k: out)
+    return b
+
+
+PART = ("PartitionName=gpu AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL AllocNodes=ALL Default=YES QoS=N/A "
+        "DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO MaxNodes=UNLIMITED "
+        "MaxTime=2-00:00:00 MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED Nodes=gpu[01-02] PriorityJobFactor=1 "
+        "PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO State=UP TotalCPUs=224 TotalNodes=2")
+
+
+def test_partitions_read_as_scontrol_prints_them(monkeypatch):
+    empty = PART.replace("PartitionName=gpu", "PartitionName=spare").replace("Nodes=gpu[01-02]", "Nodes=(null)")
+    text = PART + "\n" + empty.replace("MaxTime=2-00:00:00", "MaxTime=UNLIMITED").replace("Default=YES", "Default=NO")
+    gpu, spare = _backend_printing(monkeypatch, text + "\n").partitions()
+    assert (gpu.name, gpu.nodes, gpu.default, gpu.state, gpu.max_time_s) == ("gpu", ("gpu01", "gpu02"), True, "UP",
+                                                                            172800)
+    assert (spare.nodes, spare.max_time_s, spare.qos) == ((), None, None)
+
+
+@pytest.mark.parametrize("line, field", [
+    (PART.replace(" MaxTime=2-00:00:00", ""), "MaxTime"), (PART.replace(" State=UP", ""), "State"),
+    (PART.replace(" Nodes=gpu[01-02]", ""), "Nodes"),
+    (PART.replace("MaxTime=2-00:00:00", "MaxTime=INVALID"), "MaxTime"),
+    (PART.replace("MaxTime=2-00:00:00", "MaxTime=90"), "MaxTime"), (PART.replace("gpu[01-02]", "gpu[01-"), "Nodes")])
+def test_a_partition_line_without_what_scontrol_prints_is_refused(monkeypatch, line, field):
+    """A line without MaxTime read as UNLIMITED, without State as UNKNOWN, without Nodes as no nodes; `INVALID`
+    (what secs2time_str prints for a limit that overflows) and a bad hostlist were a ValueError with no field."""
+    with pytest.raises(ParseError, match=rf"^scontrol show partition -o:1: partition gpu: .*{field}"):
+        _backend_printing(monkeypatch, line + "\n").partitions()
+
+
+QOS_ROW = "high|100|low,scavenger|requeue|00:05:00|gres/gpu=16|gres/gpu=32|2-00:00:00|DenyOnLimit"
+
+
+def test_qos_read_as_sacctmgr_prints_it(monkeypatch):
+    """Unset Priority, GraceTime and MaxWall print empty (print_fields_uint/_time_from_secs/_time)."""
+    text = QOS_ROW + "\nnormal|||cluster|||||\n"
+    high, normal = _backend_printing(monkeypatch, text).qos()
+    assert (high.priority, high.preempt, high.preempt_mode, high.grace_time_s, high.max_wall_s) == \
+        (100, ("low", "scavenger"), "requeue", 300, 172800)
+    assert (high.max_tres_per_job, high.max_tres_per_user) == ("gres/gpu=16", "gres/gpu=32")
+    assert (normal.priority, normal.preempt, normal.grace_time_s, normal.max_wall_s) == (0, (), 0, None)
+
+
+@pytest.mark.parametrize("line, what", [
+    ("high|100|low|requeue|00:05:00", "expected 9 fields"),                      # short: was padded with ""
+    (QOS_ROW.replace("DenyOnLimit", "DenyOnLimit,Relative"), "Flags=Relative"),  # percents, read as counts
+    (QOS_ROW.replace("|100|", "|٣|"), "Priority"), (QOS_ROW.replace("00:05:00", "soon"), "GraceTime"),
+    (QOS_ROW.replace("2-00:00:00", "INVALID"), "MaxWall")])
+def test_qos_lines_sacctmgr_does_not_print_are_refused(monkeypatch, line, what):
+    with pytest.raises(ParseError, match=rf"^sacctmgr show qos format=Name,\S*:1: .*{what}"):
+        _backend_printing(monkeypatch, line + "\n").qos()
+
+
+def test_a_relative_qos_without_tres_limits_reads():
+    from slurmtools.slurm.commands import parse_qos
+
+    (q,) = parse_qos("part|0||cluster|00:00:00|||01:00:00|Relative\n")
+    assert (q.max_tres_per_job, q.max_wall_s) == ("", 3600)
+
+
+@pytest.mark.parametrize("text, what", [("high\n", "expected 2 fields"), ("high|soon\n", "GraceTime")])
+def test_qos_grace_times_sacctmgr_does_not_print_are_refused(monkeypatch, text, what):
+    """`high` alone read as no grace; `soon` was a ValueError naming no command."""
+    b = _backend_printing(monkeypatch, text)
+    with pytest.raises(ParseError, match=rf"^sacctmgr show qos format=Name,GraceTime:1: .*{what}"):
+        b.qos_grace_times()
+    assert _backend_printing(monkeypatch, "high|00:02:00\nlow|\n").qos_grace_times() == {"high": 120, "low": 0}
+
+
+def test_sacctmgr_lowers_a_user_name_and_the_rows_are_still_theirs():
+    """sacctmgr lowers the name of `where user=Alice` unless slurmdbd keeps case (PreserveCaseUser): its rows print
+    as `alice`, and were dropped as another user's, so Alice looked unknown to Slurm's accounting."""
+    from slurmtools.slurm.commands import parse_associations
+
+    ua = parse_associations("Alice", "lab|vision|alice||normal,high|normal\n", "alice|vision\n")
+    assert [r.account for r in ua.rows] == ["vision"] and ua.default_account == "vision"
+    kept = parse_associations("Alice", "lab|vision|Alice||normal|normal\nlab|nlp|alice||normal|normal\n",
+                              "Alice|vision\nalice|nlp\n")   # case kept: two users
+    assert [r.account for r in kept.rows] == ["vision"] and kept.default_account == "vision"
+
+
+@pytest.mark.parametrize("line, field", [("38|standard|Tomorrow|gpu01", "%S"), ("38|standard|N/A", "expected 4"),
+                                         ("abc|standard|N/A|(null)", "%i"), ("38|standard|N/A|gpu[01-", "%Y")])
+def test_scheduled_starts_squeue_does_not_print_are_refused(line, field):
+    """A start squeue does not print read as "no estimate", and a line of other fields or a job id that is none
+    was skipped: a planned job went missing from the queue ahead of a new one."""
+    from slurmtools.slurm.commands import parse_scheduled_starts
+
+    with pytest.raises(ParseError, match=rf"^squeue -h -t PD -o %i\|%q\|%S\|%Y:1: {field}"):
+        parse_scheduled_starts(line + "\n", expand)

@@ -209,3 +209,59 @@ def test_cluster_show_and_the_planner_read_the_23_x_samples(release):
     view = from_fabric(load_fabric(site.fabric_path), nodes)
     assert {h: view.hosts[h].gpus_free for h in ("gpu09", "gpu10", "gpu12", "gpu13", "gpu14", "gpu15")} == \
         {"gpu09": 4, "gpu10": 8, "gpu12": 6, "gpu13": 0, "gpu14": 0, "gpu15": 0}
+
+
+# -- fields absent, null or in another shape (the output audit) ---------------------------------------------------
+NODE = {"name": "gpu01", "state": ["IDLE"], "cpus": 112, "alloc_cpus": 0, "real_memory": 2000000,
+        "alloc_memory": 0, "gres": "gpu:4(S:0-1)", "gres_used": "gpu:(null):2(IDX:0-1)", "partitions": ["gpu"]}
+
+
+def test_untyped_gpus_given_by_file_read_as_untyped():
+    """`_node_gres_used` prints the NULL type of GPUs given by File= without Type= as `(null)`: every node query
+    failed on such a site ("cannot read GRES")."""
+    n = data_parser.node(NODE)
+    assert (n.gpus_by_type, n.gpus_used_by_type, n.gpus_used_idx, n.gpus_free) == \
+        ({"untyped": 4}, {"untyped": 2}, (0, 1), 2)
+    v = v0038.node({**NODE, "state": "idle", "state_flags": []})
+    assert (v.gpus_used_by_type, v.gpus_used_idx) == ({"untyped": 2}, (0, 1))
+
+
+@pytest.mark.parametrize("reader", [data_parser, v0038])
+@pytest.mark.parametrize("key, value", [("cpus", None), ("real_memory", "٣"), ("alloc_memory", {"set": False}),
+                                        ("alloc_cpus", -1), ("name", None)])
+def test_a_node_count_that_is_absent_or_not_a_count_is_refused(reader, key, value):
+    """Absent, null or `٣` CPUs or memory were read as 0 or as 3 (`int()`), a missing name was a KeyError."""
+    for node in ({**NODE, key: value}, {k: v for k, v in NODE.items() if k != key}):
+        with pytest.raises(ValueError, match=key):
+            reader.node(node)
+
+
+def test_a_node_that_is_not_read_is_one_line_naming_the_command(monkeypatch):
+    from slurmtools.errors import ParseError
+    from slurmtools.slurm.commands import CommandBackend
+
+    b = CommandBackend()
+    monkeypatch.setattr(b, "slurm_release", lambda: release_for("25.11"))
+    monkeypatch.setattr(b, "run", lambda argv, *a, **k: json.dumps({"nodes": [{**NODE, "cpus": None}]}))
+    with pytest.raises(ParseError, match=r"^scontrol show nodes --json\S*: node gpu01: no cpus$"):
+        b.nodes()
+
+
+def test_v0038_prints_a_jobs_unset_time_limit_as_no_val():
+    """v0.0.38 (22.05) prints an UNLIMITED time_limit as null but NO_VAL (Partition_Limit) as 4294967294, read as
+    a limit of 8,171 years; data_parser's {"set": false} of the same reads as none."""
+    job = {"job_id": 5, "job_state": "PENDING", "time_limit": 4294967294}
+    assert v0038.job(job).time_limit_s is None
+    assert v0038.job({**job, "time_limit": None}).time_limit_s is None
+    assert v0038.job({**job, "time_limit": 60}).time_limit_s == 3600
+    assert data_parser.job({**job, "time_limit": {"set": False, "infinite": False, "number": 0}}).time_limit_s is None
+
+
+@pytest.mark.parametrize("reader", [data_parser, v0038])
+def test_a_null_name_account_or_partition_reads_as_empty(reader):
+    """v0.0.38 prints an unset string as null (22.05: a job's account without accounting, a user name the
+    controller cannot resolve); it was read as None where every other reader of the field gives ""."""
+    job = {"job_id": 5, "job_state": "RUNNING", "name": None, "user_name": None, "account": None,
+           "partition": None, "qos": None}
+    j = reader.job(job)
+    assert (j.name, j.user, j.account, j.partition, j.qos) == ("", "", "", "", "")

@@ -59,6 +59,29 @@ def num(value) -> int | None:
     raise ValueError(f"not a count: {value!r}"[:80])
 
 
+def count(record: dict, key: str) -> int:
+    """A count Slurm prints in every record of its kind (a node's cpus, memory): ValueError naming the field when
+    it is absent, null, unset or not a count; never read as 0."""
+    value = record.get(key)
+    if value is None:
+        raise ValueError(f"no {key}")
+    try:
+        got = num(value)
+    except ValueError as exc:
+        raise ValueError(f"{key}: {exc}") from None
+    if got is None:
+        raise ValueError(f"{key}: unset ({str(value)[:40]})")
+    return got
+
+
+def text(record: dict, key: str) -> str:
+    """A name Slurm prints in every record of its kind (a node's name): ValueError when absent, null or empty."""
+    value = record.get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"no {key}")
+    return value
+
+
 def check_errors(cmd: str, data: dict) -> None:
     """Slurm reports some failures inside the JSON (`errors: [...]`) with exit code 0."""
     errs = [e for e in data.get("errors", []) if e]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from slurmtools.hostlist import expand
 from slurmtools.slurm.model import JobInfo, NodeInfo
-from slurmtools.slurm.readers.common import num, ts
+from slurmtools.slurm.readers.common import count, num, text, ts
 from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
 
 _BASE_STATES = {"IDLE", "MIXED", "ALLOCATED", "DOWN", "ERROR", "FUTURE", "UNKNOWN", "COMPLETING"}
@@ -50,8 +50,9 @@ def job(j: dict) -> JobInfo:
     # v0.0.41's own description), v0.0.42 and later required_switches
     switches = j["required_switches"] if "required_switches" in j else j.get("minimum_switches")
     return JobInfo(
-        job_id=int(j["job_id"]), name=j.get("name", ""), user=j.get("user_name", ""), account=j.get("account", ""),
-        partition=j.get("partition", ""), qos=j.get("qos", ""), state=job_state(j.get("job_state")),
+        job_id=int(j["job_id"]), name=j.get("name") or "", user=j.get("user_name") or "",
+        account=j.get("account") or "", partition=j.get("partition") or "", qos=j.get("qos") or "",
+        state=job_state(j.get("job_state")),
         reason=j.get("state_reason", "") or "", nodes=tuple(expand(j.get("nodes") or "")),
         num_nodes=num(j.get("node_count")) or 0, gpus=tres.gpus, gpus_by_type=tres.gpus_by_type,
         time_limit_s=limit * 60 if limit is not None else None, restarts=num(j.get("restart_cnt")) or 0,
@@ -89,9 +90,9 @@ def node(n: dict) -> NodeInfo:
     if isinstance(feats, str):
         feats = [f for f in feats.split(",") if f]
     return NodeInfo(
-        name=n["name"], state=base.lower(), flags=flags,
-        cpus=int(n.get("cpus", 0)), cpus_alloc=int(n.get("alloc_cpus", 0)), memory_mb=int(n.get("real_memory", 0)),
-        memory_alloc_mb=int(n.get("alloc_memory", 0)), gpus_by_type=gpus_in(n.get("gres") or ""),
+        name=text(n, "name"), state=base.lower(), flags=flags,
+        cpus=count(n, "cpus"), cpus_alloc=count(n, "alloc_cpus"), memory_mb=count(n, "real_memory"),
+        memory_alloc_mb=count(n, "alloc_memory"), gpus_by_type=gpus_in(n.get("gres") or ""),
         gpus_used_by_type=gpus_in(n.get("gres_used") or ""), gpus_used_idx=tuple(idx),
         features=tuple(feats), partitions=tuple(n.get("partitions", [])),
         reason=n.get("reason", "") or "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from slurmtools.hostlist import expand
 from slurmtools.slurm.model import JobInfo, NodeInfo
-from slurmtools.slurm.readers.common import num, ts
+from slurmtools.slurm.readers.common import count, num, text, ts
 from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
 
 
@@ -17,13 +17,21 @@ def nodes_argv(flag: str) -> list[str]:
     return ["sinfo", flag]
 
 
+#: Slurm's NO_VAL: v0.0.38 prints an unlimited `time_limit` as null but a job's unset one (Partition_Limit: it runs
+#: under its partition's, which slurmctld packs in its stead where the job has a partition) as this plain number
+NO_VAL = 0xFFFFFFFE
+
+
 def job(j: dict) -> JobInfo:
     tres = parse_tres(j.get("tres_alloc_str") or j.get("tres_req_str") or "")
     limit = num(j.get("time_limit"))
+    if limit == NO_VAL:   # no limit of its own, as data_parser's {"set": false} reads (not 8,171 years)
+        limit = None
     arr = num(j.get("array_job_id"))
     return JobInfo(
-        job_id=int(j["job_id"]), name=j.get("name", ""), user=j.get("user_name", ""), account=j.get("account", ""),
-        partition=j.get("partition", ""), qos=j.get("qos", ""), state=j.get("job_state") or "UNKNOWN",
+        job_id=int(j["job_id"]), name=j.get("name") or "", user=j.get("user_name") or "",
+        account=j.get("account") or "", partition=j.get("partition") or "", qos=j.get("qos") or "",
+        state=j.get("job_state") or "UNKNOWN",
         reason=j.get("state_reason", "") or "", nodes=tuple(expand(j.get("nodes") or "")),
         num_nodes=num(j.get("node_count")) or 0, gpus=tres.gpus, gpus_by_type=tres.gpus_by_type,
         time_limit_s=limit * 60 if limit is not None else None, restarts=num(j.get("restart_cnt")) or 0,
@@ -43,10 +51,10 @@ def node(n: dict) -> NodeInfo:
         idx.extend(g.indexes)
     feats = n.get("active_features") or n.get("features") or ""
     return NodeInfo(
-        name=n["name"], state=str(n.get("state", "unknown")).lower(),
+        name=text(n, "name"), state=str(n.get("state", "unknown")).lower(),
         flags=tuple(str(f).upper() for f in n.get("state_flags", [])),
-        cpus=int(n.get("cpus", 0)), cpus_alloc=int(n.get("alloc_cpus", 0)), memory_mb=int(n.get("real_memory", 0)),
-        memory_alloc_mb=int(n.get("alloc_memory", 0)), gpus_by_type=gpus_in(n.get("gres") or ""),
+        cpus=count(n, "cpus"), cpus_alloc=count(n, "alloc_cpus"), memory_mb=count(n, "real_memory"),
+        memory_alloc_mb=count(n, "alloc_memory"), gpus_by_type=gpus_in(n.get("gres") or ""),
         gpus_used_by_type=gpus_in(n.get("gres_used") or ""), gpus_used_idx=tuple(idx),
         features=tuple(f for f in feats.split(",") if f), partitions=tuple(n.get("partitions", [])),
         reason=n.get("reason", "") or "")
