@@ -24,8 +24,26 @@ from slurmtools.topology.links import IB_LANE_GBYTES, IB_WIDTH_TEXTS, IB_WIDTHS,
 DEFAULT_HOST_PATTERN = r"^(?P<host>\S+)\s+(?P<hca>\S+)$"
 AGGREGATION_NODE = "Aggregation Node"  # SHARP engine inside a switch, listed as a CA
 _KIND = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
+_LETTER = {"Switch": "S", "Ca": "H", "Rt": "R"}   # the letter of the node id each header word goes with
 _REMOTE_KINDS = ("S", "H", "R")
 _SKIP = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=")
+# The id lines above a node's header (out_ids, out_switch, out_ca in infiniband-diags/ibnetdiscover.c), read over
+# as the graph needs none of them, but only in their own form, so that a line fused onto one (a lost line break)
+# is not read over with it: `name=0x<hex>`; `switchguid=` with the port GUID in parentheses (or without, as the
+# first ibnetdiscover printed it); `-g` appends a comment (`\t\t# Chassis 1 (name)`, `\t# ISR9288 Spine 1 Chip 1`),
+# and OFED 1.x's `-g` printed the chassis slot straight after the GUIDs (`(8f104004100a1)ISR9288 Spine 1 Chip 1`).
+_ID_LINE = re.compile(r"(?:(?:vendid|devid|sysimgguid|caguid|rtguid)=0x[0-9a-fA-F]+"
+                      r"|switchguid=0x[0-9a-fA-F]+(?:\([0-9a-fA-F]+\)(?:[A-Za-z0-9 ]*Chip [0-9]+)?)?)"
+                      r"[ \t]*(?:#.*)?\Z")
+# A node's header: `Switch\t65 "S-<guid>"\t\t# "<description>" enhanced port 0 lid 73 lmc 0`, `Ca\t1 "H-<guid>"\t\t#
+# "<description>"` (`Rt` and "R-" alike); `-g` appends ` (scp)` to a Xsigo adapter's. ibnetdiscover prints the
+# description as it is (clean_nodedesc only blanks unprintable bytes; a --node-name-map name as written), quotes
+# and `#` included, so it runs to the last quote that the header's own ending follows. Groups: word, ports, id
+# letter, GUID, description, a switch's `port 0` ending.
+_HEADER_LINE = re.compile(r'(Switch|Ca|Rt)[ \t]+([0-9]+)[ \t]+"([SHR?])-([0-9a-fA-F]+)"[ \t]*#[ \t]*"(.*)"'
+                          r'(?:[ \t]+((?:enhanced|base) port 0 lid [0-9]+ lmc [0-9]+)|[ \t]+\(scp\))?[ \t]*\Z')
+_HEAD_FORM = {"Switch": 'Switch <ports> "S-<guid>" # "<description>" enhanced|base port 0 lid <lid> lmc <lmc>',
+              "Ca": 'Ca <ports> "H-<guid>" # "<description>"', "Rt": 'Rt <ports> "R-<guid>" # "<description>"'}
 
 
 class IbNode(NamedTuple):
@@ -80,11 +98,9 @@ class IbFabric:
 
 # --------------------------------------------------------------------------------------------- parsing
 
-def _quoted(s: str, start: int = 0) -> tuple[str, int]:
-    """The text between the first pair of double quotes at or after `start`, and the index after it."""
-    q1 = s.index('"', start)
-    q2 = s.index('"', q1 + 1)
-    return s[q1 + 1:q2], q2 + 1
+# A rate an old infiniband-diags could not name (dump_linkwidth_compat, dump_linkspeed(ext)_compat): `??` for the
+# width, printed with no `x` after it (`??NDR`, `?????`), and `???` for the speed (`4x???`); `??xHDR` read alike.
+_UNNAMED_RATE = re.compile(r"(\?\?x?|[0-9]+x)(\?\?\?|[A-Z][A-Z0-9]*)\Z")
 
 
 def _rate(tail: str, source: str, n: int, col: int) -> tuple[int, str]:
@@ -94,11 +110,13 @@ def _rate(tail: str, source: str, n: int, col: int) -> tuple[int, str]:
         width = whole_number(w)
     except ValueError:
         width = None
-    if x and "?" in tail:
-        # infiniband-diags prints ?? for a width and ??? for a speed it does not know: a tool older than the fabric
-        raise ParseError(source, n, f"link rate {tail!r}: this ibnetdiscover does not know the link's "
-                                    f"{'width' if width is None else 'speed'} (infiniband-diags older than the "
-                                    "fabric prints ?? and ???); rerun it with a newer rdma-core", col)
+    unnamed = _UNNAMED_RATE.match(tail) if "?" in tail else None
+    if unnamed is not None:
+        # infiniband-diags prints ?? for a width and ??? for a speed it has no name for: a tool older than the fabric
+        what = " and ".join(part for part, g in (("width", 1), ("speed", 2)) if "?" in unnamed[g])
+        raise ParseError(source, n, f"link rate {tail!r}: this ibnetdiscover does not know the link's {what} "
+                                    "(infiniband-diags older than the fabric prints ?? and ???); rerun it with a "
+                                    "newer rdma-core", col)
     if not x or width is None or sp not in IB_LANE_GBYTES:
         raise ParseError(source, n, f"expected the link rate (like 4xNDR) at the end of the line, "
                                     f"found {tail or 'nothing'!r}", col)
@@ -135,11 +153,14 @@ def _rate_word(line: str, start: int) -> tuple[str, int]:
 # Lines of a full dump that say nothing about nodes or cables, read over: `-g` (grouping) heads its chassis with
 # `Chassis 1 (guid 0x...)`, a Xsigo chassis with `Hostname: ...`, and the rest with `Non-Chassis Nodes`; `-s`
 # prints each node as it is found (`DR path slid 0; dlid 0; 0,1 -> new Switch {<guid>} portnum 0 lid 3-3 "..."`,
-# a lid range) on the same standard output as the dump.
+# a lid range) on the same standard output as the dump, each line ending in the node's quoted description (so
+# that what is fused onto one, such as a warning from standard error, is not read over with it).
 _NOT_NODES = re.compile(r'Chassis [0-9]+(?: \(guid 0x[0-9a-fA-F]+\))?[ \t]*\Z|Non-Chassis Nodes[ \t]*\Z|Hostname: '
-                        r'|.* -> [^{]*\{[0-9a-fA-F]+\} portnum [0-9]+ (?:base )?lid [0-9]+-[0-9]+')
+                        r'|.* -> [^{]*\{[0-9a-fA-F]+\} portnum [0-9]+ (?:base )?lid [0-9]+-[0-9]+ ?".*"[ \t]*\Z')
 
 _RERUN = "import what plain `ibnetdiscover` prints"
+_WARNED = ("the scan it comes from may have missed nodes that did not answer; rerun ibnetdiscover and keep only its "
+           "standard output (2>/dev/null) once it prints no warnings")
 # Other tools' outputs, and ibnetdiscover's other forms, that are fed to the dump reader: how to know each by a
 # line, and what to say. None of them holds the node entries with their cables that a topology is built from.
 _OTHER_OUTPUTS = (
@@ -157,11 +178,12 @@ _OTHER_OUTPUTS = (
      f"this is a subnet .lst file (OpenSM or ibdiagnet), not an ibnetdiscover topology dump; {_RERUN}"),
     (re.compile(r"CA '"),
      f"this is `ibstat` output (one host's adapters), not a fabric topology dump; {_RERUN}"),
-    (re.compile(r"ibwarn: |ibpanic: |ibnetdiscover: |(?:src/|libibnetdisc/)?[a-z_]+\.c:[0-9]+; "),
-     "this is a warning ibnetdiscover printed on standard error, saved into the dump: the scan it comes from may "
-     "have missed nodes that did not answer; rerun ibnetdiscover and keep only its standard output (2>/dev/null) "
-     "once it prints no warnings"),
+    (re.compile(r"ibwarn: |ibpanic: |ibnetdiscover: |(?:\S*/)?[a-z_]+\.c:[0-9]+; "),     # libibnetdisc: __FILE__
+     "this is a warning ibnetdiscover printed on standard error, saved into the dump: " + _WARNED),
 )
+
+
+_STDERR_INSIDE = re.compile(r"ibwarn: \[|ibpanic: \[|[a-z_]+\.c:[0-9]+; ")
 
 
 def _other_output(line: str) -> str | None:
@@ -170,6 +192,9 @@ def _other_output(line: str) -> str | None:
     for rx, what in _OTHER_OUTPUTS:
         if rx.match(line):
             return what
+    if _STDERR_INSIDE.search(line):
+        # with 2>&1 a warning lands where standard output's buffer was flushed: inside a line of the dump
+        return "a warning ibnetdiscover printed on standard error is fused into this line: " + _WARNED
     return None
 
 
@@ -184,16 +209,19 @@ def parse_ibnetdiscover(text: str, source: str = "<ibnetdiscover>") -> IbFabric:
     return fabric if fabric is not None else _read_lines(text, source)
 
 
-# A node entry as ibnetdiscover writes it: its id lines, then `Switch 65 "S-<guid>"  # "<description>" ...`
-# (Ca, Rt alike), and its first port line when that ends the entry (a host adapter's one port). GUIDs in
-# lower-case hex and port numbers without leading zeros (nine digits at most), as ibnetdiscover prints them, so
-# that an end of a cable is one node and one port number whatever line names it. Matched in place in the whole
-# dump: an entry ends at a blank line or at the end of the dump. A port line may end in what `-f` adds after the
-# rate (` s=4 w=2 v=4`, see `_AFTER_RATE`).
+# A node entry as ibnetdiscover writes it: its id lines in their order and plain form (any other, such as `-g`'s, is
+# left to the line reader, which checks them against `_ID_LINE`), then its header (as `_HEADER_LINE`: an id letter
+# and an ending that fit its word, else the line reader reads it), and its first port line when that ends the entry
+# (a host adapter's one port). GUIDs in lower-case hex and port numbers without leading zeros (nine digits at most),
+# as ibnetdiscover prints them, so that an end of a cable is one node and one port number whatever line names it.
+# Matched in place in the whole dump: an entry ends at a blank line or at the end of the dump. A port line may end
+# in what `-f` adds after the rate (` s=4 w=2 v=4`, see `_AFTER_RATE`).
 _PORT = (r'\[(0|[1-9][0-9]{0,8})\](?:\(([0-9a-f]+)\))?[ \t]+"[SHR]-([0-9a-f]+)"\[(0|[1-9][0-9]{0,8})\]'
          r'[^\n#]*#[^\n]* ([0-9]+x[A-Z0-9]+)(?: [swve]=[0-9]+)*')
-_ENTRY = re.compile(r'(?:(?:vendid|devid|sysimgguid|switchguid|caguid|rtguid)=[^\n]*\n)*'
-                    r'(Switch|Ca|Rt)[ \t]+([0-9]+)[ \t]+"[SHR]-([0-9a-f]+)"[ \t]*#[^"\n]*"([^"\n]*)"[^\n]*'
+_ENTRY = re.compile(r'(?:vendid=0x[0-9a-f]+\n)?(?:devid=0x[0-9a-f]+\n)?(?:sysimgguid=0x[0-9a-f]+\n)?'
+                    r'(?:(?:switchguid=0x[0-9a-f]+\([0-9a-f]+\)|caguid=0x[0-9a-f]+|rtguid=0x[0-9a-f]+)\n)?'
+                    r'(Switch|Ca|Rt)[ \t]+([0-9]{1,9})[ \t]+"([SHR])-([0-9a-f]+)"[ \t]*#[ \t]*"([^\n]*)"'
+                    r'(?:[ \t]+((?:enhanced|base) port 0 lid [0-9]+ lmc [0-9]+)|[ \t]+\(scp\))?[ \t]*(?=\n|\Z)'
                     rf'(?:\n{_PORT}(?=\n\n|\Z))?')
 # Each further port line, from the line break before it to its end. Groups: port, port GUID, far node, far port,
 # rate.
@@ -250,8 +278,8 @@ def _scan(body: str, pos: int, stop: int, n: int):
         m = entry_match(body, pos, stop)
         if m is None:
             return None
-        kind, ports, guid, desc, port, pguid, far, far_port, rate = m.groups()
-        if guid in nodes:
+        kind, ports, letter, guid, desc, sw_tail, port, pguid, far, far_port, rate = m.groups()
+        if guid in nodes or letter != _LETTER[kind] or (sw_tail is None) == (kind == "Switch"):
             return None
         at = n + lines_in("\n", pos, m.start(1))
         place = len(nodes)
@@ -354,9 +382,10 @@ def _read_lines(text: str, source: str) -> IbFabric:
     """The line-by-line reader: any dump `_read_entries` reads, and the ones it leaves, with an error naming the
     line for anything that is not ibnetdiscover output (and, where a line shows it, what the file is instead).
 
-    Beyond the entry reader's shape it reads what ibnetdiscover's options add (`-g` grouping lines and external
-    port numbers, `-f` words after the rate, `-s` progress lines), CRLF line ends, and a dump whose lines are all
-    indented, as the man page's example and pastes in mails and documents show it."""
+    Beyond the entry reader's shape it reads what ibnetdiscover's options add (`-g` grouping lines, external
+    port numbers and a chassis's router module printed as `Switch ... "R-<guid>"`, `-f` words after the rate, `-s`
+    progress lines), CRLF line ends, and a dump whose lines are all indented, as the man page's example and pastes
+    in mails and documents show it."""
     nodes: dict[str, IbNode] = {}
     port_guids: dict[str, list[str]] = {}
     seen: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # (guid, port) -> (peer, port, width, speed, line)
@@ -400,8 +429,8 @@ def _read_lines(text: str, source: str) -> IbFabric:
             if rguid is None:
                 kind, _, rguid = remote.partition("-")
                 if kind not in _REMOTE_KINDS or not rguid:
-                    raise ParseError(source, n, f'expected a remote node "S-<guid>" or "H-<guid>", found {remote!r}',
-                                     q1 + 1 + ind)
+                    raise ParseError(source, n, f'expected a remote node "S-<guid>", "H-<guid>" or "R-<guid>", '
+                                                f'found {remote!r}', q1 + 1 + ind)
                 rguid = remotes[remote] = rguid.lower()
             tail, at = _rate_word(line, rclose)
             rate = rates.get(tail)
@@ -430,26 +459,38 @@ def _read_lines(text: str, source: str) -> IbFabric:
             seen[me] = (rguid, rport, width, speed, n)
             cables.append(new(IbCable, (cur, port, rguid, rport, width, speed, n)))
             continue
-        if line.startswith(_SKIP) or c0 == "#":
+        if c0 == "#":
+            continue
+        if line.startswith(_SKIP):
+            if _ID_LINE.match(line) is None:
+                raise ParseError(source, n, f"expected {line.partition('=')[0]}=0x<hex>, as ibnetdiscover writes "
+                                            f"the id lines above a node's header, found {line[:80]!r}", 1 + ind)
             continue
         head = line.split(None, 1)[0]
         if head in _KIND:
-            try:
-                rest = line[len(head):].split(None, 1)
-                ports = whole_number(rest[0])
-                name, after = _quoted(rest[1])
-                desc_at = rest[1].find("#", after)
-                desc = _quoted(rest[1], desc_at)[0] if desc_at >= 0 else ""
-            except (ValueError, IndexError):
-                raise ParseError(source, n, _other_output(line) or
-                                 f'expected {head} <ports> "<S|H>-<guid>" # "<description>"', 1 + ind) from None
-            guid = name.partition("-")[2].lower()
-            if not guid:
-                raise ParseError(source, n, f"expected a node id like S-<guid>, found {name!r}",
-                                 line.index('"') + 1 + ind)
+            m = _HEADER_LINE.match(line)
+            ports = None
+            if m is not None and (m[6] is None) != (head == "Switch"):    # a switch's ending, and only a switch's
+                try:
+                    ports = whole_number(m[2])
+                except ValueError:
+                    pass
+            if ports is None:
+                raise ParseError(source, n, _other_output(line) or f"expected {_HEAD_FORM[head]}, as ibnetdiscover "
+                                            f"writes a node's header, found {line[:80]!r}", 1 + ind)
+            letter, guid, desc = m[3], m[4].lower(), m[5]
+            kind = _KIND[head]
+            if letter != _LETTER[head]:
+                if head == "Switch" and letter == "R":
+                    kind = "router"     # `-g` prints a Voltaire chassis's router module among its switches
+                else:
+                    raise ParseError(source, n, f'a {head} header with the node id "{letter}-{m[4]}": ibnetdiscover '
+                                                f'writes "{_LETTER[head]}-<guid>" in a {head} header (S- a switch, H- '
+                                                'a channel adapter, R- a router, ?- a node of no type it knows)',
+                                     m.start(3) + 1 + ind)
             if guid in nodes:
                 raise ParseError(source, n, f"node {guid} is listed twice (first at line {nodes[guid].line})")
-            nodes[guid] = new(IbNode, (_KIND[head], guid, ports, desc, n))
+            nodes[guid] = new(IbNode, (kind, guid, ports, desc, n))
             cur_guids = None
             if head == "Ca":
                 cur_guids = port_guids[guid] = []

@@ -207,6 +207,10 @@ OTHERS = [
      + dump(), 1, "warning ibnetdiscover printed on standard error"),
     (dump().replace("\nvendid", "\nibwarn: [12345] mad_rpc_open_port: client_register for mgmt 1 failed\nvendid", 1),
      6, "warning ibnetdiscover printed on standard error"),
+    # libibnetdisc's IBND_ERROR prints __FILE__, the whole build path in an rdma-core package (was "unexpected line
+    # starting '/builddir/build/BUI'")
+    ("/builddir/build/BUILD/rdma-core-44.0/libibnetdisc/query_smp.c:237; umad (DR path slid 0; dlid 0; 0,1,21 Attr "
+     "0x11:0) bad status 110; Connection timed out\n" + dump(), 1, "warning ibnetdiscover printed on standard error"),
 ]
 
 
@@ -227,3 +231,124 @@ def test_other_output_through_the_cli(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith(f"slurmtools: error: {p}:1:1: this is an `ibnetdiscover -p`")
     assert len(r.stderr.splitlines()) == 1 and not r.stdout
+
+
+# ---------------------------------------------------------------------------------------- what a line holds
+# Audit against infiniband-diags (rdma-core infiniband-diags/ibnetdiscover.c out_switch, out_ca, out_ids; OFED 1.x
+# ibnetdiscover.c for the older forms; libibnetdisc dump_endnode and IBND_ERROR): every line is read as the tool
+# means it or refused at that line, never read over with something else in it.
+
+def test_descriptions_are_read_whole():
+    """ibnetdiscover prints a node description as it is (clean_nodedesc blanks only unprintable bytes, and a
+    --node-name-map name is printed as written): a quote, `#` or backslash is the description's own. A header's
+    description was cut at its first inner quote (`gpu01 "mlx5_0"` read as `gpu01 `, so the host was left out as an
+    adapter that names none; `MF0;leaf "01"` as `MF0;leaf `), by both readers."""
+    leaf, gpu01 = 'MF0;leaf "01" #a:MQM8700/U1', 'gpu01 "mlx5_0"'
+    text = dump().replace('"MF0;leaf01:MQM8700/U1"', f'"{leaf}"').replace('"gpu01 mlx5_0"', f'"{gpu01}"')
+    assert _read_entries(text, "q.out") is not None          # the shape ibnetdiscover writes: the fast reader
+    for f in (parse_ibnetdiscover(text, "q.out"), _read_lines(text, "q.out")):
+        assert f.nodes[LEAF].description == leaf and f.nodes[H1].description == gpu01
+        assert same_fabric(f)
+    cf = compute_fabric(parse_ibnetdiscover(text, "q.out"))
+    assert cf.hosts == ["gpu01", "gpu02"] and not cf.unmapped
+
+
+# `ibnetdiscover -g` on a Voltaire ISR9288 with an IB-FC router module: dump_topology prints a chassis's line
+# nodes with out_switch, and the router sits in linenode[] (chassis.c get_router_slot, insert_line_router), so
+# its entry is a `Switch` header with the router's own id, "R-<guid>" (node_name), and router_iter_func skips it.
+RTR = "0008f104004100c1"
+GROUPED_ROUTER = GROUPED.replace(
+    f'[1]\t"S-{LINE}"[13]\t\t# "ISR9288/ISR9096 Voltaire sLB-24D" lid 6 4xDDR\n',
+    f'[1]\t"S-{LINE}"[13]\t\t# "ISR9288/ISR9096 Voltaire sLB-24D" lid 6 4xDDR\n'
+    f'[2]\t"R-{RTR}"[1]({RTR[2:]}) \t\t# "ISR9288 Voltaire IB-FC router" lid 0 4xDDR\n').replace(
+    "\n# Chassis Switches",
+    "\nvendid=0x8f1\ndevid=0x5a40\nsysimgguid=0x8f104004100a0\t\t# Chassis 1\n"
+    f"switchguid=0x{RTR[2:]}({RTR[2:]})\t# ISR9288 SRBD 1 Chip 1\n"
+    f'Switch\t2 "R-{RTR}"\t\t# "ISR9288 Voltaire IB-FC router" base port 0 lid 0 lmc 0\n'
+    f'[1]\t"S-{SPN}"[2]\t\t# "ISR9288 Voltaire sFB-12D" lid 5 4xDDR\n'
+    "\n# Chassis Switches")
+
+
+def test_grouped_router_module_is_a_router():
+    """The router module was read as a switch by the word before its id, and so placed above the spine as a
+    level-2 core switch of the compute fabric; it is a router, told as routers are."""
+    assert GROUPED_ROUTER.count(f'"R-{RTR}"') == 2       # its header and the spine's port line
+    f = parse_ibnetdiscover(GROUPED_ROUTER, "g.out")
+    assert f.nodes[RTR].kind == "router" and f.nodes[RTR].description == "ISR9288 Voltaire IB-FC router"
+    cf = compute_fabric(f)
+    assert cf.levels == {LINE: 0, SPN: 1} and [n.guid for n in cf.routers] == [RTR]
+    assert cf.switch_links == {(LINE, SPN): (4, "DDR", 1)}
+
+
+PLAIN_TEXT = dump()
+SPINE_HEAD = f'Switch\t41 "S-{SPINE}"\t\t# "MF0;spine01:MQM8700/U1" enhanced port 0 lid 2 lmc 0\n'
+GPU02_HEAD = f'Ca\t1 "H-{H2}"\t\t# "gpu02 mlx5_0"\n'
+
+# Headers ibnetdiscover never writes, each accepted before (a default or a guess in place of what is missing,
+# or a whole line read over), each refused now at its line.
+HEADERS = [
+    # no description: read as an empty one
+    (PLAIN_TEXT.replace(SPINE_HEAD, f'Switch\t41 "S-{SPINE}"\n'), 20, "expected Switch <ports>"),
+    # a switch without the `port 0` ending out_switch_detail always prints
+    (PLAIN_TEXT.replace(SPINE_HEAD, SPINE_HEAD.replace(" enhanced port 0 lid 2 lmc 0", "")), 20, "expected Switch"),
+    # an adapter with a switch's ending
+    (PLAIN_TEXT.replace(GPU02_HEAD, GPU02_HEAD.replace("\n", " enhanced port 0 lid 12 lmc 0\n")), 35, "expected Ca"),
+    # an id whose letter is not the word's (node_name and the header word both follow the node's type)
+    (PLAIN_TEXT.replace(GPU02_HEAD, GPU02_HEAD.replace('"H-', '"S-')), 35, 'a Ca header with the node id "S-'),
+    (PLAIN_TEXT.replace(SPINE_HEAD, SPINE_HEAD.replace('"S-', '"H-')), 20, 'a Switch header with the node id "H-'),
+    (PLAIN_TEXT.replace(GPU02_HEAD, GPU02_HEAD.replace('Ca\t1 "H-', 'Rt\t1 "H-')), 35, "a Rt header with the node"),
+    # a lost line break: the first port line fused onto the header was read over with the header's comment
+    (PLAIN_TEXT.replace(GPU02_HEAD, GPU02_HEAD[:-1]), 35, "expected Ca"),
+    (PLAIN_TEXT.replace(SPINE_HEAD, SPINE_HEAD[:-1]), 20, "expected Switch"),
+]
+
+
+@pytest.mark.parametrize("text, line, words", HEADERS)
+def test_headers_ibnetdiscover_never_writes_are_refused(text, line, words):
+    assert text != PLAIN_TEXT
+    for read in (parse_ibnetdiscover, _read_lines):
+        with pytest.raises(ParseError) as err:
+            read(text, "h.out")
+        msg = str(err.value)
+        assert err.value.line == line and words in msg and msg.startswith(f"h.out:{line}:"), msg
+        assert "\n" not in msg
+
+
+@pytest.mark.parametrize("printed, form", [
+    (f"switchguid=0x{SPINE}({SPINE})", f"switchguid=0x{SPINE}"),                        # the port GUID left out
+    (f"switchguid=0x{SPINE}({SPINE})", f"switchguid=0x{SPINE}({SPINE})\t# "),           # rdma-core -g, no slot known
+    (f"switchguid=0x{SPINE}({SPINE})", f"switchguid=0x{SPINE}({SPINE})ISR9288 Spine 1 Chip 1"),  # OFED 1.x -g
+    (f"sysimgguid=0x{SPINE}", f"sysimgguid=0x{SPINE}\t\t# Chassis 1 (xsigo-dir1) slot 3"),      # -g, Xsigo
+])
+def test_id_lines_in_every_form_ibnetdiscover_prints(printed, form):
+    """The id lines are read over (the graph needs none of them) in each form they are printed in."""
+    text = PLAIN_TEXT.replace(printed, form)
+    assert text != PLAIN_TEXT and same_fabric(parse_ibnetdiscover(text, "i.out"))
+    assert same_fabric(_read_lines(text, "i.out"))
+
+
+def test_a_header_fused_onto_an_id_line_is_refused():
+    """A lost line break fuses a header onto the id line above it. Id lines were read over by their name alone, and
+    the header with them: a switch without cables (or any node no cable names) vanished without a word."""
+    lonely = "fc6a1c0300e1c001"
+    text = PLAIN_TEXT + (f"\nvendid=0x2c9\ndevid=0xd2f0\nsysimgguid=0x{lonely}\nswitchguid=0x{lonely}({lonely})\n"
+                         f'Switch\t41 "S-{lonely}"\t\t# "MF0;leaf02:MQM8700/U1" enhanced port 0 lid 9 lmc 0\n')
+    assert lonely in parse_ibnetdiscover(text, "i.out").nodes
+    fused = text.replace(f"({lonely})\nSwitch", f"({lonely})Switch")
+    for read in (parse_ibnetdiscover, _read_lines):
+        with pytest.raises(ParseError, match="expected switchguid=0x<hex>") as err:
+            read(fused, "i.out")
+        assert err.value.line == 41
+
+
+def test_a_warning_fused_into_a_progress_line_is_refused():
+    """With `-s` and 2>&1, a warning from standard error lands wherever standard output's buffer was flushed, here
+    at the end of a progress line: the line was read over as progress, the warning (the scan missed a node) with
+    it."""
+    progress = f'DR path slid 0; dlid 0; 0 -> new Channel Adapter {{{H1}}} portnum 1 lid 11-11 "gpu01 mlx5_0"'
+    assert same_fabric(parse_ibnetdiscover(progress + "\n" + PLAIN_TEXT, "s.out"))
+    warning = ("src/query_smp.c:228; umad (DR path slid 0; dlid 0; 0,1,21 Attr 0x11:0) bad status 110; Connection "
+               "timed out")
+    with pytest.raises(ParseError, match="standard error is fused into this line") as err:
+        parse_ibnetdiscover(progress + warning + "\n" + PLAIN_TEXT, "s.out")
+    assert err.value.line == 1 and "\n" not in str(err.value)
