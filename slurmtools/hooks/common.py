@@ -2,7 +2,9 @@
 
 Why defensive: a hook that raises on an odd variable drains a healthy node (a failing prolog drains the node and
 requeues the job held), so every field is parsed to a value or None, never an exception.
-Facts (Slurm 22.05): hooks run as root with NO PATH, and without SLURM_JOB_QOS / SLURM_JOB_NAME.
+Facts (Slurm 22.05 and 25.11, prep/script `_build_env`; docs/node-health.md lists them): hooks run as root with NO
+PATH, stdin /dev/null, stdout and stderr into one pipe slurmd logs only when the hook fails, in slurmd's working
+folder, and without SLURM_JOB_QOS / SLURM_JOB_NAME / SLURM_ARRAY_* (those are PrologSlurmctld's).
 Start-up time: no re, json, dataclasses, subprocess or shutil here (each costs milliseconds at every job start);
 commands run through os.posix_spawn.
 """
@@ -33,6 +35,8 @@ def _user_ok(s: str) -> bool:
 
 #: the longest user name recorded: Linux's LOGIN_NAME_MAX (256 bytes with the terminating NUL)
 MAX_USER = 255
+#: the uids a passwd name `nobody` has (Debian's 65534, Slurm's reserved 99)
+NOBODY_UIDS = (65534, 99)
 
 
 class Refused(ValueError):
@@ -144,7 +148,32 @@ def _text(limit: int):
     return lambda s: (s or "")[:limit] or None
 
 
-#: JobEnv field <- the variables that may carry it (the first one that reads wins), its parser, what it should be
+#: the longest value one environment variable can carry through execve (Linux's MAX_ARG_STRLEN): what slurmd hands
+#: the hooks is never longer, so a text field read up to it is read whole (a host list cut at 4096 characters was
+#: recorded cut, without a word)
+MAX_ENV_VALUE = 131072
+
+
+def _wait_status(s: str | None) -> str | None:
+    """A wait(2) status as slurmd writes SLURM_JOB_EXIT_CODE and SLURM_JOB_DERIVED_EC (`%u`: 256 is exit 1, 9 is
+    signal 9) as `<exit>:<signal>`, the form of SLURM_JOB_EXIT_CODE2 and sacct, made as slurmd makes it
+    (WEXITSTATUS when exited, WTERMSIG when signalled); the record held the raw status beside the pair."""
+    v = _int(s)
+    if v is None or v > 0xFFFF:
+        return None
+    low = v & 0x7F
+    return f"{(v >> 8) & 0xFF if low == 0 else 0}:{low if 0 < low < 0x7F else 0}"
+
+
+def _exit_pair(s: str | None) -> str | None:
+    """SLURM_JOB_EXIT_CODE2 as slurmd writes it (`%d:%d`, exit code and signal), else None."""
+    code, sep, sig = (s or "").strip().partition(":")
+    c, g = _int(code), _int(sig)
+    return f"{c}:{g}" if sep and c is not None and g is not None and c <= 255 and g <= 127 else None
+
+
+#: JobEnv field <- the variables that may carry it (the first one that reads wins), its parser, what it should be.
+#: What slurmd sets, per release: docs/node-health.md ("What the hooks read from slurmd").
 _FIELDS = (
     ("job_id", ("SLURM_JOB_ID", "SLURM_JOBID"), _in(1, MAX_JOB_ID), "a job id"),
     ("user", ("SLURM_JOB_USER",), _user, "a user name"),
@@ -152,13 +181,16 @@ _FIELDS = (
     ("account", ("SLURM_JOB_ACCOUNT",), _word, "an account name"),
     ("partition", ("SLURM_JOB_PARTITION",), _word, "a partition name"),
     ("node", ("SLURMD_NODENAME",), lambda s: _word(s, _node_ok), "a node name"),
-    ("nodelist", ("SLURM_NODELIST", "SLURM_JOB_NODELIST"), _text(4096), "a host list"),
+    # 22.05 sets SLURM_NODELIST only, 25.11 both (the same host list)
+    ("nodelist", ("SLURM_NODELIST", "SLURM_JOB_NODELIST"), _text(MAX_ENV_VALUE), "a host list"),
     ("restart_count", ("SLURM_JOB_RESTART_COUNT",), _in(0, MAX_RUN), "a whole number"),
     ("start_time", ("SLURM_JOB_START_TIME",), _int, "epoch seconds"),  # 25.11 and later: the run's start
     ("array_job", ("SLURM_ARRAY_JOB_ID",), _in(1, MAX_JOB_ID), "a job id"),
     ("array_task", ("SLURM_ARRAY_TASK_ID",), _int, "a whole number"),
-    ("exit_code", ("SLURM_JOB_EXIT_CODE2", "SLURM_JOB_EXIT_CODE"), _text(32), "an exit code"),
-    ("derived_exit", ("SLURM_JOB_DERIVED_EC",), _text(32), "an exit code"),
+    # the epilog's only; EXIT_CODE2 is `exit:signal`, EXIT_CODE and DERIVED_EC are wait statuses (read as the pair)
+    ("exit_code", ("SLURM_JOB_EXIT_CODE2",), _exit_pair, "an exit code and signal"),
+    ("exit_code", ("SLURM_JOB_EXIT_CODE",), _wait_status, "a wait status"),
+    ("derived_exit", ("SLURM_JOB_DERIVED_EC",), _wait_status, "a wait status"),
     ("context", ("SLURM_SCRIPT_CONTEXT",), _word, "a word"),
     # job ids are per cluster: the reports join a record only to its own cluster's jobs (22.05 and 25.11 set it)
     ("cluster", ("SLURM_CLUSTER_NAME",), _cluster, "a cluster name"),
@@ -171,11 +203,12 @@ class JobEnv:
     Each variable is read on its own: one odd value makes that field alone unknown (and is named in `problems`),
     never the whole job, so no bookkeeping trouble can keep the prolog from its health check.
     A plain class, not a dataclass: importing dataclasses costs more than this whole module.
+    `shared`: the GRES that shares the job's GPUs with other jobs ("gres/mps"), else None.
     """
 
     __slots__ = ("job_id", "user", "uid", "account", "partition", "node", "nodelist", "gpus", "gpus_given",
                  "restart_count", "start_time", "array_job", "array_task", "exit_code", "derived_exit", "context",
-                 "cluster", "problems")
+                 "cluster", "shared", "problems")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -188,7 +221,8 @@ class JobEnv:
         e = os.environ if env is None else env
         job = cls()
         for name, variables, parse, what in _FIELDS:
-            setattr(job, name, job._read(e, variables, parse, what))
+            if getattr(job, name) is None:  # a field two rows may fill (the exit code): the first that reads wins
+                setattr(job, name, job._read(e, variables, parse, what))
         try:
             raw = e.get("SLURM_JOB_USER")
             if raw is not None and not raw.strip():  # present and empty: said, like any refused name
@@ -196,7 +230,11 @@ class JobEnv:
         except Exception:  # noqa: BLE001 -- an odd mapping: _read has said what it could
             pass
         if job.restart_count is None and not (e.get("SLURM_JOB_RESTART_COUNT") or "").strip():
-            job.restart_count = 0  # absent: a first run; present but unreadable: unknown (None)
+            # slurmd writes it for every job it holds a credential of, 0 on the first run (22.05 and 25.11
+            # `_build_env`): absent is not "a first run" but unknown
+            job.problems.append("SLURM_JOB_RESTART_COUNT absent or empty (slurmd sets it, 0 on a job's first run); "
+                                "the run is unknown")
+        job._user_stand_in()
         # the job's GPUs: SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES; given but unreadable means "check them all",
         # never "the job has no GPUs"
         var = "SLURM_JOB_GPUS" if e.get("SLURM_JOB_GPUS") is not None else "CUDA_VISIBLE_DEVICES"
@@ -215,7 +253,26 @@ class JobEnv:
             job.gpus, job.gpus_given = None, True
             job.problems.append(f"CUDA_VISIBLE_DEVICES names MIG devices: {var}'s indices count MIG slices, not "
                                 "GPUs; the job's GPUs are unknown")
+        try:
+            # only gres/mps's prolog and epilog environment holds it (25.11 gres_mps.c `gres_p_prep_set_env`): the
+            # job's GPU is shared with other jobs
+            if (e.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") or "").strip():
+                job.shared = "gres/mps"
+        except Exception:  # noqa: BLE001 -- unreadable: not known to be shared
+            pass
         return job
+
+    def _user_stand_in(self) -> None:
+        """A SLURM_JOB_USER that is slurmd's stand-in for a uid it could not resolve on this node, not a name: the
+        uid in digits (25.11 `uid_to_string`), or `nobody` for a uid that is not nobody's (older releases):
+        recorded as the job's user, it named no one (or another user)."""
+        if self.user is None or self.uid is None:
+            return
+        u = self.user.strip()
+        if u == str(self.uid) or (u == "nobody" and self.uid not in NOBODY_UIDS):
+            self.problems.append(f"SLURM_JOB_USER={ascii(self.user)[:80]} is slurmd's stand-in for uid {self.uid}, "
+                                 "which it could not resolve to a name; unknown")
+            self.user = None
 
     def _read(self, env, variables: tuple[str, ...], parse, what: str):
         """The first of `variables` that parses; a present one that does not is noted in `problems`."""
@@ -268,6 +325,53 @@ def read_job(log: "HookLog") -> JobEnv:
 #: every GPU, but counting every GPU's energy and processes as the job's would bill it for its neighbours
 UNKNOWN_GPUS = ("the job's GPUs are unknown (its GPU list unreadable, or MIG slices): the node's GPUs are not all "
                 "its own")
+
+
+def unknown_gpus(why: str) -> str:
+    """UNKNOWN_GPUS's words for another reason the job's GPUs cannot be told from the node's."""
+    return f"the job's GPUs are unknown ({why}): the node's GPUs are not all its own"
+
+
+def shared_gpus(gres: str) -> str:
+    """Why the telemetry of a job whose GPUs other jobs share (gres/mps, gres/shard) is unknown."""
+    return (f"the job shares its GPUs with other jobs ({gres}): a GPU's energy and processes are not all its "
+            "own")
+
+
+#: SLURM_SCRIPT_CONTEXT's values (22.05 and 25.11, doc/html/prolog_epilog.shtml)
+CONTEXTS = frozenset(("prolog_slurmctld", "epilog_slurmctld", "prolog_slurmd", "epilog_slurmd", "prolog_task",
+                      "epilog_task", "prolog_srun", "epilog_srun"))
+
+
+def other_context(ours: str, log: "HookLog") -> bool:
+    """Whether Slurm runs this hook as another program than slurmd's Prolog or Epilog (`ours`, as
+    SLURM_SCRIPT_CONTEXT names them): configured as PrologSlurmctld it would check the controller's GPUs and drain
+    no node, as EpilogSlurmctld write records of the controller; it then does nothing (logged, before any file is
+    touched). Absent, or a value Slurm never sets (a hand run): run as `ours`, and said."""
+    try:
+        raw = os.environ.get("SLURM_SCRIPT_CONTEXT")
+    except Exception:  # noqa: BLE001 -- unreadable: run as ours
+        raw = None
+    ctx = (raw or "").strip()
+    if ctx == ours:
+        return False
+    if ctx in CONTEXTS:
+        log(f"SLURM_SCRIPT_CONTEXT={ctx}: this hook is slurmd's {ours.split('_')[0].title()}; nothing done")
+        return True
+    if raw is None:
+        log(f"SLURM_SCRIPT_CONTEXT absent (slurmd 22.05 and 25.11 set it to {ours}): not run by slurmd; run as "
+            "it would be")
+    else:
+        log(f"SLURM_SCRIPT_CONTEXT={ascii(raw)[:80]} is no context Slurm sets; run as {ours}")
+    return False
+
+
+def in_extern_step() -> bool:
+    """Whether slurmstepd, not slurmd, runs this hook (PrologFlags=RunInJob, Slurm 24.05 and later): its epilog's
+    SLURM_JOB_EXIT_CODE, EXIT_CODE2 and DERIVED_EC are 0 whatever the job's end (25.11 slurmstepd/mgr.c
+    `_run_prolog_epilog` leaves them unset in its job_env), so they are not the job's."""
+    exe = _slurm_daemon_exe()
+    return exe is not None and os.path.basename(exe) == "slurmstepd"
 
 
 def hook_writer(hook: str, job: JobEnv) -> str:
@@ -422,18 +526,25 @@ def sacct(args: list[str], timeout: float = 10.0) -> tuple[int, str] | None:
     return run_capture([exe, *args], env, timeout)
 
 
-def job_fields(job_id: int | str) -> dict[str, str] | None:
-    """`scontrol show job -o` as a dict (QOS, JobState, Restarts, StartTime, PreemptTime, ...), or None. For an
-    array task pass ARRAYJOB_TASK (`JobEnv.slurm_ref`): the array's id would list every task."""
+def job_fields(job_id: int | str, log: "HookLog | None" = None) -> dict[str, str] | None:
+    """`scontrol show job -o` of the job as a dict (QOS, JobState, Restarts, StartTime, PreemptTime, ...), or None.
+
+    Read by `slurm.show_job` (no imports): scontrol prints the job's name, comment and paths as given, so a job
+    named `x JobState=REQUEUED Restarts=5` split on blanks, first word wins, gave its own words as Slurm's (a
+    requeue and a run the job never had); a record holding a field twice is refused (None, logged). The array's
+    own id, which one task carries as its SLURM_JOB_ID, and a heterogeneous job's leader print one record per
+    task or component: the one whose JobId is `job_id` is read."""
     r = scontrol(["show", "job", "-o", str(job_id)])
     if r is None or r[0] != 0:
         return None
-    fields: dict[str, str] = {}
-    for tok in r[1].split():
-        k, sep, v = tok.partition("=")
-        if sep and k not in fields:
-            fields[k] = v
-    return fields
+    from slurmtools.slurm.show_job import AmbiguousRecord, parse_show_job
+
+    try:
+        return parse_show_job(r[1], job_id)
+    except AmbiguousRecord as e:
+        if log is not None:
+            log(f"Slurm's job record not read: {e}")
+        return None
 
 
 def drain(node: str, reason: str) -> tuple[bool, str]:

@@ -6,7 +6,9 @@ nothing is written there (logged). The epilog exits 0 whatever happens: a failin
 step around the record (start mark, Slurm's fields, GPU telemetry, stop report, slack windows, scratch) fails
 alone: the record is written with that part unknown.
 Slurm facts (22.05): no SLURM_JOB_QOS or start time in the node epilog's environment, so the QoS (tier) and the
-preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0).
+preemption/requeue state come from `scontrol show job` (disable with SLURMTOOLS_EPILOG_SCONTROL=0), read by
+`slurm.show_job` (a job's name may hold ` JobState=...`). What slurmd hands the epilog, per release, and how each
+variable is read: docs/node-health.md. Run as anything but slurmd's Epilog (SLURM_SCRIPT_CONTEXT), it does nothing.
 The record names its cluster (`cluster`, from SLURM_CLUSTER_NAME, which slurmd gives the epilog in 22.05 and
 25.11; null, logged, without it): job ids are per cluster, and records gathered from several clusters would
 otherwise join one cluster's jobs to another's GPU use.
@@ -25,7 +27,8 @@ import time
 
 from slurmtools.hooks import safefs
 from slurmtools.hooks.common import (MAX_STEP, RECORD_T_MAX, RECORD_T_MIN, UNKNOWN_GPUS, HookLog, JobEnv, dumps,
-                                     hook_writer, job_fields, read_job, sacct, spool_dir)
+                                     hook_writer, in_extern_step, job_fields, other_context, read_job, sacct,
+                                     shared_gpus, spool_dir, unknown_gpus)
 
 JOBS = "jobs"
 RUNNING = "running"
@@ -56,6 +59,8 @@ def _guarded(log: HookLog, what: str, fn, *args, default=None):
 
 def run(log: HookLog, now: float | None = None) -> dict | None:
     end = time.time() if now is None else now
+    if other_context("epilog_slurmd", log):  # EpilogSlurmctld (the controller), a Prolog: no record of this node
+        return None
     refused = None
     try:
         dfd = safefs.open_secure_dir(spool_dir(), create=True)
@@ -71,17 +76,22 @@ def run(log: HookLog, now: float | None = None) -> dict | None:
         log("no usable SLURM_JOB_ID; nothing recorded")
         return None
     _guarded(log, "cluster name", _say_no_cluster, job, log)
+    _guarded(log, "exit code", _exit_codes_of_extern_step, job, log)
     mark_start, mark_restart, mark_energy, mark_why = _guarded(log, "start mark", _take_start, job, log,
                                                                default=(None, None, None, ""))
     fields = None
     if os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
-        fields = _guarded(log, "Slurm's job record", job_fields, job.slurm_ref)
+        fields = _guarded(log, "Slurm's job record", job_fields, job.slurm_ref, log)
     ident = _guarded(log, "run identity", _identify, job, fields, mark_start, mark_restart, end, log)
     run_no, start, start_source, requeued = ident.as_tuple() if ident else (None, None, None, None)
     # the prolog's energy counters count only when its mark is of this run (as for its start time)
     energy_start, energy_start_why = _energy_start(mark_start, mark_restart, mark_energy, run_no, mark_why)
+    shared = job.shared or _guarded(log, "shared GPUs", shared_gres, fields, default="")
+    if not shared and fields is None and job.gpus is not None:
+        log("whether other jobs share the job's GPUs (gres/shard) is unknown: Slurm's job record not read; its "
+            "GPUs' energy and processes are recorded as its own")
     tele = _guarded(log, "GPU telemetry", _gpu_telemetry, job, start, energy_start, energy_start_why, end, log,
-                    default={}) or {}
+                    shared, default={}) or {}
     rec_start, rec_end, start_why = record_times(start, end)
     if start_why:
         log(f"record's start left empty: {start_why}")
@@ -162,6 +172,34 @@ def _say_no_cluster(job: JobEnv, log: HookLog) -> None:
             "(null)")
 
 
+def _exit_codes_of_extern_step(job: JobEnv, log: HookLog) -> None:
+    """With PrologFlags=RunInJob (24.05 and later) slurmstepd runs the epilog in the job's extern step and hands
+    it SLURM_JOB_EXIT_CODE=0, EXIT_CODE2=0:0 and DERIVED_EC=0 whatever the job's end: unknown, not "0:0"."""
+    if (job.exit_code is not None or job.derived_exit is not None) and in_extern_step():
+        log("exit codes unknown: slurmstepd runs this epilog (PrologFlags=RunInJob) and gives 0 whatever the "
+            f"job's end ({job.exit_code} and derived {job.derived_exit} not kept)")
+        job.exit_code = job.derived_exit = None
+
+
+#: the GRES that share a GPU among jobs (Slurm's shared GRES)
+SHARED_GRES = ("shard", "mps")
+
+
+def shared_gres(fields: dict | None) -> str:
+    """`gres/shard` or `gres/mps` when Slurm's job record says the job asked for or holds a shared GRES (25.11
+    prints `TresPerNode=gres/shard:2`, 22.05 `gres:shard:2`; AllocTRES and TRES `gres/shard=2` where tracked),
+    else "". slurmd hands a shard job's prolog and epilog the index of the GPU it shares in SLURM_JOB_GPUS like a
+    whole GPU's, and no variable of its own (gres/mps sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)."""
+    for key in ("TresPerNode", "TresPerJob", "TresPerSocket", "TresPerTask", "AllocTRES", "TRES"):
+        for item in (fields or {}).get(key, "").split(","):
+            item = item.strip()
+            for kind in SHARED_GRES:
+                for head in (f"gres/{kind}", f"gres:{kind}"):
+                    if item == head or item.startswith((f"{head}:", f"{head}=")):
+                        return f"gres/{kind}"
+    return ""
+
+
 def _identify(job: JobEnv, fields: dict | None, mark_start: float | None, mark_restart: int | None, now: float,
               log: HookLog):
     """The run's index and start from Slurm (`run_identity.identify`); a start only sacct still knows is asked of
@@ -172,9 +210,11 @@ def _identify(job: JobEnv, fields: dict | None, mark_start: float | None, mark_r
     for n in ident.notes:
         log(n)
     if ident.start is None and ident.run is not None and os.environ.get("SLURMTOOLS_EPILOG_SCONTROL", "1") != "0":
-        r = sacct(["-j", str(job.slurm_ref), "-D", "-X", "-n", "-P", "-o", "Start"])
+        # `sacct -j N` lists also the tasks of an array whose id is N and the components of a heterogeneous job
+        # led by N: only the rows of this job's own id (JobIDRaw) are its runs
+        r = sacct(["-j", str(job.job_id), "-D", "-X", "-n", "-P", "-o", "JobIDRaw,Start"])
         if r is not None and r[0] == 0:
-            ident.start = run_identity.start_from_sacct(r[1], ident.run)
+            ident.start = run_identity.start_from_sacct(r[1], ident.run, job.job_id)
             ident.start_source = "sacct" if ident.start is not None else None
         if ident.start is None:
             log(f"start of run {ident.run} unknown to Slurm's job record and to sacct; left empty")
@@ -424,7 +464,7 @@ def _set(v: str | None) -> str | None:
 
 
 def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, energy_start_why: str,
-                   now: float, log: HookLog) -> dict:
+                   now: float, log: HookLog, shared: str = "") -> dict:
     """The record's GPU fields: per-GPU utilisation from NVML accounting (`hooks.telemetry`, as the site's
     `[telemetry] gpu_utilization` says) and energy over the run (`hooks.energy`), each None with its reason
     where unknown. One NVML session; pynvml is imported only where an NVIDIA driver is."""
@@ -434,6 +474,9 @@ def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, 
         return out
     if job.gpus is None:
         out["gpu_accounting_why"] = out["energy_why"] = UNKNOWN_GPUS
+        return out
+    if shared:
+        out["gpu_accounting_why"] = out["energy_why"] = shared_gpus(shared)
         return out
     from slurmtools.hooks import energy, labfake
 
@@ -447,7 +490,7 @@ def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, 
         end, out["energy_source"] = energy.read_fake(spec, job.gpus, now), "lab-fake"
     else:
         from slurmtools.hooks import telemetry
-        from slurmtools.hooks.nvml import NvmlUnavailable, close_nvml, open_nvml
+        from slurmtools.hooks.nvml import NvmlUnavailable, close_nvml, index_order_trouble, open_nvml
 
         try:
             nv = open_nvml()
@@ -455,6 +498,10 @@ def _gpu_telemetry(job: JobEnv, start: float | None, energy_start: dict | None, 
             out["gpu_accounting_why"] = out["energy_why"] = str(e)
             return out
         try:
+            why = index_order_trouble(nv)
+            if why:  # the job's indices name no GPU for sure here
+                out["gpu_accounting_why"] = out["energy_why"] = unknown_gpus(why)
+                return out
             mode, where = telemetry.site_mode()
             out["gpu_utilization_mode"] = mode
             if mode == "off":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from slurmtools.hooks import labfake
 from slurmtools.hooks.labfake import FAKE_NAME  # noqa: F401  (where the lab tests have always found it)
-from slurmtools.hooks.nvml import is_lost
+from slurmtools.hooks.nvml import is_lost, order_why
 
 TYPE_CHECKING = False  # typing and types cost the prolog start-up time
 if TYPE_CHECKING:
@@ -38,7 +38,9 @@ class GpuStatus:
 
     @property
     def slurm_index(self) -> int:
-        """Slurm numbers a node's GPUs by device minor (/dev/nvidiaN); NVML's own order is by PCI bus."""
+        """The GPU as the hooks match SLURM_JOB_GPUS: by device minor (/dev/nvidiaN), which is Slurm's GRES index
+        where gres.conf lists File=/dev/nvidia0... in order; NVML's own order is by PCI bus, Slurm's under
+        AutoDetect. Where the two differ on a node the match is not made (`order_trouble`)."""
         return self.minor if self.minor is not None else self.index
 
     def label(self) -> str:
@@ -66,6 +68,15 @@ def problems(statuses: list[GpuStatus], expected: tuple[int, ...] | None) -> lis
         elif s.remap_pending:
             out.append(f"{s.label()} has row remapping pending (reset needed)")
     return out
+
+
+def order_trouble(statuses: list[GpuStatus]) -> str:
+    """Why the job's GRES indices cannot be matched to these GPUs (`nvml.order_why`), or "": a GPU whose device
+    minor is not its NVML index. The fake GPUs of the lab have none."""
+    for s in statuses:
+        if s.minor is not None and s.minor != s.index:
+            return order_why(s.index, s.minor)
+    return ""
 
 
 def read_statuses(nv: ModuleType) -> list[GpuStatus]:

@@ -48,6 +48,10 @@ def check(node: str | None, job_gpus: tuple[int, ...] | None, gpus_wanted: bool,
     if gpus_wanted:
         statuses, source = _gpus(node, spec, exp, obs, start + budget, log)
         if statuses is not None:
+            why = gpuhealth.order_trouble(statuses) if job_gpus else ""
+            if why:  # which GPUs the job's indices name is not known: every GPU is checked, as for MIG slices
+                log(f"job GPUs {job_gpus} not matched to this node's: {why}; every GPU checked")
+                job_gpus = None
             found = gpuhealth.problems(statuses, job_gpus)
             log(f"GPU health ({source}, {len(statuses)} GPUs, job GPUs {job_gpus}): {'; '.join(found) or 'ok'}")
             faults += found

@@ -70,6 +70,29 @@ def job_handles(nv: ModuleType, wanted: tuple[int, ...] | None):
             yield minor, h
 
 
+def order_why(index: int, minor: int) -> str:
+    """Why Slurm's GRES indices (SLURM_JOB_GPUS) name no GPU for sure on a node where NVML's GPU `index` is
+    /dev/nvidia`minor`: slurmd numbers a node's GPUs in gres.conf's File= order, or under AutoDetect in NVML's
+    (PCI bus) order (25.11 gres_gpu.c `_sort_gpu_by_links_order`; gres.conf(5): the minor number "is not
+    necessarily the same as the device number/index"). The hooks match them by minor, which is both orders only
+    where every GPU's minor is its NVML index."""
+    return (f"NVML's GPU {index} is /dev/nvidia{minor}: slurmd numbers GPUs in PCI order under AutoDetect and in "
+            "gres.conf's File= order otherwise, so which GPUs SLURM_JOB_GPUS names is not known here")
+
+
+def index_order_trouble(nv: ModuleType) -> str:
+    """`order_why` for the first GPU whose device minor is not its NVML index, "" when there is none (GPUs NVML
+    cannot name are left to the health check)."""
+    for i in range(nv.nvmlDeviceGetCount()):
+        try:
+            minor = nv.nvmlDeviceGetMinorNumber(nv.nvmlDeviceGetHandleByIndex(i))
+        except nv.NVMLError:
+            continue
+        if minor != i:
+            return order_why(i, minor)
+    return ""
+
+
 def is_lost(nv: ModuleType, e: BaseException) -> bool:
     """Whether an NVML error says the GPU fell off the bus (NVML_ERROR_GPU_IS_LOST)."""
     code = getattr(nv, "NVML_ERROR_GPU_IS_LOST", None)

@@ -22,13 +22,16 @@ import os
 import time
 
 from slurmtools.hooks import safefs
-from slurmtools.hooks.common import UNKNOWN_GPUS, HookLog, JobEnv, drain, hook_writer, read_job, spool_dir
+from slurmtools.hooks.common import (UNKNOWN_GPUS, HookLog, JobEnv, drain, hook_writer, other_context, read_job,
+                                     shared_gpus, spool_dir, unknown_gpus)
 
 RUNNING = "running"
 
 
 def main() -> int:
     log = HookLog("prolog")
+    if other_context("prolog_slurmd", log):  # PrologSlurmctld, an Epilog, a TaskProlog: not this node's prolog
+        return 0
     job = read_job(log)
     nv, counters, notes = None, {}, []
     try:
@@ -91,6 +94,8 @@ def _telemetry_start(job: JobEnv):
         return None, {}, []
     if job.gpus is None:  # never every GPU of the node: the epilog measures nothing for such a job either
         return None, {}, [f"GPU telemetry skipped: {UNKNOWN_GPUS}"]
+    if job.shared:  # a GPU other jobs use too: the epilog measures nothing for such a job either
+        return None, {}, [f"GPU telemetry skipped: {shared_gpus(job.shared)}"]
     from slurmtools.hooks import energy, labfake
 
     fp = labfake.fake_path()
@@ -101,6 +106,7 @@ def _telemetry_start(job: JobEnv):
         return None, energy.read_fake(spec, job.gpus, time.time()), []
     from slurmtools.hooks import telemetry
     from slurmtools.hooks.nvml import NvmlUnavailable, open_nvml
+    from slurmtools.hooks.nvml import index_order_trouble as nvml_order_trouble
 
     try:
         nv = open_nvml()
@@ -108,6 +114,9 @@ def _telemetry_start(job: JobEnv):
         return None, {}, [f"GPU telemetry skipped: {e}"]
     notes: list[str] = []
     try:
+        why = nvml_order_trouble(nv)
+        if why:  # the job's indices name no GPU for sure here: neither switched on nor counted
+            return nv, {}, [f"GPU telemetry skipped: {unknown_gpus(why)}"]
         mode, where = telemetry.site_mode()
         if mode == "accounting":
             notes += telemetry.enable_accounting(nv, job.gpus)

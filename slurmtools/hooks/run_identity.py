@@ -113,8 +113,19 @@ def identify(fields: dict | None, env_restarts: int | None, env_start: int | Non
     return ident
 
 
-def start_from_sacct(text: str, run: int) -> float | None:
+def start_from_sacct(text: str, run: int, job_id: int | str | None = None) -> float | None:
     """The start of run `run` from `sacct -j J -D -X -n -P -o Start` output (one line per run, oldest first;
-    a pending next run prints Unknown and is last)."""
-    starts = [slurm_time(line) for line in text.splitlines() if line.strip()]
+    a pending next run prints Unknown and is last), or with `job_id` from `-o JobIDRaw,Start`: only the rows of
+    that job. slurmdbd answers `-j J` with the rows whose job id, array job id or heterogeneous leader is J
+    (25.11 as_mysql_jobacct_process.c `_setup_job_cond_selected_steps`), so the array task carrying the array's
+    id, and a heterogeneous leader, got their siblings' rows counted as their own runs."""
+    starts = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if job_id is not None:
+            raw, sep, line = line.partition("|")
+            if not sep or raw.strip() != str(job_id):
+                continue
+        starts.append(slurm_time(line))
     return starts[run] if 0 <= run < len(starts) else None

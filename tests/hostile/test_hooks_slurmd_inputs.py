@@ -25,6 +25,23 @@
    from several clusters joined one cluster's GPU use to another's job of the same id. slurmd gives the hooks
    SLURM_CLUSTER_NAME (25.11 prep_script_slurmd.c `_build_env`; 22.05.8's prep_script.so holds the same name);
    the record keeps it, null with the reason logged when it is absent or cannot be a cluster's name.
+11. `scontrol show job -o` split on blanks, first word wins: a job named `a b QOS=production` (the 22.05.8 lab
+   capture) had its QoS recorded as production, and `x Restarts=3 JobState=REQUEUED` made a completed first run
+   "run 2, requeued" with a requeue event. Now read by `slurm.show_job`; a record showing a field twice is not read.
+12. On 22.05 the start of a requeued run came from `sacct -j N -o Start`, which also lists the tasks of array N and
+   the components of het job N (slurmdbd matches id_job, id_array_job and het_job_id): a sibling's start was taken.
+13. SLURM_JOB_USER is slurmd's stand-in when the node cannot resolve the uid (25.11 `uid_to_string`: the digits;
+   `nobody` in older releases): recorded as the user's name.
+14. An absent SLURM_JOB_RESTART_COUNT was taken for 0, a first run; slurmd sets it for every job.
+15. SLURM_SCRIPT_CONTEXT was read and not used: configured as PrologSlurmctld the prolog checked the controller's
+   GPUs and exited 1 (slurmctld then requeues the job); as EpilogSlurmctld the epilog wrote records of the controller.
+16. SLURM_JOB_EXIT_CODE and SLURM_JOB_DERIVED_EC are wait statuses (`256` is exit 1) and were recorded raw beside
+   EXIT_CODE2's `1:0`; under PrologFlags=RunInJob slurmstepd gives `0:0` whatever the job's end, recorded as its own.
+17. SLURM_JOB_GPUS holds GRES indices, which slurmd numbers in NVML's PCI order under AutoDetect and in gres.conf's
+   File= order otherwise; the hooks match by device minor, so on a node whose minors are not NVML's order they
+   checked and measured other GPUs than the job's.
+18. A gres/mps or gres/shard job's GPU is shared with other jobs: its whole energy and processes were the job's.
+19. A host list longer than 4096 characters was recorded cut.
 The hooks run as slurmd runs them (scripts/prolog, scripts/epilog) or in this process with the suite's NVML-shaped
 fake (tests/nvml_fake.py); `scontrol` is the recorder script of test_prolog_fail_closed.
 """
@@ -89,12 +106,13 @@ def test_mig_slice_index_is_not_taken_for_a_missing_gpu(nvnode, monkeypatch):
 @pytest.mark.parametrize("cvd", [MIG, f"{MIG},MIG-0b1c2d3e-4f50-5617-8293-a4b5c6d7e8f9",
                                  "MIG-GPU-9a8b7c6d-5e4f-3a2b-1c0d-9e8f7a6b5c4d/1/0"])
 def test_mig_devices_make_the_jobs_gpus_unknown_and_say_why(cvd):
-    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "3,4", "CUDA_VISIBLE_DEVICES": cvd})
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "3,4", "CUDA_VISIBLE_DEVICES": cvd,
+                               "SLURM_JOB_RESTART_COUNT": "0"})
     assert job.gpus is None and job.gpus_given
     assert job.problems == ["CUDA_VISIBLE_DEVICES names MIG devices: SLURM_JOB_GPUS's indices count MIG slices, "
                             "not GPUs; the job's GPUs are unknown"]
     # whole GPUs: CUDA_VISIBLE_DEVICES holds the same indices, read as before
-    job = JobEnv.from_environ({"SLURM_JOB_GPUS": "3,4", "CUDA_VISIBLE_DEVICES": "3,4"})
+    job = JobEnv.from_environ({"SLURM_JOB_GPUS": "3,4", "CUDA_VISIBLE_DEVICES": "3,4", "SLURM_JOB_RESTART_COUNT": "0"})
     assert job.gpus == (3, 4) and job.problems == []
 
 
@@ -272,7 +290,7 @@ def test_what_cannot_be_a_user_name_is_refused_with_the_reason(tmp_path, raw, wh
 
 
 def test_an_empty_user_name_is_said():
-    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_USER": " "})
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_USER": " ", "SLURM_JOB_RESTART_COUNT": "0"})
     assert job.user is None and job.problems == ["SLURM_JOB_USER=' ' is empty; unknown"]
 
 
@@ -455,7 +473,8 @@ def test_a_cluster_slurmd_did_not_give_is_null_with_the_reason(tmp_path, raw, sa
 
 
 def test_the_cluster_is_read_like_every_other_variable():
-    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_CLUSTER_NAME": " gpu-east.2 "})
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_CLUSTER_NAME": " gpu-east.2 ",
+                               "SLURM_JOB_RESTART_COUNT": "0"})
     assert job.cluster == "gpu-east.2" and job.problems == []
     assert JobEnv.from_environ({"SLURM_JOB_ID": "7"}).cluster is None
 
@@ -470,3 +489,252 @@ def test_the_prolog_logs_why_a_variable_is_unknown_in_hooks_log(tmp_path):
     log = (node.spool / "hooks.log").read_text()
     assert "SLURM_JOB_UID='abc' is not a whole number; unknown" in log, log
     assert "SLURM_CLUSTER_NAME='al pha' is not a cluster name; unknown" in log, log
+
+
+# ------------------------------------------------- 11. Slurm's job record read word by word, first word wins
+
+def fake_slurm(tmp_path: Path, show_job: str, sacct_rows: list[tuple[int, str]] | None = None) -> Path:
+    """A root-owned scontrol printing `show_job` for `scontrol show job`, and a sacct beside it printing
+    `sacct_rows` (JobIDRaw, Start) as `-o JobIDRaw,Start` prints them, or only their starts for `-o Start`."""
+    bin_ = tmp_path / "slurm-bin"
+    bin_.mkdir(mode=0o755)
+    (bin_ / "job.txt").write_text(show_job)
+    (bin_ / "raw.txt").write_text("".join(f"{j}|{s}\n" for j, s in sacct_rows or []))
+    (bin_ / "start.txt").write_text("".join(f"{s}\n" for _, s in sacct_rows or []))
+    (bin_ / "scontrol").write_text(f'#!/bin/sh\n[ "$1 $2" = "show job" ] && exec cat {bin_ / "job.txt"}\nexit 0\n')
+    (bin_ / "sacct").write_text(f'#!/bin/sh\ncase "$*" in *JobIDRaw,Start*) exec cat {bin_ / "raw.txt"};; esac\n'
+                                f'exec cat {bin_ / "start.txt"}\n')
+    for f in bin_.iterdir():
+        os.chmod(f, 0o755)
+    return bin_ / "scontrol"
+
+
+def epilog_env(node: Node, monkeypatch, **over: str) -> None:
+    for k, v in node.env(**over).items():
+        monkeypatch.setenv(k.decode(), v.decode())
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
+
+
+def test_a_job_name_holding_slurms_field_names_is_not_read_as_slurms_fields(tmp_path, monkeypatch):
+    """Job 1 of the 22.05.8 lab capture is named `a b QOS=production Partition=evil`; its QoS is standard. Split on
+    blanks with the first word winning, the record said production."""
+    node = Node(tmp_path)
+    [job1] = [ln for ln in (DATA / "scontrol-show-job-o-22.05.8.txt").read_text().splitlines()
+              if ln.startswith("JobId=1 ")]
+    scontrol = fake_slurm(tmp_path, job1 + "\n")
+    epilog_env(node, monkeypatch, SLURM_JOB_ID="1", SLURMTOOLS_EPILOG_SCONTROL="1", SLURMTOOLS_SCONTROL=str(scontrol))
+    log = Lines()
+    rec = epilog.run(log)
+    assert rec["qos"] is None and rec["job_state"] is None  # unknown, never the name's words
+    assert any(ln.startswith("Slurm's job record not read: QOS= is printed twice") for ln in log.lines), log.lines
+
+
+def test_a_job_name_cannot_make_a_run_requeued(tmp_path, monkeypatch):
+    """`-J "x Restarts=3 JobState=REQUEUED"`: read first word wins, the job's completed first run became run 2,
+    requeued, with a `requeued` event in the decision log."""
+    node = Node(tmp_path)
+    line = (DATA / "scontrol-show-job-o-25.11.7.txt").read_text().splitlines()[0]
+    line = (line.replace("JobId=13 JobName=my run", "JobId=77 JobName=x Restarts=3 JobState=REQUEUED")
+            .replace("JobState=PENDING Reason=JobHeldUser", "JobState=COMPLETING Reason=None")
+            .replace("StartTime=Unknown EndTime=Unknown", "StartTime=2026-11-27T08:53:20 EndTime=2026-11-27T08:54:00"))
+    scontrol = fake_slurm(tmp_path, line + "\n")
+    epilog_env(node, monkeypatch, SLURMTOOLS_EPILOG_SCONTROL="1", SLURMTOOLS_SCONTROL=str(scontrol))
+    rec = epilog.run(Lines(), now=1_800_000_000.0)
+    assert rec["run"] == 0 and rec["requeued"] is not True and rec["job_state"] is None
+    log = node.spool / "decisions.jsonl"
+    assert not log.exists() or "requeued" not in log.read_text()
+
+
+def test_the_record_of_this_job_is_read_where_scontrol_prints_several():
+    """The array's own id (carried by one of its tasks) and a heterogeneous leader print one record per task or
+    component; the one whose JobId is the hook's job is read. (slurmctld's `pack_one_job` prints the job's own
+    record first, so the old reader was right by that order; which record is read no longer depends on it.)"""
+    from slurmtools.hooks import common
+
+    text = ("JobId=2101 ArrayJobId=2100 ArrayTaskId=1 JobName=a UserId=u(1) QOS=low JobState=RUNNING Restarts=0\n"
+            "JobId=2100 ArrayJobId=2100 ArrayTaskId=9 JobName=a UserId=u(1) QOS=high JobState=COMPLETING "
+            "Restarts=2\n")
+    orig = common.scontrol
+    try:
+        common.scontrol = lambda args, timeout=10.0: (0, text)
+        f = common.job_fields(2100)
+    finally:
+        common.scontrol = orig
+    assert (f["JobId"], f["QOS"], f["Restarts"]) == ("2100", "high", "2")
+
+
+# --------------------------------------------- 12. sacct -j N answers for N's array tasks and het components
+
+def test_the_start_sacct_gives_is_of_this_jobs_own_rows(tmp_path, monkeypatch):
+    """22.05 (no SLURM_JOB_START_TIME), a requeued run whose prolog left no mark: its start is asked of sacct. The
+    job is the array task carrying the array's id 77: `sacct -j 77` also lists tasks 78 and 79, started earlier."""
+    from slurmtools.hooks.run_identity import slurm_time
+
+    node = Node(tmp_path)
+    record = ("JobId=77 ArrayJobId=77 ArrayTaskId=4 JobName=a UserId=labuser(1001) QOS=normal JobState=COMPLETING "
+              "Reason=None Requeue=1 Restarts=1 StartTime=2026-11-24T06:00:00 EndTime=Unknown PreemptTime=None\n")
+    rows = [(78, "2026-11-24T05:00:00"), (79, "2026-11-24T05:01:00"), (77, "2026-11-24T05:30:00"), (77, "Unknown")]
+    scontrol = fake_slurm(tmp_path, record, rows)
+    epilog_env(node, monkeypatch, SLURM_JOB_RESTART_COUNT="1", SLURMTOOLS_EPILOG_SCONTROL="1",
+               SLURMTOOLS_SCONTROL=str(scontrol))
+    rec = epilog.run(Lines(), now=slurm_time("2026-11-24T06:00:00") + 1)
+    assert (rec["run"], rec["requeued"], rec["start_source"]) == (0, True, "sacct")
+    assert rec["start"] == slurm_time("2026-11-24T05:30:00")  # task 78's 05:00 was taken
+
+
+# ------------------------------------------------------- 13. a user name slurmd could not resolve
+
+@pytest.mark.parametrize("user, uid", [("4242", "4242"), ("nobody", "4242")])
+def test_slurmds_stand_in_for_an_unresolved_uid_is_no_user_name(user, uid):
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_USER": user, "SLURM_JOB_UID": uid,
+                               "SLURM_JOB_RESTART_COUNT": "0"})
+    assert job.user is None and job.uid == 4242
+    assert job.problems == [f"SLURM_JOB_USER='{user}' is slurmd's stand-in for uid 4242, which it could not resolve "
+                            "to a name; unknown"]
+    # nobody's own jobs, and names that only look alike, are names
+    assert JobEnv.from_environ({"SLURM_JOB_USER": "nobody", "SLURM_JOB_UID": "65534"}).user == "nobody"
+    assert JobEnv.from_environ({"SLURM_JOB_USER": "4242x", "SLURM_JOB_UID": "4242"}).user == "4242x"
+
+
+# ------------------------------------------------------------- 14. no restart count is no "first run"
+
+def test_an_absent_restart_count_is_unknown_not_a_first_run():
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7"})
+    assert job.restart_count is None
+    assert job.problems == ["SLURM_JOB_RESTART_COUNT absent or empty (slurmd sets it, 0 on a job's first run); the "
+                            "run is unknown"]
+    assert JobEnv.from_environ({"SLURM_JOB_RESTART_COUNT": "0"}).restart_count == 0
+
+
+# -------------------------------------------------------------------- 15. SLURM_SCRIPT_CONTEXT
+
+def test_the_prolog_configured_as_prolog_slurmctld_drains_nothing_and_fails_no_job(tmp_path):
+    """On the controller (PrologSlurmctld: no SLURMD_NODENAME, SlurmctldUser) the prolog checked the controller's
+    GPUs and exited 1, which makes slurmctld requeue the job."""
+    node = Node(tmp_path)  # every GPU of the lab's fake node is sick
+    env = node.env(SLURM_SCRIPT_CONTEXT="prolog_slurmctld")
+    del env[b"SLURMD_NODENAME"]
+    r = run(PROLOG, env)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and node.drains() == [], err
+    assert "SLURM_SCRIPT_CONTEXT=prolog_slurmctld: this hook is slurmd's Prolog; nothing done" in err
+    assert not (node.spool / "running").exists()
+    # slurmd's own prolog context checks as before
+    assert run(PROLOG, node.env(SLURM_SCRIPT_CONTEXT="prolog_slurmd")).returncode == 1
+
+
+def test_the_epilog_configured_as_epilog_slurmctld_writes_no_record(tmp_path):
+    node = Node(tmp_path)
+    env = node.env(SLURM_SCRIPT_CONTEXT="epilog_slurmctld", SLURM_ARRAY_JOB_ID="70", SLURM_ARRAY_TASK_ID="7")
+    del env[b"SLURMD_NODENAME"]
+    r = run(EPILOG, env)
+    err = r.stderr.decode()
+    assert r.returncode == 0 and node.records() == [], err
+    assert "SLURM_SCRIPT_CONTEXT=epilog_slurmctld: this hook is slurmd's Epilog; nothing done" in err
+    assert sorted(p.name for p in node.spool.iterdir()) == []
+    r = run(EPILOG, node.env(SLURM_SCRIPT_CONTEXT="epilog_slurmd"))
+    assert r.returncode == 0 and len(node.records()) == 1
+
+
+# ------------------------------------------------------------------------------------ 16. exit codes
+
+@pytest.mark.parametrize("env, exit_code, derived", [
+    ({"SLURM_JOB_EXIT_CODE2": "7:0", "SLURM_JOB_EXIT_CODE": "1792", "SLURM_JOB_DERIVED_EC": "256"}, "7:0", "1:0"),
+    ({"SLURM_JOB_EXIT_CODE2": "0:9", "SLURM_JOB_EXIT_CODE": "9", "SLURM_JOB_DERIVED_EC": "0"}, "0:9", "0:0"),
+    ({"SLURM_JOB_EXIT_CODE": "256"}, "1:0", None),             # EXIT_CODE is a wait status: exit 1
+    ({"SLURM_JOB_EXIT_CODE": "15"}, "0:15", None),             # killed by SIGTERM
+    ({"SLURM_JOB_EXIT_CODE2": "x", "SLURM_JOB_EXIT_CODE": "2048"}, "8:0", None),
+    ({"SLURM_JOB_DERIVED_EC": "34304"}, None, "134:0"),
+])
+def test_exit_codes_are_read_as_slurmd_writes_them(env, exit_code, derived):
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_RESTART_COUNT": "0", **env})
+    assert (job.exit_code, job.derived_exit) == (exit_code, derived)
+
+
+def test_exit_codes_that_are_none_are_said():
+    job = JobEnv.from_environ({"SLURM_JOB_ID": "7", "SLURM_JOB_RESTART_COUNT": "0", "SLURM_JOB_EXIT_CODE2": "1:0:0",
+                               "SLURM_JOB_DERIVED_EC": "-1"})
+    assert (job.exit_code, job.derived_exit) == (None, None)
+    assert job.problems == ["SLURM_JOB_EXIT_CODE2='1:0:0' is not an exit code and signal; unknown",
+                            "SLURM_JOB_DERIVED_EC='-1' is not a wait status; unknown"]
+
+
+def test_the_epilog_slurmstepd_runs_keeps_no_exit_code(tmp_path, monkeypatch):
+    """PrologFlags=RunInJob: slurmstepd runs the epilog with SLURM_JOB_EXIT_CODE2=0:0 whatever the job's end."""
+    from slurmtools.hooks import common
+
+    node = Node(tmp_path)
+    epilog_env(node, monkeypatch, SLURM_JOB_EXIT_CODE2="0:0", SLURM_JOB_EXIT_CODE="0", SLURM_JOB_DERIVED_EC="0")
+    monkeypatch.setattr(common, "_slurm_daemon_exe", lambda levels=4: "/usr/sbin/slurmstepd")
+    log = Lines()
+    rec = epilog.run(log)
+    assert rec["exit_code"] is None and rec["derived_exit_code"] is None
+    assert any(ln.startswith("exit codes unknown: slurmstepd runs this epilog (PrologFlags=RunInJob)")
+               for ln in log.lines), log.lines
+    monkeypatch.setattr(common, "_slurm_daemon_exe", lambda levels=4: "/usr/sbin/slurmd")
+    assert epilog.run(Lines())["exit_code"] == "0:0"
+
+
+# ------------------------------------------------- 17. GRES indices on a node whose minors are not NVML's order
+
+def test_gpus_numbered_otherwise_by_slurm_and_by_minor_are_all_checked(nvnode, monkeypatch):
+    """NVML's GPU 0 is /dev/nvidia1 and has ECC errors. Under AutoDetect slurmd numbers GPUs in PCI (NVML) order,
+    so SLURM_JOB_GPUS=0 is that GPU; matched by minor, the prolog checked the healthy /dev/nvidia0 and the job
+    started on the sick one."""
+    node, nv, gpus = nvnode
+    gpus[0].update(minor=1, ecc_uncorrected=4)
+    gpus[1].update(minor=0)
+    monkeypatch.setenv("SLURM_JOB_GPUS", "0")
+    assert prolog.main() == 1
+    [drain] = node.drains()
+    assert "GPU 1 (GPU-00000000-0000-0000-0000-000000000000) has 4 uncorrected ECC errors" in drain
+    log = (node.spool / "hooks.log").read_text()
+    assert "job GPUs (0,) not matched to this node's: NVML's GPU 0 is /dev/nvidia1" in log, log
+    assert nv.set_calls == []  # no GPU's accounting mode switched: which is the job's is not known
+    rec = epilog.run(Lines())
+    assert rec["gpu_energy"] is None and rec["energy_why"].startswith("the job's GPUs are unknown (NVML's GPU 0 is "
+                                                                      "/dev/nvidia1: slurmd numbers GPUs")
+
+
+# --------------------------------------------------------------------- 18. GPUs other jobs share
+
+def test_an_mps_jobs_gpu_energy_is_not_billed_to_it(nvnode, monkeypatch):
+    node, nv, gpus = nvnode
+    monkeypatch.setenv("SLURM_JOB_GPUS", "1")
+    monkeypatch.setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25")  # gres/mps:25 of GPU 1
+    assert prolog.main() == 0
+    assert nv.set_calls == []
+    gpus[1]["energy_mj"] += 3_600_000
+    rec = epilog.run(Lines())
+    why = ("the job shares its GPUs with other jobs (gres/mps): a GPU's energy and processes are not all its own")
+    assert rec["gpus"] == [1] and rec["energy_j"] is None and rec["energy_why"] == why
+    assert rec["gpu_accounting_why"] == why
+
+
+@pytest.mark.parametrize("tres", ["TresPerNode=gres/shard:2", "TresPerNode=gres:shard:2",
+                                  "AllocTRES=cpu=1,mem=1G,node=1,gres/shard=2"])
+def test_a_shard_jobs_gpu_energy_is_not_billed_to_it(nvnode, monkeypatch, tmp_path, tres):
+    node, nv, gpus = nvnode
+    record = (f"JobId=77 JobName=s UserId=labuser(1001) QOS=normal JobState=COMPLETING Reason=None Restarts=0 "
+              f"StartTime=2026-11-24T05:00:00 EndTime=2026-11-24T05:01:00 PreemptTime=None {tres}\n")
+    monkeypatch.setenv("SLURMTOOLS_EPILOG_SCONTROL", "1")
+    monkeypatch.setenv("SLURMTOOLS_SCONTROL", str(fake_slurm(tmp_path, record)))
+    rec = epilog.run(Lines(), now=1_800_000_000.0)
+    assert rec["energy_j"] is None and rec["energy_why"].startswith("the job shares its GPUs with other jobs "
+                                                                    "(gres/shard)")
+    # a whole GPU's job is measured
+    (tmp_path / "slurm-bin" / "job.txt").write_text(record.replace(tres, "TresPerNode=gres/gpu:2"))
+    rec = epilog.run(Lines(), now=1_800_000_000.0)
+    assert rec["gpu_accounting"] is not None and not rec["energy_why"].startswith("the job shares")
+
+
+# ---------------------------------------------------------------------- 19. a long host list
+
+def test_a_long_host_list_is_recorded_whole(tmp_path, monkeypatch):
+    node = Node(tmp_path)
+    hosts = ",".join(f"rack{r:03d}-gpu[{r:03d},{r + 400:03d}]" for r in range(300))  # 6,600 characters
+    epilog_env(node, monkeypatch, SLURM_NODELIST=hosts, SLURMD_NODENAME="rack000-gpu000")
+    rec = epilog.run(Lines())
+    assert len(hosts) > 4096 and rec["nodes"] == hosts

@@ -30,7 +30,8 @@ def spool(tmp_path) -> Path:
 def base_env(tmp_path, **kw) -> dict:
     env = {"SLURM_JOB_ID": "77", "SLURMD_NODENAME": "gpu03", "SLURM_JOB_USER": "labuser", "SLURM_JOB_UID": "1001",
            "SLURM_JOB_ACCOUNT": "nlp", "SLURM_JOB_PARTITION": "gpu", "SLURM_NODELIST": "gpu[03-04]",
-           "SLURM_JOB_GPUS": "0,1", "SLURMTOOLS_SPOOL_DIR": str(spool(tmp_path)), "SLURMTOOLS_EPILOG_SCONTROL": "0",
+           "SLURM_JOB_GPUS": "0,1", "SLURM_JOB_RESTART_COUNT": "0",  # slurmd sets it, 0 on a first run
+           "SLURMTOOLS_SPOOL_DIR": str(spool(tmp_path)), "SLURMTOOLS_EPILOG_SCONTROL": "0",
            "SLURMTOOLS_SCRATCH_PATTERN": str(tmp_path / "scratch-{job_id}"), "SLURMTOOLS_SCONTROL": "/bin/false"}
     env.update(kw)
     return env
