@@ -227,6 +227,10 @@ def check_update(ctx: typer.Context,
     except SlurmError as exc:
         fail(f"JobId={upd.job_id}: {exc}")
     current, tres_req = record_request(show, script=script)
+    try:
+        upd = upd.for_release(be.slurm_release())
+    except SlurmError:
+        pass   # the release unknown: the change as 22.05 sends it (the job keeps its max, the larger count)
     req, touched = modified_request(current, with_time_change(upd, current.time_limit), tres_req)
     d = text_refusal(upd.change)  # a new Name/Comment with a control character, as slurm_job_modify refuses it
     if d is None and touched:

@@ -39,6 +39,8 @@ class JobRequest:
     partition: str | None = None
     time_limit: int | None = None  # minutes; INFINITE for UNLIMITED
     min_nodes: int | None = None
+    #: the most nodes the job may get (`-N 2-8`: 8); Slurm may allocate any count up to it
+    max_nodes: int | None = None
     num_tasks: int | None = None
     ntasks_per_node: int | None = None
     cpus_per_task: int | None = None
@@ -67,7 +69,11 @@ class JobRequest:
 
     @property
     def nodes(self) -> int:
-        return self.min_nodes if self.min_nodes else 1
+        """The most nodes the job may get: `-N 2-8` may run on 8, so per-node GPUs and memory count 8 times."""
+        n = self.min_nodes if self.min_nodes else 1
+        if self.max_nodes and self.max_nodes > n:
+            n = self.max_nodes
+        return n
 
     @property
     def tasks(self) -> int:
@@ -123,7 +129,7 @@ class JobRequest:
 
         Checked before any policy, in this order, by Python and Lua alike: given numbers, GPU strings, then what
         is derived from them (each product at most ABSURD squared, so Lua's doubles still compare it right)."""
-        for what, v in (("--nodes", self.min_nodes), ("--ntasks", self.num_tasks),
+        for what, v in (("--nodes", self.min_nodes), ("--nodes", self.max_nodes), ("--ntasks", self.num_tasks),
                         ("--ntasks-per-node", self.ntasks_per_node), ("--cpus-per-task", self.cpus_per_task),
                         ("--sockets-per-node", self.sockets_per_node), ("--mem", self.min_mem_per_node),
                         ("--mem-per-cpu", self.min_mem_per_cpu), ("--time", self.time_limit)):
@@ -367,8 +373,7 @@ def _set(values: dict, name: str, val: str | None, opt: str, where: str) -> None
         # sbatch sends a limit of zero as INFINITE (arg_set_time_limit): `-t 0` is "no limit", not "no time"
         values["time_limit"] = INFINITE if minutes == 0 else minutes
     elif key == "nodes":
-        first = val.split("-", 1)[0]
-        values["min_nodes"] = _int(opt, first, where)
+        values["min_nodes"], values["max_nodes"] = node_range(opt, val, where)
     elif key == "ntasks":
         values["num_tasks"] = _int(opt, val, where)
     elif key == "ntasks_per_node":
@@ -420,6 +425,24 @@ def _tres_per_node(values: dict) -> None:
     values.pop("gres", None)
     if parts:
         values["tres_per_node"] = ",".join(parts)
+
+
+def node_range(opt: str, val: str, where: str = "option") -> tuple[int, int]:
+    """`-N 4` -> (4, 4), `-N 2-8` -> (2, 8), 25.11's `-N 2,4,8` -> (2, 8): min_nodes and max_nodes as sbatch and
+    scontrol send them (verify_node_count in src/common/proc_args.c); any other form is refused naming the option."""
+    lo = hi = None
+    for item in val.split(","):
+        a, dash, b = item.partition("-")
+        if not _DIGITS.match(a) or (dash and not _DIGITS.match(b)):
+            raise RequestError(f"{where} {opt}: expected a whole number of nodes like 4, 2-8 or 2,4,8, got {val!r}")
+        first, last = _big_int(a), _big_int(b) if dash else _big_int(a)
+        if last < first:
+            raise RequestError(f"{where} {opt}: the node range {item!r} ends below its start")
+        lo = first if lo is None else min(lo, first)
+        hi = last if hi is None else max(hi, last)
+    if lo is None:
+        raise RequestError(f"{where} {opt}: expected a whole number of nodes like 4, 2-8 or 2,4,8, got {val!r}")
+    return lo, hi   # `-N 0` (sbatch takes it: min_nodes 0) counts as one node, as slurmctld's job_desc reads it
 
 
 def parse_time_minutes(opt: str, val: str, where: str = "option") -> int:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from slurmtools.policy.request import INFINITE, JobRequest, RequestError, gpu_counts, parse_time_minutes
+from slurmtools.policy.request import (INFINITE, JobRequest, RequestError, gpu_counts, node_range,
+                                       parse_time_minutes)
 
 #: job_desc fields a modification can carry that admission reads, in the Lua's order
-MODIFY_FIELDS = ("account", "qos", "partition", "time_limit", "min_nodes", "num_tasks", "ntasks_per_node",
+MODIFY_FIELDS = ("account", "qos", "partition", "time_limit", "min_nodes", "max_nodes", "num_tasks",
+                 "ntasks_per_node",
                  "cpus_per_task", "sockets_per_node", "min_mem_per_node", "min_mem_per_cpu", "tres_per_job",
                  "tres_per_node", "tres_per_task", "tres_per_socket", "cpus_per_tres", "mem_per_tres")
 #: a change naming one of these gives the job a new task shape: the CPUs counted so far are no floor
@@ -46,6 +48,16 @@ class UpdateRequest:
     #: `TimeLimit=+N` / `TimeLimit=-N`: the change in minutes (scontrol itself turns it into the new limit from the
     #: job's current one before it sends the update, so job_submit.lua sees the sum): see `with_time_change`
     time_change: int | None = None
+    #: `NumNodes=N` (one count, no range): 25.11's scontrol also sends max_nodes N, 22.05's only min_nodes (the job
+    #: keeps its max); `for_release` says which
+    one_node_count: bool = False
+
+    def for_release(self, release) -> "UpdateRequest":
+        """The change as this release's scontrol sends it (`SlurmRelease.numnodes_update_sets_max`; unknown: as
+        22.05, the job keeping its max, the larger count)."""
+        if self.one_node_count and release is not None and release.numnodes_update_sets_max:
+            return replace(self, change=replace(self.change, max_nodes=self.change.min_nodes), one_node_count=False)
+        return self
 
 
 def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
@@ -55,6 +67,7 @@ def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
     values: dict = {}
     ignored = []
     time_change = None
+    one_count = False
     for a in args:
         key, eq, val = a.partition("=")
         if not eq:
@@ -74,12 +87,23 @@ def parse_update(args: list[str] | tuple[str, ...]) -> UpdateRequest:
             continue
         if field == "time_limit":
             time_change = None
+        if field == "min_nodes":
+            # scontrol sends NumNodes=2-8 as min_nodes 2 and max_nodes 8; NumNodes=4 as min_nodes 4, and max_nodes 4
+            # only on some releases (`UpdateRequest.for_release`)
+            lo, hi = node_range(key, val, "scontrol update")
+            values["min_nodes"] = lo
+            one_count = val.strip().isdigit()
+            if one_count:
+                values.pop("max_nodes", None)
+            else:
+                values["max_nodes"] = hi
+            continue
         values[field] = _value(key, field, val)
     if not re.match(r"^[0-9]+(_[0-9]+)?$", job_id):
         raise RequestError("scontrol update: needs JobId=<number> (one job)")
     if "min_mem_per_node" in values and "min_mem_per_cpu" in values:
         raise RequestError("scontrol update: MinMemoryNode and MinMemoryCPU both given; give one")
-    return UpdateRequest(job_id, JobRequest(**values), tuple(ignored), time_change)
+    return UpdateRequest(job_id, JobRequest(**values), tuple(ignored), time_change, one_count)
 
 
 def with_time_change(upd: UpdateRequest, current_limit: int | None) -> JobRequest:
@@ -103,7 +127,7 @@ def _value(key: str, field: str, val: str):
         return val
     if field == "time_limit":
         return parse_time_minutes(key, val, "scontrol update")
-    if field in ("min_nodes", "num_tasks"):
+    if field == "num_tasks":
         first = val.split("-", 1)[0]
         if not first.isdigit() or not first.isascii():
             raise RequestError(f"scontrol update {key}: expected a whole number, got {val!r}")
@@ -179,12 +203,14 @@ def record_request(show: dict[str, str], script: str = "") -> tuple[JobRequest, 
     limit = text("TimeLimit")
     if limit == "Partition_Limit":   # no limit of its own (NO_VAL), as job_rec.time_limit holds it: unset
         limit = None
-    nodes = text("NumNodes")
+    nodes = text("NumNodes")  # `1` (22.05), `1-1` (25.11), `2-8` for a range
+    lo, _, hi = (nodes or "").partition("-")
     req = JobRequest(
         user_name=(text("UserId") or "").split("(", 1)[0] or None, account=text("Account"), qos=text("QOS"),
         partition=text("Partition"),
         time_limit=parse_time_minutes("TimeLimit", limit, "scontrol show job") if limit else None,
-        min_nodes=int(nodes.split("-", 1)[0]) if nodes and nodes.split("-", 1)[0].isdigit() else None,
+        min_nodes=int(lo) if lo.isdigit() and lo.isascii() else None,
+        max_nodes=int(hi) if hi.isdigit() and hi.isascii() else None,
         min_mem_per_node=mem("MinMemoryNode"), min_mem_per_cpu=mem("MinMemoryCPU"),
         tres_per_job=text("TresPerJob"), tres_per_node=text("TresPerNode"), tres_per_task=text("TresPerTask"),
         tres_per_socket=text("TresPerSocket"), cpus_per_tres=text("CpusPerTres"), mem_per_tres=text("MemPerTres"),

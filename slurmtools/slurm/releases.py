@@ -44,6 +44,10 @@ class SlurmRelease:
     #: and sacct declare the option with an optional argument; 23.02's take none (getopt refuses `--json=v0.0.39`:
     #: "option '--json' doesn't allow an argument", exit 1) and always write v0.0.39, the only parser 23.02 has
     json_parser_flag: bool = True
+    #: does `scontrol update NumNodes=N` send max_nodes N too? Measured: 25.11 yes (a 1-8 job becomes 4-4), 22.05
+    #: no (min_nodes only: it becomes 4-8, and job_submit.lua's job_desc.max_nodes is NO_VAL); None where no lab has
+    #: measured it (the update check then keeps the job's max, the larger count)
+    numnodes_update_sets_max: bool | None = None
     #: the micro release this slurmtools' lab suite runs against, if any
     lab: str | None = None
 
@@ -71,7 +75,7 @@ _NEW_SIGNAL = "PreemptParameters=send_user_signal"  # documented from 25.11 on
 RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
     SlurmRelease("22.05", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
                  restricted_cores_per_gpu=False, json_parser=None, json_parser_flag=False,
-                 preempted_exit_requeued=False, requeue_delay=False, lab="22.05.8"),
+                 preempted_exit_requeued=False, requeue_delay=False, numnodes_update_sets_max=False, lab="22.05.8"),
     SlurmRelease("23.02", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
                  restricted_cores_per_gpu=False, json_parser="v0.0.39", json_parser_flag=False),
     SlurmRelease("23.11", _OLD_SIGNAL, block_topology=False, topology_yaml=False, empty_blocks=False, segment=False,
@@ -84,7 +88,7 @@ RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
                  restricted_cores_per_gpu=True, json_parser="v0.0.43"),
     SlurmRelease("25.11", _NEW_SIGNAL, block_topology=True, topology_yaml=True, empty_blocks=True, segment=True,
                  restricted_cores_per_gpu=True, json_parser="v0.0.44", preempted_exit_requeued=True, requeue_delay=True,
-                 lab="25.11.7"),
+                 numnodes_update_sets_max=True, lab="25.11.7"),
 )}
 
 _VERSION = re.compile(r"(?:slurm(?:-wlm)?\s+)?(\d{2})\.(\d{1,2})(?:\.(\d+))?")
