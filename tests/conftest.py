@@ -63,3 +63,17 @@ def require_lua() -> None:
     if not (shutil.which("lua5.1") or shutil.which("lua5.3")):
         pytest.fail("no lua5.1 or lua5.3 to run the generated job_submit.lua: apt-get install -y lua5.3 "
                     "(scripts/test installs it)", pytrace=False)
+
+
+@pytest.fixture
+def in_zone(monkeypatch):
+    """Run in a time zone (TZ and tzset), restored afterwards: the reports', advise's and the sandbox trace's
+    daylight-saving tests."""
+    import time
+
+    def use(name: str) -> None:
+        monkeypatch.setenv("TZ", name)
+        time.tzset()
+    yield use
+    monkeypatch.undo()
+    time.tzset()

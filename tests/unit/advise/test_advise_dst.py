@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import time
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -36,17 +35,6 @@ ZONES = {
 #: the dump's fields, fixed here (not advise's own list): ElapsedRaw included, as `advise --fields` asks
 FIELDS = tuple(REPORT_FIELDS) + ("Timelimit", "TotalCPU", "MaxRSS")
 WINDOW = (datetime(2026, 1, 1), datetime(2026, 11, 20))
-
-
-@pytest.fixture
-def in_zone(monkeypatch):
-    """Run in a time zone (TZ and tzset), restored afterwards."""
-    def use(name: str) -> None:
-        monkeypatch.setenv("TZ", name)
-        time.tzset()
-    yield use
-    monkeypatch.undo()
-    time.tzset()
 
 
 def _at(day: tuple, hour: int, minute: int = 0) -> datetime:

@@ -43,17 +43,6 @@ ZONES = {
 }
 
 
-@pytest.fixture
-def in_zone(monkeypatch):
-    """Run in a time zone (TZ and tzset), restored afterwards."""
-    def use(name: str) -> None:
-        monkeypatch.setenv("TZ", name)
-        time.tzset()
-    yield use
-    monkeypatch.undo()
-    time.tzset()
-
-
 def _row(job, start, end, elapsed, gpus=1, state="COMPLETED", submit=None, name="train", user="alice",
          raw=None, node="gpu01"):
     submit = submit or start

@@ -7,7 +7,6 @@ else so that End is not before Start, else as the first pass, with a note."""
 
 from __future__ import annotations
 
-import time
 from datetime import datetime, timezone
 
 import pytest
@@ -20,17 +19,6 @@ HEAD = "JobID|JobIDRaw|User|Account|Partition|QOS|State|Submit|Start|End|Elapsed
 BERLIN_DAY = "2026-10-25"
 #: America/New_York's: 02:00 EDT back to 01:00 EST at 06:00 UTC on 2026-11-01
 NEW_YORK_DAY = "2026-11-01"
-
-
-@pytest.fixture
-def in_zone(monkeypatch):
-    """Run in a time zone (TZ and tzset), restored afterwards."""
-    def use(name: str) -> None:
-        monkeypatch.setenv("TZ", name)
-        time.tzset()
-    yield use
-    monkeypatch.undo()
-    time.tzset()
 
 
 def utc(day: str, hm: str) -> float:
