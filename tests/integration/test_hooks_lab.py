@@ -154,6 +154,39 @@ def test_odd_jobs_never_drain_a_healthy_node_and_get_records(lab, fault_file):
     assert rec["exit_code"] == "7:0"
 
 
+def test_het_job_components_get_records_of_their_own(lab):
+    """slurmd runs the hooks once per het component, each under the component's own job id (sacct's JobIDRaw of
+    `N+1` is N+1's id, not N), so each record holds its component's GPUs and node and joins sacct's row of it
+    (measured on 22.05 and 25.11)."""
+    out = lab.sh("sbatch --parsable -p gpu --qos=production -A nlp -w gpu11 --gres=gpu:h100:2 -t 2 -o /dev/null "
+                 ": -p gpu --qos=production -A nlp -w gpu10 --gres=gpu:h100:1 -t 2 --wrap 'true'",
+                 user=USER).stdout.strip()
+    leader = int(out.split(";")[0])
+    lab.wait_state(leader, "COMPLETED", 90)
+    # without -X: 22.05's `sacct -X -j N` prints only the leader's row, as `N`; and for a moment after the end
+    # without -X too, until slurmdbd has the components (measured)
+    deadline = time.monotonic() + 30
+    while True:
+        rows = [r for r in lab.sh(f"sacct -n -P -j {leader} -o JobID,JobIDRaw,NodeList").stdout.split()
+                if "." not in r.split("|")[0]]
+        raw = {r.split("|")[0]: (int(r.split("|")[1]), r.split("|")[2]) for r in rows}
+        if len(raw) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert set(raw) == {f"{leader}+0", f"{leader}+1"}, rows
+    spool = lab.dir / "spool" / "slurmtools" / "jobs"
+    for comp, gpus in (("0", 2), ("1", 1)):
+        job, node = raw[f"{leader}+{comp}"]
+        path = spool / f"{job}.0.{node}.json"
+        deadline = time.monotonic() + 30  # the epilog may still be writing after sacct's COMPLETED
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        rec = json.loads(path.read_text())
+        assert (rec["job"], rec["node"], rec["user"], rec["exit_code"]) == (job, node, USER, "0:0"), rec
+        assert len(set(rec["gpus"])) == gpus, rec
+    assert raw[f"{leader}+1"][0] != leader
+
+
 def test_node_health_keeps_a_drain_reason_someone_else_gave(lab, fault_file):
     """An admin drained the node with their own reason; the periodic health check then finds a GPU fault on it.
     The admin's reason, user and time stay (an update would replace them: Slurm keeps one reason); on a node the
