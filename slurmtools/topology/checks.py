@@ -11,6 +11,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+import hostlist as _hl
+
 from slurmtools.errors import ParseError, one_line, whole_number
 from slurmtools.topology import queries as q
 from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
@@ -207,7 +209,8 @@ _AUTODETECT = ("nvml", "rsmi", "oneapi", "nrt", "nvidia")
 GRES_MAX_LINK = 1023  # src/interfaces/gres.h: the most links one Links= value may count
 #: the most (node, GPU) pairs one file may declare, about 8 times the GPUs of a 16,384-host x 8-GPU cluster:
 #: every line's NodeName= hostlist times its File= devices, so two large ranges on one line (each under the
-#: hostlist cap) would otherwise multiply into billions
+#: hostlist cap) would otherwise multiply into billions. Other unshared GRES' (node, device file) pairs count
+#: too: the reader holds them per node to find a device listed twice
 GRES_GPU_LIMIT = 1 << 20
 
 
@@ -279,11 +282,18 @@ def _count_value(m: re.Match) -> int:
 
 
 def _files(value: str, source: str, lineno: int, key: str) -> list[str]:
-    """File=/Files=/MultipleFiles=: a hostlist of paths, split where Slurm's hostlist splits (blanks too)."""
+    """File=/Files=/MultipleFiles=: a hostlist of paths, split where Slurm's hostlist splits (blanks too), a path
+    given twice kept twice: slurmd's hostlist_create joins only adjacent ranges (`hostlist_push_range`), so
+    `/dev/nvidia[0,0]` and `/dev/nvidia0,/dev/nvidia0` are two names to `_validate_file`'s count (Count=2)."""
     try:
-        return slurm_hostlist(value)
+        names = slurm_hostlist(value)   # checked and capped as every hostlist; it drops repeats
     except ValueError as exc:
         raise ParseError(source, lineno, f"{key}: {exc}") from None
+    if not names:
+        return names
+    # the same expression with its repeats: the library caps each part with them counted, and slurm_hostlist the
+    # parts' sum before dropping any, so this list is no longer than MAX_NAMES either
+    return _hl.expand_hostlist(",".join(re.split(r"[\t \n]+", value.strip(" \t\n"))), allow_duplicates=True)
 
 
 def _logical_lines(text: str):
@@ -341,8 +351,13 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
     files and the file at most GRES_GPU_LIMIT (node, GPU) pairs. Refused too, where slurmd would stop or silently
     drop part of the line: both keys of a pair slurmd reads one of (Cores/CPUs, File/Files, Link/Links), an in-line
     AutoDetect= without NodeName=, an AutoDetect= value slurmd does not know or that contradicts an earlier one,
-    Links= without exactly one -1 or past 1023, File= with MultipleFiles=, MultipleFiles= of one file, and Count=
-    other than the number of File= devices (gpu and other unshared GRES)."""
+    Links= without exactly one -1 or past 1023, File= with MultipleFiles=, MultipleFiles= of one file, Count=
+    other than the number of File= devices (gpu and other unshared GRES; a device listed twice counts twice, as
+    slurmd counts it), and a device a node gets twice under one name, on one line (`File=/dev/nvidia[0,0]`) or
+    two (a NodeName= line and a line for every node both naming /dev/nvidia0): slurmd stops at it ('duplicate
+    device file name'), and two files of one GPU index (/dev/nvidia0, /dev/nvidia00) would be two GPUs to slurmd
+    and one here. mps and shard lines, which name the GPUs they share, and MultipleFiles= are not held to it
+    (slurmd's check leaves MultipleFiles= out too)."""
     out = GresConf([], [])
     if text.startswith("\ufeff"):
         raise ParseError(source, 1, "starts with a byte-order mark (U+FEFF), which slurmd reads as part of the first "
@@ -352,6 +367,55 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
         raise ParseError(source, text.count("\n", 0, at) + 1, "a NUL character: slurmd reads the line only up to "
                                                               "it")
     autodetect_at: dict[str | None, int] = {}   # node (None: file-wide) -> line of its AutoDetect=
+    # the devices each node has been given so far, as slurmd's `_foreach_fill_in_gres_devices` collects them per
+    # GRES name across all of the node's lines: (name, device) -> node (None: every node) -> (line, device file).
+    # A GPU's device is its index (two files of one index are one GPU to the comparison), any other its path.
+    given: dict[tuple[str, int | str], dict[str | None, tuple[int, str]]] = {}
+    given_n = 0   # (node, device) pairs in `given`, capped at GRES_GPU_LIMIT
+
+    def earlier(seen: dict, nodes: list) -> tuple[str | None, tuple[int, str]] | None:
+        """(node, (line, file)) where an earlier entry of `seen` gives one of `nodes` the device again."""
+        if None in seen:   # a line for every node came first
+            return nodes[0], seen[None]
+        if nodes[0] is None:   # this line is for every node
+            n = next(iter(seen))
+            return n, seen[n]
+        if seen.keys().isdisjoint(nodes):
+            return None
+        n = next(n for n in nodes if n in seen)
+        return n, seen[n]
+
+    def give(name: str, files: list[str], nodes: list, lineno: int, key: str, value: str) -> None:
+        """Refuse a device a node already has under `name`: slurmd stops at the same file twice ('duplicate
+        device file name'), and a GPU index under two files would be two GPUs to slurmd and one here."""
+        nonlocal given_n
+        gpu = name.lower() == "gpu"
+        if given_n + len(files) * len(nodes) > GRES_GPU_LIMIT:
+            raise ParseError(source, lineno, f"more than {GRES_GPU_LIMIT} (node, {'GPU' if gpu else 'device'}) "
+                                             f"pairs in the file: this line adds {len(nodes)} node(s) x "
+                                             f"{len(files)} device(s)")
+        given_n += len(files) * len(nodes)
+        for f in files:
+            m = _NVIDIA_DEV.fullmatch(f) if gpu else None
+            index = int(m.group(1)) if m and len(m.group(1)) <= 100 else None
+            seen = given.setdefault(("gpu", index) if index is not None else (name, f), {})
+            hit = earlier(seen, nodes) if seen else None
+            if hit:
+                n, (at, other) = hit
+                where = "every node" if n is None else f"node {_shown(n)}"
+                if other == f and at == lineno:
+                    raise ParseError(source, lineno, f"{key}={_shown(value)} names {_shown(f)} twice: slurmd counts "
+                                                     f"two {name} devices, then stops ('duplicate device file "
+                                                     "name'); list each device once")
+                if other == f:
+                    raise ParseError(source, lineno, f"{key}: {_shown(f)} for {where} again (line {at} lists it): "
+                                                     "slurmd stops ('duplicate device file name'); list each "
+                                                     "device once")
+                first = "this line" if at == lineno else f"line {at}"
+                raise ParseError(source, lineno, f"{key}: {_shown(f)} is GPU {index} for {where}, which {first} "
+                                                 f"names {_shown(other)}: slurmd counts two GPUs, one per file; "
+                                                 "name each GPU by one file")
+            seen.update(dict.fromkeys(nodes, (lineno, f)))
 
     def set_autodetect(nodes, value: str, lineno: int) -> None:
         flag = _autodetect(value, source, lineno)
@@ -421,9 +485,10 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
             if len(_files(kv["MultipleFiles"], source, lineno, "MultipleFiles")) < 2:
                 raise ParseError(source, lineno, "MultipleFiles= names one file: slurmd stops ('MultipleFiles does "
                                                  "not contain multiple files. Use File instead')")
+        files = _files(kv[file_key], source, lineno, file_key) if file_key in kv else None
         if count and kv["Name"] not in _SHARED and (file_key in kv or "MultipleFiles" in kv):
             # slurmd stops when Count= differs from the devices File= names (MultipleFiles= is one device)
-            devices = len(_files(kv[file_key], source, lineno, file_key)) if file_key in kv else 1
+            devices = len(files) if files is not None else 1
             if _count_value(count) != devices:
                 raise ParseError(source, lineno, f"Count={_shown(kv['Count'])}, but "
                                                  f"{file_key if file_key in kv else 'MultipleFiles'}= names "
@@ -433,6 +498,8 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
         cores = _cores(kv[cores_key], source, lineno, cores_key) if cores_key in kv else None
         links_key = "Links" if "Links" in kv else "Link"
         links = _links(kv[links_key], source, lineno, links_key) if links_key in kv else None
+        if files and kv["Name"] not in _SHARED:   # mps and shard name the GPUs they share; MultipleFiles= is
+            give(kv["Name"], files, nodes, lineno, file_key, kv[file_key])   # left out of slurmd's check too
         if kv["Name"].lower() != "gpu":
             out.other += 1
             continue
@@ -442,7 +509,6 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
         if file_key not in kv:
             out.skipped.append((lineno, "Name=gpu without File= names no GPU index"))
             continue
-        files = _files(kv[file_key], source, lineno, file_key)
         if not files:
             raise ParseError(source, lineno, f"{file_key}: expected a device path such as /dev/nvidia0")
         devices = [_NVIDIA_DEV.fullmatch(f) for f in files]
@@ -457,10 +523,7 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
             bad = next(m.group(0) for m in devices if len(m.group(1)) > 100)
             raise ParseError(source, lineno, f"{file_key}: the device number of {_shown(bad)} has more than 100 "
                                              f"digits") from None
-        if len(out.gpus) + len(indices) * len(nodes) > GRES_GPU_LIMIT:
-            raise ParseError(source, lineno, f"more than {GRES_GPU_LIMIT} (node, GPU) pairs in the file: this line "
-                                             f"adds {len(nodes)} node(s) x {len(indices)} device(s)")
-        for i in indices:
+        for i in indices:   # within GRES_GPU_LIMIT and each (node, GPU) once: `give` saw to both
             for n in nodes:
                 out.gpus.append(GresGpu(n, i, lineno, kv.get("Type"), cores, links))
     return out

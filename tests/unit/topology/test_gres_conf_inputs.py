@@ -227,3 +227,94 @@ def test_count_takes_slurmds_suffixes():
     c = read_gres_conf("Name=mps Count=1KiB File=/dev/nvidia0\nName=shard Count=2kb File=/dev/nvidia0\n"
                        "Name=gpu Count=4 File=/dev/nvidia[0-3]\n", "g")
     assert (c.other, len(c.gpus)) == (2, 4)
+
+
+# ----------------------------------- a device listed twice for one node (gres.c _validate_file, _foreach_fill_in_...)
+
+@pytest.mark.parametrize("value, files, repeated", [
+    ("/dev/nvidia[0,0]", "/dev/nvidia[0,0]", "/dev/nvidia0"),
+    ("/dev/nvidia0,/dev/nvidia0", "/dev/nvidia0,/dev/nvidia0", "/dev/nvidia0"),
+    ('"/dev/nvidia0 /dev/nvidia0"', "/dev/nvidia0 /dev/nvidia0", "/dev/nvidia0"),
+    ("/dev/nvidia[0-1,1]", "/dev/nvidia[0-1,1]", "/dev/nvidia1"),
+    ("/dev/nvidia[0-1],/dev/nvidia1", "/dev/nvidia[0-1],/dev/nvidia1", "/dev/nvidia1"),
+])
+def test_a_file_list_naming_a_device_twice_is_refused(value, files, repeated):
+    """slurmd's hostlist keeps a name given twice (hostlist_push_range joins only adjacent ranges): `_validate_file`
+    counts it twice, then `_foreach_fill_in_gres_devices` logs 'gpu duplicate device file name' and the GPU plugin
+    stops slurmd. The reader's hostlist dropped the repeat: one GPU, no word."""
+    assert refusal(f"Name=gpu File={value}\n") == (
+        f"g:1: File={files!r} names {repeated!r} twice: slurmd counts two gpu devices, then stops ('duplicate device "
+        "file name'); list each device once")
+
+
+def test_count_counts_a_repeated_device_as_slurmd_does():
+    """`_validate_file` counts `/dev/nvidia[0,0]` as 2: Count=1 stops slurmd ('count does not match'), where the
+    reader read one GPU; Count=2 passes that check (it was refused as '1 device(s)') and stops at the repeat."""
+    assert refusal("Name=gpu Count=1 File=/dev/nvidia[0,0]\n").startswith(
+        "g:1: Count='1', but File= names 2 device(s): slurmd stops ('count does not match File value')")
+    assert refusal("Name=gpu Count=2 File=/dev/nvidia[0,0]\n").startswith(
+        "g:1: File='/dev/nvidia[0,0]' names '/dev/nvidia0' twice")
+    assert refusal("Name=nic Count=2 File=/dev/mlx5_[0,0]\n").startswith(
+        "g:1: File='/dev/mlx5_[0,0]' names '/dev/mlx5_0' twice: slurmd counts two nic devices")
+
+
+@pytest.mark.parametrize("text, words", [
+    # the same node and name on two lines: slurmd collects every line's devices for the node, then stops
+    ("NodeName=n1 Name=gpu File=/dev/nvidia0\nNodeName=n1 Name=gpu File=/dev/nvidia0\n",
+     "g:2: File: '/dev/nvidia0' for node 'n1' again (line 1 lists it): slurmd stops ('duplicate device file name')"),
+    # hostlists that overlap in one node; another Type= does not make it another device
+    ("NodeName=n[1-3] Name=gpu Type=a File=/dev/nvidia[0-1]\nNodeName=n[3-4] Name=gpu Type=b File=/dev/nvidia1\n",
+     "g:2: File: '/dev/nvidia1' for node 'n3' again (line 1 lists it)"),
+    # a line without NodeName= is every node's, either way round
+    ("Name=gpu File=/dev/nvidia0\nNodeName=n2 Name=gpu File=/dev/nvidia0\n",
+     "g:2: File: '/dev/nvidia0' for node 'n2' again (line 1 lists it)"),
+    ("NodeName=n2 Name=gpu File=/dev/nvidia[0-1]\nName=gpu File=/dev/nvidia1\n",
+     "g:2: File: '/dev/nvidia1' for node 'n2' again (line 1 lists it)"),
+    ("Name=gpu File=/dev/nvidia0\n# again\nName=gpu Files=/dev/nvidia0\n",
+     "g:3: Files: '/dev/nvidia0' for every node again (line 1 lists it)"),
+    # a GPU file the comparison has no index for, and another GRES: slurmd stops all the same
+    ("Name=gpu File=/dev/dri/renderD128\nName=gpu File=/dev/dri/renderD128\n",
+     "g:2: File: '/dev/dri/renderD128' for every node again (line 1 lists it)"),
+    ("NodeName=n1 Name=nic File=/dev/mlx5_0\nNodeName=n1 Name=nic File=/dev/mlx5_0\n",
+     "g:2: File: '/dev/mlx5_0' for node 'n1' again (line 1 lists it)"),
+])
+def test_a_device_listed_again_for_the_same_node_and_name_is_refused(text, words):
+    """The reader kept both lines and `topo lint --gres` compared one GPU (the later line's Cores=/Links=)."""
+    assert refusal(text).startswith(words)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Name=gpu File=/dev/nvidia0,/dev/nvidia00\n", "g:1: File: '/dev/nvidia00' is GPU 0 for every node, which this "
+                                                   "line names '/dev/nvidia0': slurmd counts two GPUs, one per file"),
+    ("NodeName=n1 Name=gpu File=/dev/nvidia0\nNodeName=n1 Name=gpu File=/lab/dev/nvidia0\n",
+     "g:2: File: '/lab/dev/nvidia0' is GPU 0 for node 'n1', which line 1 names '/dev/nvidia0'"),
+])
+def test_one_gpu_index_under_two_files_is_refused(text, words):
+    """slurmd compares file names only: two files are two GPUs to it, and were one GPU (the last line's) here."""
+    assert refusal(text).startswith(words)
+
+
+def test_one_device_on_other_nodes_or_under_other_names_is_read():
+    """The same file on other nodes, under gpu and the mps/shard that share it, or in a MultipleFiles= (slurmd's
+    check leaves those out) is no repeat."""
+    c = read_gres_conf("NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\nNodeName=n2 Name=gpu File=/dev/nvidia[0-1]\n"
+                       "NodeName=n[1-2] Name=mps Count=200 File=/dev/nvidia[0-1]\n"
+                       "NodeName=n[1-2] Name=shard Count=8 File=/dev/nvidia0\n"
+                       "NodeName=n[1-2] Name=shard Count=8 File=/dev/nvidia0\n"
+                       "NodeName=n3 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21\n"
+                       "NodeName=n3 Name=gpu MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap22\n", "g")
+    assert sorted((g.node, g.index) for g in c.gpus) == [("n1", 0), ("n1", 1), ("n2", 0), ("n2", 1)]
+    assert (c.other, len(c.skipped)) == (3, 2)
+
+
+def test_a_repeat_is_refused_by_the_lint_not_compared_once():
+    """`topo lint --gres` against a node with GPUs 0 and 1: a file listing GPU 0 twice matched, no finding."""
+    with pytest.raises(ParseError, match=r"^g:1: File='/dev/nvidia\[0,0-1\]' names '/dev/nvidia0' twice"):
+        compare_gres(one_host(), "NodeName=n1 Name=gpu File=/dev/nvidia[0,0-1]\n", "g")
+
+
+def test_nodes_times_other_devices_past_the_limit_is_refused():
+    """Other GRES' devices are held per node too, so their pairs count against the same limit."""
+    assert refusal("NodeName=n[00000-99999] Name=nic File=/dev/mlx5_[0-10]\n") == (
+        f"g:1: more than {GRES_GPU_LIMIT} (node, device) pairs in the file: this line adds 100000 node(s) x 11 "
+        f"device(s)")
