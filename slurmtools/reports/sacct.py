@@ -61,8 +61,9 @@ FIELDS: dict[str, tuple[str, pa.DataType]] = {
 }
 #: fields read only to read the times of a zone with clock changes (`zone.resolve`): never a bad row for them
 _HINTS = ("elapsedraw", "elapsed")
-#: the fields a dump must have (a tuple: any one of them)
-REQUIRED = (("JobID", "JobIDRaw"), "State", "Start", "End")
+#: the fields a dump must have (a tuple: any one of them); AllocTRES too: without it no run's GPUs are known, and a
+#: GPU report of such a dump would count none (it used to, with a note)
+REQUIRED = (("JobID", "JobIDRaw"), "State", "Start", "End", "AllocTRES")
 #: the fields `sacct -o` should ask for (advise asks for these and its own)
 SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "QOS", "State", "ExitCode",
                 "Submit", "Eligible", "Start", "End", "NodeList", "NNodes", "NTasks", "AllocTRES", "ReqTRES",
@@ -273,8 +274,6 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
                                          block_bytes, zone, hints)
         _time_forms(runs.time_forms, name)
     low_inc = set(labels)
-    if "alloc_tres" not in low_inc:
-        notes.append("the dump has no AllocTRES field: GPU counts are unknown (0)")
     if "job_id_raw" not in low_inc:
         notes.append("the dump has no JobIDRaw field: array tasks are told apart by JobID text")
     if runs.util_unread:

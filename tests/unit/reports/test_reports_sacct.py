@@ -90,15 +90,25 @@ def test_missing_required_field_names_it(tmp_path):
     p.write_text("JobID|State|Start\n1|COMPLETED|2026-11-02T00:00:00\n")
     with pytest.raises(ParseError) as e:
         read_sacct(p)
-    assert str(e.value).startswith(f"{p}:1: the header line lacks sacct field(s) End (read 3 field(s) separated "
-                                   f"by '|')") and "\n" not in str(e.value)
+    assert str(e.value).startswith(f"{p}:1: the header line lacks sacct field(s) End, AllocTRES (read 3 field(s) "
+                                   f"separated by '|')") and "\n" not in str(e.value)
+
+
+def test_a_dump_without_alloctres_is_refused_not_read_as_no_gpus(tmp_path):
+    """Without AllocTRES no run's GPUs are known: the report used to count every run as holding none (0 GPU-hours,
+    0 % utilisation) with a note; now the dump is refused in one line naming the field."""
+    p = tmp_path / "d.txt"
+    p.write_text("JobID|JobIDRaw|State|Start|End|ReqTRES\n1|1|COMPLETED|2026-11-02T00:00:00|2026-11-02T01:00:00|"
+                 "cpu=1,gres/gpu=8\n")
+    with pytest.raises(ParseError, match=r"d.txt:1: the header line lacks sacct field\(s\) AllocTRES \(read 6"):
+        read_sacct(p)
 
 
 def test_bad_time_names_line_and_field(tmp_path):
     """A bad row is skipped and listed (issue 12), not the end of the whole dump."""
     p = tmp_path / "d.txt"
-    p.write_text("JobID|State|Start|End\n1|COMPLETED|2026-11-02T00:00:00|2026-11-02T01:00:00\n"
-                 "2|COMPLETED|yesterday|2026-11-02T01:00:00\n")
+    p.write_text("JobID|State|Start|End|AllocTRES\n1|COMPLETED|2026-11-02T00:00:00|2026-11-02T01:00:00|\n"
+                 "2|COMPLETED|yesterday|2026-11-02T01:00:00|\n")
     acc = read_sacct(p)
     assert acc.jobs["job_id"].tolist() == ["1"]
     [bad] = acc.bad.rows
@@ -115,10 +125,10 @@ def test_empty_and_missing_files(tmp_path):
 
 
 def test_too_few_fields_is_listed_not_lost():
-    text = "JobID|JobName|State|Start|End\n1|x|COMPLETED|2026-11-02T00:00:00\n"
+    text = "JobID|JobName|State|Start|End|AllocTRES\n1|x|COMPLETED|2026-11-02T00:00:00\n"
     acc = read_sacct(text, text=True)
     assert len(acc.jobs) == 0
-    assert [(b.line, b.reason) for b in acc.bad.rows] == [(2, "expected 5 fields separated by '|', got 4")]
+    assert [(b.line, b.reason) for b in acc.bad.rows] == [(2, "expected 6 fields separated by '|', got 4")]
 
 
 def test_progress_callback_reaches_the_whole_file(tmp_path):
