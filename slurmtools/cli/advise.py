@@ -156,17 +156,20 @@ def _notify(advice, site, label: str, out: str | None, json_out: bool) -> None:
         print_json({"notices": [{"user": m.user, "shapes": m.shapes, "to": d} for m, d in zip(msgs, done)]})
 
 
-def right_size_request(req, site, state, *, sacct_file=None, epilog_dir=None):
+def right_size_request(req, site, state, *, sacct_file=None, epilog_dir=None, tz=None):
     """`plan --right-size`: (the request with its shape's recommendation applied, RightSize). The history is the
-    site's lookback, read as `advise` reads it (the live sacct through the plan's backend, or --sacct-file)."""
+    site's lookback, read as `advise` reads it (the live sacct through the plan's backend, or --sacct-file, its
+    times in --tz or this machine's zone, `report_zone`)."""
     from slurmtools.advise.rightsize import right_size
 
+    zone = report_zone(tz, sacct_file)
     if sacct_file is None and state.backend is None:
         raise OptionError(f"--right-size: no job history without Slurm ({state.note.split(';')[0]}); give "
                           f"--sacct-file PATH")
     if sacct_file is not None:
         check_sacct_file(sacct_file)
-    s, u, label = history_window(None, site)
+    # with --tz, "now" is the dump's zone's wall clock, as advise's window reads it
+    s, u, label = history_window(None, site, now=None if tz is None else _now_in(zone))
     advice, nruns, _ = gather_advice(site, s, u, sacct_file=sacct_file, epilog_dir=epilog_dir,
-                                     backend=state.backend, user=req.user)
+                                     backend=state.backend, user=req.user, zone=zone)
     return right_size(req, advice, nruns, label)

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, fail, print_json
+from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, TzOpt, fail, print_json
 from slurmtools.cli.plan_cmd import build_request, plan_and_render
 
 templates_app = typer.Typer(help="List and show the job templates (bundled, site and $SLURMTOOLS_TEMPLATE_PATH).",
@@ -102,7 +102,7 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
          checkpoint_signal: Optional[str] = CkptSignalOpt,
          slurm_version: Optional[str] = SlurmVersionOpt, right_size: bool = RightSizeOpt,
          sacct_file: Optional[str] = HistSacctOpt, epilog_dir: Optional[str] = HistEpilogOpt,
-         site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
+         tz: Optional[str] = TzOpt, site_path: Optional[str] = SiteOpt, json_out: bool = JsonOpt) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script."""
     from slurmtools.cli.plan_cmd import plan as run
 
@@ -111,7 +111,7 @@ def plan(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, n
         output_dir=output_dir, workdir=workdir, env=env, var=var, sweep=sweep, max_wait=max_wait, tp_size=tp_size,
         handles_signal=handles_signal, cpus=cpus, ntasks=ntasks, mem=mem, idle=idle,
         checkpoint_signal=checkpoint_signal, slurm_version=slurm_version, right_size=right_size,
-        sacct_file=sacct_file, epilog_dir=epilog_dir, site_path=site_path, json_out=json_out)
+        sacct_file=sacct_file, epilog_dir=epilog_dir, tz=tz, site_path=site_path, json_out=json_out)
 
 
 def submit(command: Optional[List[str]] = CmdArg, gpus: Optional[int] = GpusOpt, nodes: Optional[int] = NodesOpt,

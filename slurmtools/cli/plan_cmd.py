@@ -106,7 +106,7 @@ def plan(*, command: Optional[List[str]], gpus: Optional[int], nodes: Optional[i
          max_wait: Optional[str], tp_size: Optional[int], handles_signal: bool, cpus: Optional[int],
          ntasks: Optional[int], mem: Optional[str], idle: bool, checkpoint_signal: Optional[str],
          slurm_version: Optional[str], right_size: bool, sacct_file: Optional[str], epilog_dir: Optional[str],
-         site_path: Optional[str], json_out: bool) -> None:
+         tz: Optional[str], site_path: Optional[str], json_out: bool) -> None:
     """Dry run: the plan, why each directive was chosen, and the rendered sbatch script. Every option is given by
     name, with typer's default where the line has none (the defaults live in `cli/jobs.py`'s declarations only)."""
     from slurmtools.cli import job_checks as checks
@@ -124,9 +124,10 @@ def plan(*, command: Optional[List[str]], gpus: Optional[int], nodes: Optional[i
     if right_size:
         from slurmtools.cli.advise import right_size_request
 
-        req, sized = right_size_request(req, site, state, sacct_file=sacct_file, epilog_dir=epilog_dir)
-    elif sacct_file is not None or epilog_dir is not None:
-        raise OptionError(f"{'--sacct-file' if sacct_file is not None else '--epilog-dir'}: only with --right-size")
+        req, sized = right_size_request(req, site, state, sacct_file=sacct_file, epilog_dir=epilog_dir, tz=tz)
+    elif sacct_file is not None or epilog_dir is not None or tz is not None:
+        opt = "--sacct-file" if sacct_file is not None else "--epilog-dir" if epilog_dir is not None else "--tz"
+        raise OptionError(f"{opt}: only with --right-size")
     p, info, script = plan_and_render(req, site, state)
     p = checks.after_plan(p, ident)
     if sized is not None:

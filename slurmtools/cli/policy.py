@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, fail, print_json, slurm_release
+from slurmtools.cli.common import JsonOpt, SiteOpt, SlurmVersionOpt, TzOpt, fail, print_json, slurm_release
 
 policy_app = typer.Typer(help="Admission policies: check a request, refresh budget usage, replay past jobs.",
                          no_args_is_help=True)
@@ -308,6 +308,23 @@ def _submissions(records: list, cluster: str, source: str) -> tuple[list, list[s
     return kept, notes
 
 
+def _live_records(start, end, zone) -> tuple[list, list[str]]:
+    """The jobs of [start, end) from the backend's accounting (`--allocations`, no `--duplicates`): sacct's text
+    read with the times in `zone` (`parse_in_zone`), as `sandbox replay --since` reads it; a backend without
+    sacct's text (none of slurmtools' own) gives its records as they read them."""
+    from slurmtools.cli.common import backend as get_backend
+    from slurmtools.slurm.commands import ACCT_FIELDS
+    from slurmtools.slurm.sacct_times import parse_in_zone
+
+    b = get_backend()
+    dump = getattr(b, "accounting_dump", None)
+    if dump is None:
+        return b.accounting(start, end, all_users=True, steps=False, duplicates=False), []
+    text = dump(start, end, ACCT_FIELDS, all_users=True, steps=False, duplicates=False)
+    records, notes = parse_in_zone(text, "sacct", (("JobID", "JobIDRaw"),), zone)
+    return records, list(notes)
+
+
 @policy_app.command("replay")
 def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate site file to replay"),
                since: str = typer.Option("30d", "--since", help="How far back, e.g. 30d, 12h"),
@@ -315,24 +332,30 @@ def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate
                                                         help="`sacct --parsable2` dump (with header) instead of "
                                                              "asking Slurm"),
                show: int = typer.Option(20, "--show", min=0, help="How many changed jobs to list"),
-               json_out: bool = JsonOpt) -> None:
+               tz: Optional[str] = TzOpt, json_out: bool = JsonOpt) -> None:
     """Run a candidate configuration's policies over past jobs; report what would be refused or re-routed."""
     from datetime import datetime, timedelta, timezone
 
+    from slurmtools.cli.report import report_zone
     from slurmtools.durations import parse_duration
     from slurmtools.policy.replay import replay
+    from slurmtools.slurm.sacct_times import parse_in_zone
 
     try:
         secs = parse_duration(since)
     except ValueError as exc:
         fail(f"--since: {exc}")
+    # sacct's local times are read as instants of this zone (--tz: the dump's; else this machine's, in which sacct
+    # run from here prints them), as the report reads them: submissions in the order they were made and a job's
+    # GPU-hours counted from the instant it ended, in the autumn change's repeated hour too; budgets are per month
+    # of this zone's calendar, as admission counts them
+    zone = report_zone(tz, sacct_file)
     s, fabric = _site_fabric(site)
     end = datetime.now(timezone.utc)
     start = end - timedelta(seconds=secs)
     if sacct_file:
         from slurmtools.errors import ParseError
         from slurmtools.policy.replay import REPLAY_FIELDS
-        from slurmtools.slurm.commands import parse_sacct
 
         try:
             with open(sacct_file) as fh:
@@ -342,17 +365,15 @@ def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate
         if not text.strip():
             raise ParseError(sacct_file, 1, "empty; expected `sacct --parsable2` output with its header line")
         try:
-            records = parse_sacct(text, sacct_file, REPLAY_FIELDS)
+            records, zone_notes = parse_in_zone(text, sacct_file, REPLAY_FIELDS, zone)
         except (ValueError, KeyError) as exc:
             raise ParseError(sacct_file, None, f"cannot read sacct output: {exc}") from None
         records = [r for r in records if (r.submit or r.start or r.end) is None or (r.submit or r.start or r.end) >= start]
         records, notes = _submissions(records, s.cluster_name, sacct_file)
+        notes += zone_notes
     else:
-        from slurmtools.cli.common import backend as get_backend
-
-        records = get_backend().accounting(start, end, all_users=True, steps=False, duplicates=False)
-        notes = []
-    rep = replay(s, fabric, records)
+        records, notes = _live_records(start, end, zone)
+    rep = replay(s, fabric, records, zone)
     if json_out:
         print_json({**rep.to_json(), "notes": notes})
         return

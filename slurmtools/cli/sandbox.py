@@ -280,21 +280,34 @@ def _model(site, raw: dict, node_scale: str):
 
 
 def _from_slurm(since: str, limits: dict):
-    """The history from this cluster's accounting: every run of every job that ended in the last `since`."""
+    """The history from this cluster's accounting: every run of every job that ended in the last `since`. sacct's
+    text is read as a --trace file is (`trace_from_text`: the same checks, and the times as instants of this
+    machine's zone, the autumn change's repeated hour told apart by ElapsedRaw): the backend's records have read
+    each time already, a repeated one as its first pass, and no longer say which times were printed alike."""
     from datetime import datetime, timedelta, timezone
 
     from slurmtools.cli.common import backend
     from slurmtools.durations import parse_duration
-    from slurmtools.sandbox.trace import trace_from_records
+    from slurmtools.sandbox.trace import trace_from_records, trace_from_text
+    from slurmtools.slurm.commands import ACCT_FIELDS
 
     try:
         secs = parse_duration(since)
     except ValueError as exc:
         fail(f"--since: {exc}")
     end = datetime.now(timezone.utc)
-    records = backend().accounting(end - timedelta(seconds=secs), end, all_users=True, steps=False,
-                                   duplicates=True)
-    return trace_from_records(records, f"sacct (last {since})", partition_limits=limits)
+    b = backend()
+    source = f"sacct (last {since})"
+    dump = getattr(b, "accounting_dump", None)
+    if dump is None:   # a backend without sacct's text (none of slurmtools' own): its records as they read them
+        records = b.accounting(end - timedelta(seconds=secs), end, all_users=True, steps=False, duplicates=True)
+        return trace_from_records(records, source, partition_limits=limits)
+    # what `accounting(steps=False, duplicates=True)` asks sacct (pyslurm's backend too: its filter has no
+    # --duplicates), with ACCT_FIELDS: ElapsedRaw among them
+    text = dump(end - timedelta(seconds=secs), end, ACCT_FIELDS, all_users=True, steps=False, duplicates=True)
+    if not text.strip():   # no header either: no job, said as the records' reader says it
+        return trace_from_records([], source, partition_limits=limits)
+    return trace_from_text(text, source, partition_limits=limits)
 
 
 def _progress_line():

@@ -5,12 +5,18 @@ Pure: accounting records in, a report out. Each allocation record becomes a `Job
 script, so script-based rules (the checkpoint signal) cannot be replayed and are reported as skipped. Budgets
 are replayed month by month: a job counts against its account once it has ended, unless the candidate
 configuration would have refused it.
+
+Times are instants (aware datetimes): the caller reads sacct's local wall-clock times in the zone they were
+printed in (`slurm.sacct_times`), so jobs are taken in the order they were submitted and a job's GPU-hours count
+from the instant it ended, in the autumn change's repeated hour too. Months are that zone's calendar months, as
+the admission check's budgets are (`policy.engine.current_usage`: per local month).
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Iterable
 
 from slurmtools.policy.base import Decision, PolicyContext, evaluate, load_policies
@@ -68,12 +74,28 @@ class ReplayReport:
         }
 
 
-def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
+def _months(zone, times: list) -> list[str]:
+    """`YYYY-MM` of each time's month in `zone` (a `reports.zone.Zone`; None: as the datetime reads, UTC for
+    sacct's records), "" where the time is None."""
+    if zone is None:
+        return [t.strftime("%Y-%m") if t is not None else "" for t in times]
+    import numpy as np
+
+    have = [t for t in times if t is not None]
+    local = iter(zone.to_local(np.array([int(t.timestamp()) for t in have], dtype=np.int64)).tolist())
+    return ["" if t is None else datetime.fromtimestamp(next(local), timezone.utc).strftime("%Y-%m") for t in times]
+
+
+def replay(site, fabric, records: Iterable[AcctRecord], zone=None) -> ReplayReport:
+    """`zone`: the zone whose calendar months the budgets are (a `reports.zone.Zone`); None: the records'
+    datetimes' own (UTC for sacct's)."""
     def order(r: AcctRecord):
         ts = r.submit or r.start or r.end
         return (ts.timestamp() if ts else 0.0, r.job_id_raw, r.job_id)
 
     allocs = sorted((r for r in records if r.step is None), key=order)
+    submitted = _months(zone, [r.submit or r.start for r in allocs])
+    ended = _months(zone, [r.end for r in allocs])
     all_pols = load_policies(site, fabric)
     pols = [p for p in all_pols if p.name not in NEEDS_SCRIPT]
     skipped = tuple(p.name for p in all_pols if p.name in NEEDS_SCRIPT)
@@ -82,9 +104,8 @@ def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
     spent: dict[tuple[str, str], float] = {}  # (month, account) -> GPU-hours of admitted jobs ended so far
     buckets: dict[tuple[str, str], Bucket] = {}
     changed = []
-    for r in allocs:
+    for r, month, end_month in zip(allocs, submitted, ended):
         when = r.submit or r.start
-        month = when.strftime("%Y-%m") if when else ""
         while pending and when is not None and pending[0][0] <= when.timestamp():
             _, m, acct, gh_done = heapq.heappop(pending)
             spent[(m, acct)] = spent.get((m, acct), 0.0) + gh_done
@@ -109,5 +130,5 @@ def replay(site, fabric, records: Iterable[AcctRecord]) -> ReplayReport:
             changed.append((r.job_id, r.account, tier, d))
         final_qos = new_qos or r.qos
         if final_qos not in free and r.end is not None:
-            heapq.heappush(pending, (r.end.timestamp(), r.end.strftime("%Y-%m"), r.account, gh))
+            heapq.heappush(pending, (r.end.timestamp(), end_month, r.account, gh))
     return ReplayReport(jobs=len(allocs), skipped_policies=skipped, buckets=buckets, changed=changed)

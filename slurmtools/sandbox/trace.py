@@ -7,10 +7,10 @@ Both are counted in `Trace.notes`. A requeued job (`sacct -D` lists each run) is
 its GPUs, and the run time of the run that ended it (what a job that resumes from a checkpoint still had to do is
 not recorded anywhere, so the replayed job does that last run's work).
 
-sacct prints local wall-clock times; a history's are read in this machine's zone as the report reads a dump
-(`reports.zone`): the autumn change's repeated hour by ElapsedRaw or Elapsed, else so that End is not before Start,
-else as its first pass (counted in a note), and a time the spring change skipped is refused
-(`_read_repeated_hour`).
+sacct prints local wall-clock times; a history's (a file, or the backend's sacct text for `--since`) are read in
+this machine's zone as the report reads a dump (`reports.zone`): the autumn change's repeated hour by ElapsedRaw or
+Elapsed, else so that End is not before Start, else as its first pass (counted in a note), and a time the spring
+change skipped is refused (`slurm.sacct_times`).
 """
 
 from __future__ import annotations
@@ -277,37 +277,27 @@ def load_trace(path: str, *, partition_limits: dict[str, float] | None = None, c
                ) -> Trace:
     """A `sacct --parsable2` dump with the TRACE_FIELDS (one line naming the file and what it lacks otherwise);
     `cluster`: the one kept of a history of several (`trace_from_records`)."""
-    from slurmtools.slurm.commands import parse_sacct
-
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ParseError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    return trace_from_text(text, path, partition_limits=partition_limits, cluster=cluster)
+
+
+def trace_from_text(text: str, source: str, *, partition_limits: dict[str, float] | None = None,
+                    cluster: str | None = None) -> Trace:
+    """`load_trace` of a history's text (a file's, or the backend's `accounting_dump` for `--since`): every job
+    line checked (`_row_checker`), and its times read in this machine's zone (`_zone`)."""
+    from slurmtools.slurm.sacct_times import parse_in_zone
+
     if not text.strip():
-        raise ParseError(path, 1, "empty; expected `sacct " + " ".join(SACCT_OPTIONS[:3]) + " -o ...` output "
-                                  "with its header line")
-    zone = _zone()
-    wall_clock = [] if zone is not None else None   # the job lines' times as written, read again in `zone`
-    records = parse_sacct(text, path, TRACE_FIELDS, check=_row_checker(path, wall_clock))
-    notes: tuple[str, ...] = ()
-    if wall_clock is not None:
-        records, notes = _read_repeated_hour(records, wall_clock, zone, path)
-    trace = trace_from_records(records, path, partition_limits=partition_limits, cluster=cluster)
+        raise ParseError(source, 1, "empty; expected `sacct " + " ".join(SACCT_OPTIONS[:3]) + " -o ...` output "
+                                    "with its header line")
+    records, notes = parse_in_zone(text, source, TRACE_FIELDS, _zone(), check=_row_checker(source),
+                                   what="the history")
+    trace = trace_from_records(records, source, partition_limits=partition_limits, cluster=cluster)
     return Trace(trace.jobs, trace.source, trace.notes + notes) if notes else trace
-
-
-# -------------------------------------------------------------------------------- the zone sacct wrote the times in
-#
-# parse_sacct reads each local time as the C library does: a time in the autumn change's repeated hour as its first
-# pass. A run from the first pass into the second then read an hour short (or End before Start), and a job started
-# in the second pass read as started an hour early. The job lines' times are read again here as the report reads a
-# dump (`reports.zone.resolve`, the one home of that rule), where that reading differs from the C library's.
-
-#: the local times `reports.zone` tables clock changes for (1970 to 2200, what the report reads); a time outside
-#: them keeps the C library's reading
-_TABLED = (0, 7258118400)
-_TIMES = ("Submit", "Start", "End")
 
 
 def _zone():
@@ -324,53 +314,6 @@ def _zone():
     except zones.ZoneError:
         z = zones.Zone(os.environ.get("TZ", "local"), lambda t: time.localtime(t).tm_gmtoff)
     return None if z.fixed else z
-
-
-def _read_repeated_hour(records: list, seen: list, zone, source: str) -> tuple[list, tuple[str, ...]]:
-    """(`records` with the times of their job lines read as the report reads them, where that is not the C
-    library's first pass; a note counting the lines whose repeated time nothing told apart). A Submit, Start or
-    End the spring change skipped is refused in one line naming the line and field (sacct never prints one)."""
-    import numpy as np
-
-    from slurmtools.reports.zone import resolve, skipped_why
-
-    if len(seen) != len(records):   # parse_sacct makes one record per line it checks
-        raise AssertionError(f"{len(records)} records of {len(seen)} checked lines")
-    rows = [i for i, s in enumerate(seen) if s is not None]
-    if not rows:
-        return records, ()
-    lines = np.array([seen[i][0] for i in rows], dtype=np.int64)
-    loc, given = {}, {}
-    for k, name in enumerate(_TIMES, start=1):
-        v = [seen[i][k] for i in rows]
-        given[name] = np.array([x is not None for x in v], dtype=bool)
-        loc[name] = np.array([0 if x is None else x for x in v], dtype=np.int64)
-    tabled = np.logical_and.reduce([~given[n] | ((loc[n] >= _TABLED[0]) & (loc[n] < _TABLED[1])) for n in _TIMES])
-    for n in _TIMES:
-        given[n] &= tabled
-    elapsed = np.array([records[i].elapsed_s if seen[i][4] else np.nan for i in rows], dtype=float)
-    r = resolve(zone, {n.lower(): (loc[n], given[n]) for n in _TIMES}, elapsed)
-    skipped = [(int(lines[j]), k, n) for k, n in enumerate(_TIMES) for j in np.flatnonzero(r.skipped[n.lower()])]
-    if skipped:
-        line, _, n = min(skipped)
-        j = int(np.searchsorted(lines, line))
-        when = datetime.fromtimestamp(int(loc[n][j]), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-        raise ParseError(source, line, f"{n}: {when} {skipped_why(zone, int(loc[n][j]))} (sacct never prints it)")
-    moved = np.zeros(len(rows), dtype=bool)
-    for n in _TIMES:
-        moved |= given[n] & (r.times[n.lower()] != zone.instants(loc[n]))
-    out = list(records)
-    for j in np.flatnonzero(moved):
-        i = rows[j]
-        out[i] = replace(records[i], **{n.lower(): datetime.fromtimestamp(int(r.times[n.lower()][j]), timezone.utc)
-                                        for n in _TIMES if given[n][j]})
-    unresolved = int(np.count_nonzero(r.unresolved))
-    if not unresolved:
-        return out, ()
-    how = ("the history has no ElapsedRaw or Elapsed" if not any(seen[i][4] for i in rows)
-           else "no ElapsedRaw on the line, or a Submit that fits either pass")
-    return out, (f"{unresolved} job line(s) hold a time in the repeated hour of a change back from daylight-saving "
-                 f"time in {zone.name} that nothing tells apart ({how}): read as that hour's first pass",)
 
 
 # ------------------------------------------------------------------------------------------ what a dump must hold
@@ -395,11 +338,8 @@ _SHARE = re.compile(GPU_SHARE_NAME)
 MAX_LIMIT_MIN = 0xFFFFFFFE
 #: TRES items whose value is a count the trace reads (gres/gpu:TYPE too)
 _COUNTS = ("node", "cpu", "billing", "gres/gpu")
-def _row_checker(source: str, wall_clock: list | None = None):
-    """The `check` parse_sacct runs on each line of a trace (the comment above). `wall_clock`, when given, gets
-    one entry per line that passes (one per record parse_sacct makes): None for a step; for a job line (its line
-    number, its Submit, Start and End as written, in seconds as if UTC or None when unset, whether it gives
-    ElapsedRaw or Elapsed), for `_read_repeated_hour`."""
+def _row_checker(source: str):
+    """The `check` parse_sacct runs on each line of a trace (the comment above)."""
     from slurmtools.durations import parse_duration
     from slurmtools.errors import whole_number
 
@@ -411,8 +351,6 @@ def _row_checker(source: str, wall_clock: list | None = None):
             if name in row and not form.fullmatch(row[name]):
                 raise bad(name, "not a job id as sacct writes it (123, 123_4, 123.batch)")
         if "." in row.get("JobID", row.get("JobIDRaw", "")):
-            if wall_clock is not None:
-                wall_clock.append(None)
             return   # a step: not replayed
         for name in ("User", "Account", "QOS", "Partition"):
             v = row.get(name, "")
@@ -420,8 +358,7 @@ def _row_checker(source: str, wall_clock: list | None = None):
                 raise bad(name, "a blank or control character in a Slurm name")
         if "State" in row and not _STATE.fullmatch(row["State"]):
             raise bad("State", "not a Slurm job state (COMPLETED, CANCELLED by 0, ...)")
-        wall = {}
-        for name in _TIMES:
+        for name in ("Submit", "Start", "End"):
             v = row.get(name)
             if v in (None, "Unknown", "None"):
                 continue
@@ -435,7 +372,6 @@ def _row_checker(source: str, wall_clock: list | None = None):
                 dt.astimezone(timezone.utc)
             except (ValueError, OverflowError, OSError):
                 raise bad(name, "out of range in this time zone (sacct writes local times)") from None
-            wall[name] = int(dt.replace(tzinfo=timezone.utc).timestamp())
         for name in ("TimelimitRaw", "Timelimit"):
             v = row.get(name)
             if v is None or v in ("UNLIMITED", "Partition_Limit"):
@@ -465,8 +401,5 @@ def _row_checker(source: str, wall_clock: list | None = None):
                         whole_number(value)
                     except ValueError:
                         raise bad(name, f"{key}={value[:40]!r} is not a count", got=False) from None
-        if wall_clock is not None:
-            elapsed = bool(row.get("ElapsedRaw") or row.get("Elapsed"))
-            wall_clock.append((lineno, *(wall.get(n) for n in _TIMES), elapsed))
 
     return check

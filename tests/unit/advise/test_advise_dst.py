@@ -226,3 +226,62 @@ def test_the_reports_right_sizing_reads_the_dump_in_its_tz(tmp_path, in_zone):
     assert code == 0, err
     (row,) = json.loads((tmp_path / "o" / "report.json").read_text())["tables"]["right_sizing"]
     assert row["longest_run_s"] == 3600 and row["runs"] == 3
+
+
+def _site_looking_back_ten_years(tmp: Path) -> str:
+    """The example site, its [advise] lookback ten years (2026's clock changes are in `plan --right-size`'s window,
+    which ends now)."""
+    src = example_site()
+    text = src.read_text().replace('fabric = "', f'fabric = "{src.parent}/', 1)
+    text = text.replace("\n[advise]\n", '\n[advise]\nlookback = "3650d"\n', 1)
+    p = tmp / "site-10y.toml"
+    p.write_text(text)
+    return str(p)
+
+
+def test_plan_right_size_reads_the_dump_in_its_tz(tmp_path, in_zone):
+    """`plan --right-size --sacct-file F --tz Europe/Berlin` on a UTC machine reads the dump as `advise --tz` does:
+    three runs of an hour across the spring change under a 3 h limit get `--time 90m`. There was no --tz (a usage
+    error), and read in the machine's zone the runs lasted two hours (nothing said). As a process the command line
+    is read without typer (`launch.DIRECT`), --tz included."""
+    import os
+    import subprocess
+
+    tz = "Europe/Berlin"
+    dump, _ = _write(tmp_path, [_spring(tz, 20 + i, limit="03:00:00") for i in range(3)])
+    in_zone("UTC")
+    plan = ("plan", "--idle", "--site", _site_looking_back_ten_years(tmp_path), "--user", "alice", "--name",
+            "train-vit", "--gpus", "8", "--time", "3h", "--right-size", "--sacct-file", str(dump), "--epilog-dir",
+            str(tmp_path / "none"), "--json")
+    code, out, err = _cli(*plan, "--tz", tz, "--", "python", "t.py")
+    assert code == 0, err
+    d = json.loads(out)
+    assert [(c["field"], c["from"], c["to"]) for c in d["right_size"]["changes"]] == [("time_limit", 10800, 5400)]
+    assert d["time_limit_s"] == 5400 and "#SBATCH --time=01:30:00" in d["script"]
+    code, out, err = _cli(*plan, "--", "python", "t.py")   # the machine's zone, UTC: two hours each
+    assert code == 0, err
+    assert json.loads(out)["right_size"]["changes"] == []
+    env = {k: v for k, v in os.environ.items() if k not in ("SLURM_CONF", "SLURMTOOLS_SITE", "SLURMTOOLS_DIRECT")}
+    p = subprocess.run([sys.executable, "-m", "slurmtools", *plan, "--tz", tz, "--", "python", "t.py"],
+                       capture_output=True, text=True, env={**env, "TZ": "UTC"}, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["right_size"] == d["right_size"]
+    in_zone(tz)   # the machine in the dump's zone: the same without --tz
+    code, out, err = _cli(*plan, "--", "python", "t.py")
+    assert code == 0, err
+    assert json.loads(out)["right_size"] == d["right_size"]
+
+
+def test_plan_tz_errors_are_advises(tmp_path, in_zone):
+    """--tz without --right-size, and --tz without --sacct-file, are one line each (the second word for word
+    `advise`'s); an unknown zone too."""
+    in_zone("UTC")
+    dump, _ = _write(tmp_path, [_spring("Europe/Berlin", 20)])
+    plan = ("plan", "--idle", "--site", str(example_site()), "--user", "alice", "--gpus", "8")
+    code, _, err = _cli(*plan, "--tz", "Europe/Berlin", "--", "x")
+    assert (code, err) == (2, "slurmtools: error: --tz: only with --right-size\n")
+    code, _, err = _cli(*plan, "--right-size", "--tz", "Europe/Berlin", "--", "x")
+    assert code == 2 and err.startswith("slurmtools: error: --tz: Europe/Berlin: only with --sacct-file")
+    assert (code, err) == _cli("advise", "--site", str(example_site()), "--tz", "Europe/Berlin")[::2]
+    code, _, err = _cli(*plan, "--right-size", "--sacct-file", str(dump), "--tz", "Mars/Olympus", "--", "x")
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("slurmtools: error: --tz: "), err

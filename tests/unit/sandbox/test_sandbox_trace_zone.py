@@ -199,3 +199,102 @@ def test_a_start_that_fits_both_passes_is_read_after_its_submit(tmp_path, in_zon
     jobs, t = read(history(tmp_path, row(1, f"{d}T02:40:00", f"{d}T02:10:00", f"{d}T02:30:00", 1200)))
     assert jobs == {"1": (utc(d, "00:40"), utc(d, "01:10"), 1200.0)}
     assert t.notes == ()
+
+
+# ---- `sandbox replay --since`: the backend's sacct text, read as a --trace file is
+
+#: what the backend asks sacct for (`slurm.commands.ACCT_FIELDS`), in its order
+LIVE_HEAD = ("JobID|JobIDRaw|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|ElapsedRaw|"
+             "TimelimitRaw|NodeList|AllocTRES|ReqTRES|AllocCPUS|JobName")
+
+
+def _sacct(text: str):
+    """A commands backend whose sacct prints `text` (`argv`: the command line it was run with)."""
+    from slurmtools.slurm.commands import CommandBackend
+
+    class Backend(CommandBackend):
+        argv: list = []
+
+        def run(self, argv, *a, **kw):
+            self.argv = list(argv)
+            return text
+    return Backend(env={})
+
+
+def _live_row(job, submit, start, end, elapsed, state="COMPLETED"):
+    values = {"JobID": str(job), "JobIDRaw": str(job), "User": "ann", "Account": "vision", "Partition": "gpu",
+              "QOS": "standard", "State": state, "ExitCode": "0:0", "Submit": submit, "Eligible": submit,
+              "Start": start, "End": end, "ElapsedRaw": str(elapsed), "TimelimitRaw": "600", "NodeList": "gpu01",
+              "AllocTRES": "billing=4,cpu=4,gres/gpu=1,node=1", "ReqTRES": "cpu=4,gres/gpu=1,node=1",
+              "AllocCPUS": "4", "JobName": "train"}
+    return "|".join(values[f] for f in LIVE_HEAD.split("|"))
+
+
+def test_since_reads_the_backends_sacct_text_as_a_trace_file(tmp_path, in_zone, monkeypatch):
+    """`--since` took the backend's records, whose times were read already, a repeated one as its first pass: job 1
+    (02:40 first pass to 02:20 second) was refused (End before Start), job 2 read as 20 minutes. It now reads
+    sacct's text as a --trace file: the same jobs, times and notes. sacct is asked for ElapsedRaw, every run of a
+    job (-D) and no steps (-X)."""
+    import slurmtools.cli.common as common
+    from slurmtools.cli.sandbox import _from_slurm
+    from slurmtools.slurm.commands import ACCT_FIELDS
+
+    in_zone("Europe/Berlin")
+    d = BERLIN_DAY
+    text = "\n".join([LIVE_HEAD,
+                      _live_row(1, f"{d}T02:30:00", f"{d}T02:40:00", f"{d}T02:20:00", 2400),
+                      _live_row(2, f"{d}T02:15:00", f"{d}T02:20:00", f"{d}T02:40:00", 4800),
+                      _live_row(6, f"{d}T02:05:00", f"{d}T02:10:00", f"{d}T05:00:00", 3 * 3600 - 600),
+                      _live_row(7, f"{d}T02:30:00", f"{d}T02:40:00", f"{d}T02:50:00", 600, state="REQUEUED"),
+                      _live_row(7, f"{d}T02:30:00", f"{d}T02:10:00", f"{d}T03:30:00", 4800)]) + "\n"
+    backend = _sacct(text)
+    monkeypatch.setattr(common, "backend", lambda: backend)
+    t = _from_slurm("30d", {})
+    assert f"--format={','.join(ACCT_FIELDS)}" in backend.argv and "ElapsedRaw" in ACCT_FIELDS
+    assert {"--duplicates", "--allocations", "--allusers"} <= set(backend.argv)
+    jobs = {j.key: (j.submit, j.start, j.run_s) for j in t.jobs}
+    assert jobs == {"1": (utc(d, "00:30"), utc(d, "00:40"), 2400.0),
+                    "2": (utc(d, "00:15"), utc(d, "00:20"), 4800.0),
+                    "6": (utc(d, "00:05"), utc(d, "01:10"), 3 * 3600 - 600.0),
+                    "7": (utc(d, "00:30"), utc(d, "01:10"), 4800.0)}
+    p = tmp_path / "h.sacct"
+    p.write_text(text)
+    f = load_trace(str(p))
+    assert t.jobs == f.jobs and t.notes == f.notes
+    assert t.source == "sacct (last 30d)" and t.notes == (   # job 6's Submit fits either pass
+        "1 job line(s) hold a time in the repeated hour of a change back from daylight-saving time in "
+        "Europe/Berlin that nothing tells apart (no ElapsedRaw on the line, or a Submit that fits either pass): "
+        "read as that hour's first pass",)
+
+
+def test_since_refuses_what_a_trace_file_refuses(in_zone, monkeypatch):
+    """The backend's history is checked as a --trace file is: a time the spring change skipped is one line naming
+    sacct's line and field (it was read as 03:30)."""
+    import slurmtools.cli.common as common
+    from slurmtools.cli.sandbox import _from_slurm
+
+    in_zone("Europe/Berlin")
+    text = LIVE_HEAD + "\n" + _live_row(1, "2026-03-29T01:50:00", "2026-03-29T02:30:00", "2026-03-29T04:00:00",
+                                        3600) + "\n"
+    monkeypatch.setattr(common, "backend", lambda: _sacct(text))
+    with pytest.raises(ParseError) as e:
+        _from_slurm("30d", {})
+    assert str(e.value) == ("sacct (last 30d):2: Start: 2026-03-29T02:30:00 is no time in Europe/Berlin: the clocks "
+                            "went from 02:00 to 03:00 that night (sacct never prints it)")
+
+
+def test_since_without_a_change_reads_as_before(in_zone, monkeypatch):
+    """A guard: in UTC the backend's history reads as its records did."""
+    import slurmtools.cli.common as common
+    from slurmtools.cli.sandbox import _from_slurm
+    from slurmtools.sandbox.trace import trace_from_records
+    from slurmtools.slurm.commands import parse_sacct
+
+    in_zone("UTC")
+    d = BERLIN_DAY
+    text = "\n".join([LIVE_HEAD, _live_row(1, f"{d}T02:30:00", f"{d}T02:40:00", f"{d}T03:20:00", 2400),
+                      _live_row(2, f"{d}T02:15:00", f"{d}T02:20:00", f"{d}T02:40:00", 1200)]) + "\n"
+    monkeypatch.setattr(common, "backend", lambda: _sacct(text))
+    t = _from_slurm("30d", {})
+    assert t == trace_from_records(parse_sacct(text), "sacct (last 30d)")
+    assert [j.run_s for j in t.jobs] == [1200.0, 2400.0]
