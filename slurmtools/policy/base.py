@@ -7,7 +7,8 @@ outside (this month's GPU-hours per account, the fabric) arrives in `PolicyConte
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 from slurmtools.errors import ConfigError
@@ -61,6 +62,42 @@ class PolicyContext:
     #: GPU-hours used this month per account; None when unknown (budgets are then not checked)
     usage: dict[str, float] | None = None
     month: str = ""
+
+    @cached_property
+    def shapes(self) -> dict[str, dict]:
+        """`partition_shapes(site, fabric)`, computed once for this context."""
+        return partition_shapes(self.site, self.fabric)
+
+
+def partition_shapes(site: "Site", fabric: "Fabric | None") -> dict[str, dict]:
+    """What evaluation knows of each partition's nodes: `{"nodes": N, "gpus": [[type, most a node], ...]}` (types
+    sorted). `nodes` bounds a job without -N spread task by task (`JobRequest.nodes`); `gpus` is what an
+    `--exclusive` job gets on each node: the fabric's node types of the partition's hosts (hosts the fabric lacks
+    and GPU-less node types left out; no fabric: none, so `--exclusive` counts as asked). job_submit.lua gets the
+    same table (`PARTITION_SHAPES`), and the policy hash covers it."""
+    from slurmtools.hostlist import expand
+
+    out: dict[str, dict] = {}
+    for p in site.partitions.values():
+        hosts = expand(p.nodes)
+        most: dict[str, int] = {}
+        for h in hosts if fabric is not None else ():
+            try:
+                nt = fabric.node_type_of(h)
+            except KeyError:
+                continue
+            if nt.gpus > 0 and nt.gpu_type:
+                most[nt.gpu_type] = max(most.get(nt.gpu_type, 0), nt.gpus)
+        out[p.name] = {"nodes": len(hosts), "gpus": [[t, most[t]] for t in sorted(most)]}
+    return out
+
+
+def with_shape(request: "JobRequest", ctx: PolicyContext) -> "JobRequest":
+    """The request with its partition's shape (no partition: the site's default, where Slurm puts it)."""
+    shape = ctx.shapes.get(request.partition or ctx.site.default_partition.name)
+    if shape is None:
+        return replace(request, node_cap=None, node_gpus=())
+    return replace(request, node_cap=shape["nodes"], node_gpus=tuple((t, n) for t, n in shape["gpus"]))
 
 
 class Policy(abc.ABC):
@@ -134,6 +171,7 @@ def evaluate(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) 
     refused first (policy "request")."""
     from slurmtools.policy.builtin import absurd, control
 
+    request = replace(request, node_cap=None, node_gpus=())  # what the site knows is added per partition (_run)
     bad = request.control_field()
     if bad is not None:  # sacct prints it raw: a forged report row
         return Decision.deny(control(*bad), "request")
@@ -156,13 +194,21 @@ def evaluate(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) 
 
 
 def _run(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) -> Decision:
-    """The policies in order over one request with (at most) one partition."""
+    """The policies in order over one request with (at most) one partition: first its partition's shape, and the
+    absurd-number check again (an `--exclusive` job's GPUs are known only now). A refusal whose count the job's
+    spread tasks or `--exclusive` made says so, and how to ask otherwise (`builtin.hints`)."""
+    from slurmtools.policy.builtin import absurd, hints
+
+    request = with_shape(request, ctx)
+    what = request.absurd_field()
+    if what is not None:
+        return Decision.deny(absurd(what), "request")
     changes: dict[str, str] = {}
     by: list[str] = []
     for p in policies:
         d = p.check(request, ctx)
         if d.action == "deny":
-            return Decision.deny(d.message, p.name)
+            return Decision.deny(d.message + hints(request, lambda r, p=p: p.check(r, ctx), d.message), p.name)
         if d.action == "modify":
             changes.update(d.changes)
             by.append(p.name)

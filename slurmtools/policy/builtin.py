@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 from slurmtools.errors import ConfigError
 from slurmtools.policy.base import Decision, Policy, PolicyContext
@@ -44,6 +45,10 @@ MESSAGES = {
                       "slurmctld's log); the site fails closed, so the job is refused: tell the cluster admins",
     "checkpoint_signal": "tier {qos} is preemptible: add '#SBATCH --signal=B:{signal}@{lead}' to the batch "
                          "script so the job can checkpoint (a --signal on the command line is not visible here)",
+    # appended to a refusal that the count below made (`hints`)
+    "whole_nodes": "--exclusive gives the job every GPU of each of its nodes ({per_node} a node)",
+    "spread": "without -N, Slurm may spread its {tasks} tasks over {nodes} nodes: add -N {fit} "
+              "(or the node count it needs)",
 }
 
 #: signal numbers sbatch accepts for the names a checkpoint may use (Linux numbering)
@@ -79,6 +84,23 @@ def absurd(what: str) -> str:
 def control(what: str, char: str) -> str:
     """The refusal of a job name or comment holding a control character: names the option and the character."""
     return fmt("control_char", what=what, char=char)
+
+
+def hints(r: JobRequest, recheck, message: str) -> str:
+    """What to append to `message`, a policy's refusal of `r`: for each count that made the refusal (the check
+    decides otherwise without it), `; ` and the hint. `--exclusive` (whole nodes' GPUs), then a spread job without
+    -N (its tasks on as many nodes: the hint proposes -N with its fewest nodes). `recheck(request)` runs the same
+    policy again. Mirrored by the Lua's `hints`."""
+    out = ""
+    if r.whole_nodes:
+        d = recheck(replace(r, shared=None))
+        if d.action != "deny" or d.message != message:
+            out += "; " + fmt("whole_nodes", per_node=str(max(n for _, n in r.node_gpus)))
+    if r.spread:
+        d = recheck(r.pinned())
+        if d.action != "deny" or d.message != message:
+            out += "; " + fmt("spread", tasks=str(r.num_tasks), nodes=str(r.nodes), fit=str(r.fewest_nodes))
+    return out
 
 
 def _names(xs) -> str:
@@ -328,6 +350,19 @@ class CpuMemPerGpu(Policy):
         return bool(self.params["partitions"])
 
     def check(self, r: JobRequest, ctx: PolicyContext) -> Decision:
+        """At the fewest nodes the job may get, then at the most: CPUs and memory per GPU are tightest at one end or
+        the other (`-n 4 --gres=gpu:h100:4 -c 15` on one node has 4 GPUs for 60 CPUs; `-n 4 --gpus=4 --mem=600G`
+        on four nodes 2400 GB for 4 GPUs). An `--exclusive` job holds every GPU of its nodes, so it strands none:
+        not checked."""
+        if r.whole_nodes:
+            return Decision.allow()
+        if r.nodes != r.fewest_nodes:
+            d = self._check(r.pinned())
+            if d.action == "deny":
+                return d
+        return self._check(r)
+
+    def _check(self, r: JobRequest) -> Decision:
         part = self.params["partitions"].get(r.partition or "")
         gpus = r.gpus
         if part is None or gpus == 0:

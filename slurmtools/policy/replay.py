@@ -37,9 +37,10 @@ def request_from_record(r: AcctRecord) -> JobRequest:
     nodes = req.nodes or max(1, len(r.nodelist))
     gres = ",".join(f"gres:gpu:{n}" if t == "untyped" else f"gres:gpu:{t}:{n}" for t, n in req.gpus_by_type.items())
     mem_per_node = -(-int(req.mem_mb) // nodes) if req.mem_mb else None
+    # the nodes it ran on are known: min and max, so its CPUs (read as tasks) are not spread over more nodes
     return JobRequest(
         user_name=r.user or None, account=r.account or None, qos=r.qos or None, partition=r.partition or None,
-        time_limit=(r.timelimit_s // 60) if r.timelimit_s else None, min_nodes=nodes,
+        time_limit=(r.timelimit_s // 60) if r.timelimit_s else None, min_nodes=nodes, max_nodes=nodes,
         num_tasks=req.cpu or r.alloc_cpus or None, cpus_per_task=1, min_mem_per_node=mem_per_node,
         tres_per_job=gres or None, name=r.name or None)
 

@@ -58,6 +58,14 @@ class JobRequest:
     #: CPUs slurmctld already counts for an existing job (job_rec.min_cpus); only set when a modification is checked
     #: without naming a new task shape (`slurmtools.policy.update`)
     min_cpus: int | None = None
+    #: job_desc.shared (slurm.h JOB_SHARED_*): `--exclusive` 0 (the job gets whole nodes), `--oversubscribe` 1,
+    #: `--exclusive=user` 2, `=mcs` 3, `=topo` 4 (25.11); None: not given (NO_VAL16)
+    shared: int | None = None
+    #: not job_desc fields: what the site knows of the job's partition, set by `evaluate` for each partition the job
+    #: names (`base.partition_shapes`): its node count (the most nodes a job without -N may be spread over) and the
+    #: most GPUs one of its nodes has, by type (what an `--exclusive` job gets on each node)
+    node_cap: int | None = None
+    node_gpus: tuple[tuple[str, int], ...] = ()
     script: str = ""
     argv: tuple[str, ...] = ()
 
@@ -68,12 +76,46 @@ class JobRequest:
         return self.account or self.default_account
 
     @property
-    def nodes(self) -> int:
-        """The most nodes the job may get: `-N 2-8` may run on 8, so per-node GPUs and memory count 8 times."""
+    def fewest_nodes(self) -> int:
+        """The fewest nodes the job may get: `-N 2-8` 2; `-n 16 --ntasks-per-node=8` 2 (sbatch sends that as min_nodes
+        too: slurm_opt_create_job_desc); else 1."""
         n = self.min_nodes if self.min_nodes else 1
-        if self.max_nodes and self.max_nodes > n:
-            n = self.max_nodes
+        if self.num_tasks and self.ntasks_per_node:
+            n = max(n, -(-self.num_tasks // self.ntasks_per_node))
         return n
+
+    @property
+    def nodes(self) -> int:
+        """The most nodes the job may get: `-N 2-8` may run on 8, so per-node GPUs and memory count 8 times. Without
+        -N (max_nodes NO_VAL) slurmctld may place each task on its own node (a job's max_nodes 0 means the
+        partition's, src/slurmctld/node_scheduler.c get_node_cnts), so `-n 16` counts 16 nodes, at most the
+        partition's node count where the site knows it (`node_cap`)."""
+        n = self.fewest_nodes
+        if self.max_nodes:
+            return max(n, self.max_nodes)
+        if self.num_tasks and self.num_tasks > n:
+            n = max(n, self.num_tasks if self.node_cap is None else min(self.num_tasks, self.node_cap))
+        return n
+
+    @property
+    def spread(self) -> bool:
+        """No -N and more nodes than the fewest: the tasks may be spread (`-n 8 --gres=gpu:h100:8` may get 8 nodes)."""
+        return not self.max_nodes and self.nodes > self.fewest_nodes
+
+    def pinned(self) -> "JobRequest":
+        """The job on its fewest nodes (`-N <fewest_nodes>`): what the refusal's hint proposes, and the end of a node
+        range where CPUs and memory per GPU are tightest."""
+        n = self.fewest_nodes
+        return replace(self, min_nodes=n, max_nodes=n)
+
+    @property
+    def whole_nodes(self) -> bool:
+        """`--exclusive` (job_desc.shared 0): slurmctld gives the job every GPU of each node it gets
+        (src/slurmctld/job_mgr.c: shared JOB_SHARED_NONE -> whole_node WHOLE_NODE_REQUIRED; node_scheduler.c
+        _handle_exclusive_gres, stepmgr/gres_stepmgr.c gres_stepmgr_job_alloc_whole_node), with or without a GPU
+        request. `--exclusive=user|mcs|topo` keep others off the nodes (or the topology block) but allocate only
+        what the job asks for: they count as asked."""
+        return self.shared == 0 and bool(self.node_gpus)
 
     @property
     def tasks(self) -> int:
@@ -95,7 +137,22 @@ class JobRequest:
             total = sum(counts.values())
             if total > best_total:
                 best, best_total = counts, total
+        if self.whole_nodes:
+            best = self._whole_node_gpus(best, best_total)
         return best
+
+    def _whole_node_gpus(self, asked: dict[str, int], asked_total: int) -> dict[str, int]:
+        """GPUs of an `--exclusive` job: every GPU of each of its nodes. Of a type, its most a node x the nodes
+        (at least as many nodes as the GPUs it asks for need); an untyped request takes the richest type; no GPU
+        request takes each type of the partition (on a partition of several types that counts more than one node
+        holds: never fewer)."""
+        whole = {}
+        for typ, per in self.node_gpus:
+            whole[typ] = per * max(self.nodes, -(-asked_total // per))
+        if not asked:
+            return whole
+        top = max(whole.values())
+        return {k: max(v, top if k == "untyped" else whole.get(k, 0)) for k, v in asked.items()}
 
     @property
     def gpus(self) -> int:
@@ -193,6 +250,8 @@ class JobRequest:
         # script's own #SBATCH --signal counts, on both sides
         values.pop("script_signal", None)
         _tres_per_node(values)
+        _shared(values)
+        _node_counts(values)
         per_gpu = values.pop("ntasks_per_gpu", None)
         wrap = values.pop("wrap", None)
         if wrap is not None and not script:
@@ -312,7 +371,11 @@ _OPTION_KEYS = {
     "gpus-per-task": "gpus_per_task", "gpus-per-socket": "gpus_per_socket", "sockets-per-node": "sockets_per_node",
     "ntasks-per-gpu": "ntasks_per_gpu", "cpus-per-gpu": "cpus_per_gpu", "mem-per-gpu": "mem_per_gpu",
     "comment": "comment", "job-name": "name", "signal": "signal", "wrap": "wrap", "tres-per-task": "tres_per_task",
+    "exclusive": "exclusive", "oversubscribe": "oversubscribe",
 }
+#: `--exclusive=VALUE` (case-insensitive) -> job_desc.shared (arg_set_exclusive in src/common/slurm_opt.c; topo is
+#: 25.11's: 22.05's sbatch refuses it, so no such job reaches its controller)
+_EXCLUSIVE = {"exclusive": 0, "oversubscribe": 1, "user": 2, "mcs": 3, "topo": 4}
 #: sbatch's memory sizes (str_to_mbytes in src/common/proc_args.c): MB by default, a K/M/G/T suffix, each optionally
 #: followed by B (`--mem=100GB` is 100G, not 100 GB of 1000^3)
 _MEM = re.compile(r"^(\d+)(?:([KMGT])B?)?$", re.IGNORECASE)
@@ -364,6 +427,19 @@ def _gpu_spec(opt: str, val: str, where: str) -> str:
 
 def _set(values: dict, name: str, val: str | None, opt: str, where: str) -> None:
     key = _OPTION_KEYS.get(name)
+    if key == "exclusive":
+        # --exclusive alone is JOB_SHARED_NONE; the last of --exclusive/--oversubscribe sets job_desc.shared
+        shared = _EXCLUSIVE.get("exclusive" if val is None else val.lower())
+        if shared is None:
+            raise RequestError(f"{where} {opt}: expected --exclusive or --exclusive=user|mcs|topo|oversubscribe, "
+                               f"got {val!r} (sbatch refuses it: Invalid --exclusive specification)")
+        values["shared"] = shared
+        values["exclusive_given"] = True
+        return
+    if key == "oversubscribe":
+        values["shared"] = _EXCLUSIVE["oversubscribe"]
+        values["oversubscribe_given"] = True
+        return
     if key is None or val is None:
         return
     if key in ("partition", "qos", "account", "comment", "name"):
@@ -425,6 +501,34 @@ def _tres_per_node(values: dict) -> None:
     values.pop("gres", None)
     if parts:
         values["tres_per_node"] = ",".join(parts)
+
+
+def _shared(values: dict) -> None:
+    """sbatch refuses --exclusive together with --oversubscribe (-s), wherever each is given (_validate_share_options
+    in src/common/slurm_opt.c)."""
+    exclusive = values.pop("exclusive_given", False)
+    oversubscribe = values.pop("oversubscribe_given", False)
+    if exclusive and oversubscribe:
+        raise RequestError("option --exclusive: given with --oversubscribe (-s); sbatch refuses the pair "
+                           "(--exclusive and --oversubscribe options are mutually exclusive)")
+
+
+def _node_counts(values: dict) -> None:
+    """min_nodes and max_nodes as sbatch 25.11 sends them with a task count. With -N (src/sbatch/opt.c
+    _opt_verify): a range's top is cut to the tasks (`-N 2-8 -n 4` sends max_nodes 4) and fewer tasks than nodes
+    make both the task count (`-N 4 -n 2`: 2-2). Without -N (slurm_opt_create_job_desc): `-n 16
+    --ntasks-per-node=8` sends min_nodes 2 (tasks / per node, rounded up) and no max_nodes."""
+    tasks = values.get("num_tasks")
+    if tasks is None:
+        return
+    if "min_nodes" in values:
+        lo, hi = values["min_nodes"], values["max_nodes"]
+        if tasks < hi:
+            values["max_nodes"] = hi = tasks
+        if tasks < lo:
+            values["min_nodes"] = values["max_nodes"] = tasks
+    elif values.get("ntasks_per_node"):
+        values["min_nodes"] = -(-tasks // values["ntasks_per_node"])
 
 
 def node_range(opt: str, val: str, where: str = "option") -> tuple[int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from datetime import datetime
@@ -282,3 +283,32 @@ def test_srun_meets_the_same_rules(lab, policy_lab):
                                         "instead of an untyped GPU count (GPU types here: h100)")
     p = lab.sh("srun -A vision -q standard --gres=gpu:h100:1 -t 1 hostname", user=USER, check=False, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_slurm_gives_spread_and_exclusive_jobs_more_gpus_than_they_name(lab):
+    """What admission counts, as the real slurmctld allocates it (not the policy: Slurm's own behaviour, which the
+    count follows): without -N, `-n 8 --gres=gpu:h100:1` is spread over several nodes when one lacks the free
+    CPUs, and each node brings its GPU (22.05: 4 nodes, 25.11: 2, measured); `--exclusive` gets all 8 GPUs of its
+    node with or without a GPU request, `--exclusive=user` only what it asks for."""
+    sub = "sbatch --parsable -p gpu -q production -A nlp -t 3 -o /dev/null"
+    fillers = [lab.sh(f"{sub} -w gpu{i:02d} -N 1 -c 108 --wrap 'sleep 120'", user=USER).stdout.strip()
+               for i in range(1, 17)]   # 4 free CPUs left on each node
+    try:
+        for f in fillers:
+            lab.wait_state(int(f), "RUNNING", 60)
+        spread = int(lab.sh(f"{sub} -n 8 --gres=gpu:h100:1 --wrap 'sleep 30'", user=USER).stdout.strip())
+        lab.wait_state(spread, "RUNNING", 60)
+        rec = lab.sh(f"scontrol show job -o {spread}").stdout
+        nodes = int(rec.split(" NumNodes=")[1].split()[0].split("-")[0])
+        assert nodes > 1, rec
+        # 22.05's TRES=, 25.11's AllocTRES= (sacct lags behind)
+        assert re.search(rf"TRES=\S*gres/gpu:h100={nodes}(,|\s)", rec), rec
+    finally:
+        lab.sh("scancel -u " + USER, check=False)
+    for opts, gpus in (("--exclusive --gres=gpu:h100:1", 8), ("--exclusive", 8), ("--exclusive=user --gres=gpu:h100:1", 1)):
+        job = int(lab.sh(f"{sub} -N 1 {opts} --wrap 'sleep 30'", user=USER).stdout.strip())
+        try:
+            lab.wait_state(job, "RUNNING", 60)
+            assert f"JOB_GRES=gpu:h100:{gpus}" in lab.sh(f"scontrol show job -d {job}").stdout, opts
+        finally:
+            lab.sh(f"scancel {job}", check=False)

@@ -71,6 +71,21 @@ def edge_cases() -> list[tuple[list[str], str]]:
     out.append((["-A", "vision", "-q", "standard", "--gpus-per-node=h100:2", "--gres=gpu:h100:8", "-N", "4"], SIG))
     out.append((["-A", "vision", "-q", "standard", "--gpus=h100:2,h100:33"], SIG))
     out.append((["-A", "vision", "-p", "gpu,nosuch", "--gres=gpu:h100:1"], SIG))
+    # nodes a job may get without -N: each task may get its own node (at most the partition's 16); sbatch cuts a
+    # range to the tasks; --exclusive gets every GPU of its nodes, =user/=mcs only what they ask for
+    std = ["-A", "vision", "-q", "standard"]
+    for a in (["-n", "8", "--gres=gpu:h100:8"], ["-n", "8", "--gres=gpu:h100:8", "-N", "1"],
+              ["-n", "4", "--gpus-per-node=h100:8"], ["-n", "5", "--gpus-per-node=h100:8"],
+              ["-n", "16", "--ntasks-per-node=8", "--gres=gpu:h100:8"], ["-n", "8", "--gpus-per-task=h100:1"],
+              ["-n", "64", "--gres=gpu:h100:1"], ["-n", "4", "--gpus=h100:4", "--mem=600G"],
+              ["-N", "1-4", "-n", "4", "--gres=gpu:h100:4", "-c", "15"], ["-N", "2-8", "-n", "4", "--gres=gpu:h100:8"],
+              ["-N", "4", "-n", "2", "--gres=gpu:h100:8"], ["--exclusive", "-N", "4"], ["--exclusive", "-N", "5"],
+              ["--exclusive", "-N", "5", "--gres=gpu:h100:1"], ["--exclusive=user", "-N", "4", "--gres=gpu:h100:1"],
+              ["--exclusive=mcs", "-N", "4", "--gres=gpu:h100:1"], ["--exclusive", "--gpus=h100:33"],
+              ["--exclusive", "-n", "8"], ["--exclusive", "--gres=gpu:4"], ["--exclusive", "-c", "120"]):
+        out.append((std + a, SIG))
+    out.append((["-A", "vision", "-q", "scavenger", "-n", "40", "--gpus-per-node=h100:8"], SIG_SCAV))
+    out.append((["-A", "vision", "-q", "scavenger", "--exclusive", "-n", "17"], SIG_SCAV))
     return out
 
 

@@ -21,7 +21,7 @@ LUAS = [x for x in (shutil.which("lua5.1"), shutil.which("lua5.3")) if x]
 # job_desc fields as 22.05 exposes them: unset numbers are NO_VAL sentinels
 _SENTINEL = {"min_nodes": 4294967294, "max_nodes": 4294967294, "num_tasks": 4294967294,
              "time_limit": 4294967294,
-             "ntasks_per_node": 65534, "cpus_per_task": 65534, "sockets_per_node": 65534,
+             "ntasks_per_node": 65534, "cpus_per_task": 65534, "sockets_per_node": 65534, "shared": 65534,
              "min_mem_per_node": 18446744073709551614, "min_mem_per_cpu": 18446744073709551614}
 
 DRIVER = r"""

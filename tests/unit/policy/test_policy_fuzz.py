@@ -17,8 +17,9 @@ scripts = st.one_of(st.text(max_size=200), st.builds(
 
 requests = st.builds(
     JobRequest, user_name=texts, account=texts, default_account=texts, qos=texts, partition=texts,
-    time_limit=ints, min_nodes=ints, num_tasks=ints, ntasks_per_node=ints, cpus_per_task=ints,
-    min_mem_per_node=ints, min_mem_per_cpu=ints, tres_per_job=gres, tres_per_node=gres, tres_per_task=gres,
+    time_limit=ints, min_nodes=ints, max_nodes=ints, num_tasks=ints, ntasks_per_node=ints, cpus_per_task=ints,
+    shared=st.one_of(st.none(), st.integers(min_value=0, max_value=4)), min_mem_per_node=ints, min_mem_per_cpu=ints,
+    tres_per_job=gres, tres_per_node=gres, tres_per_task=gres,
     tres_per_socket=gres, sockets_per_node=ints,
     cpus_per_tres=gres, mem_per_tres=gres, script=scripts)
 
@@ -38,7 +39,8 @@ def test_evaluate_always_decides(policies, site, fabric, req, usage):
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.text(max_size=12), st.sampled_from(
-    ["-N", "-n", "-c", "-t", "--gres=gpu:4", "--gpus", "--mem", "-q", "-A", "--time=1-", "--mem=5X", "-"])),
+    ["-N", "-n", "-c", "-t", "--gres=gpu:4", "--gpus", "--mem", "-q", "-A", "--time=1-", "--mem=5X", "-",
+     "--exclusive", "--exclusive=user", "--exclusive=x", "-s", "--ntasks-per-node"])),
     max_size=8), st.text(max_size=80))
 def test_sbatch_parsing_fails_only_with_a_named_option(policies, site, fabric, args, script):
     from slurmtools.policy import PolicyContext

@@ -36,7 +36,8 @@ scripts = st.one_of(st.text(max_size=60), st.builds(
 
 requests = st.builds(
     JobRequest, user_name=names, account=names, default_account=names, qos=names, partition=names,
-    time_limit=ints, min_nodes=ints, num_tasks=ints, ntasks_per_node=ints, cpus_per_task=ints,
+    time_limit=ints, min_nodes=ints, max_nodes=ints, num_tasks=ints, ntasks_per_node=ints, cpus_per_task=ints,
+    shared=st.one_of(st.none(), st.integers(min_value=0, max_value=4)),  # 0: --exclusive
     min_mem_per_node=st.one_of(st.none(), st.integers(min_value=0, max_value=10**9)),
     min_mem_per_cpu=st.one_of(st.none(), st.integers(min_value=0, max_value=10**6)),
     tres_per_job=gres, tres_per_node=gres, tres_per_task=gres, tres_per_socket=gres, sockets_per_node=ints,
