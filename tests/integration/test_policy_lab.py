@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -291,6 +292,8 @@ def test_slurm_gives_spread_and_exclusive_jobs_more_gpus_than_they_name(lab):
     CPUs, and each node brings its GPU (22.05: 4 nodes, 25.11: 2, measured); `--exclusive` gets all 8 GPUs of its
     node with or without a GPU request, `--exclusive=user` only what it asks for."""
     sub = "sbatch --parsable -p gpu -q production -A nlp -t 3 -o /dev/null"
+    path = lab.dir / "etc" / "job_submit.lua"
+    saved = path.read_text()
     fillers = [lab.sh(f"{sub} -w gpu{i:02d} -N 1 -c 108 --wrap 'sleep 120'", user=USER).stdout.strip()
                for i in range(1, 17)]   # 4 free CPUs left on each node
     try:
@@ -303,7 +306,20 @@ def test_slurm_gives_spread_and_exclusive_jobs_more_gpus_than_they_name(lab):
         assert nodes > 1, rec
         # 22.05's TRES=, 25.11's AllocTRES= (sacct lags behind)
         assert re.search(rf"TRES=\S*gres/gpu:h100={nodes}(,|\s)", rec), rec
+        # past admission (a pass-through job_submit.lua), a spread job whose nodes' GPUs would exceed the tier QoS's
+        # MaxTRESPerJob (gres/gpu=32, as sync-qos sets it) is not started on them: Slurm holds it, although it would
+        # fit on one node once one is free (the refusal's "add -N 1")
+        install_lua(lab, "function slurm_job_submit(d, p, u) return slurm.SUCCESS end\n"
+                         "function slurm_job_modify(d, r, p, u) return slurm.SUCCESS end\nreturn slurm.SUCCESS\n")
+        time.sleep(1)
+        held = int(lab.sh(f"{sub.replace('production', 'standard')} -n 40 --gres=gpu:h100:8 --wrap 'true'",
+                          user=USER).stdout.strip())
+        deadline = time.monotonic() + 30
+        while "Reason=QOSMaxGRESPerJob" not in (rec := lab.sh(f"scontrol show job -o {held}").stdout):
+            assert time.monotonic() < deadline and "JobState=PENDING" in rec, rec
+            time.sleep(1)
     finally:
+        install_lua(lab, saved)
         lab.sh("scancel -u " + USER, check=False)
     for opts, gpus in (("--exclusive --gres=gpu:h100:1", 8), ("--exclusive", 8), ("--exclusive=user --gres=gpu:h100:1", 1)):
         job = int(lab.sh(f"{sub} -N 1 {opts} --wrap 'sleep 30'", user=USER).stdout.strip())
