@@ -68,6 +68,11 @@ class PolicyContext:
         """`partition_shapes(site, fabric)`, computed once for this context."""
         return partition_shapes(self.site, self.fabric)
 
+    @cached_property
+    def tier_nodes(self) -> dict[str, int]:
+        """`tier_node_limits(site)`, computed once for this context."""
+        return tier_node_limits(self.site)
+
 
 def partition_shapes(site: "Site", fabric: "Fabric | None") -> dict[str, dict]:
     """What evaluation knows of each partition's nodes: `{"nodes": N, "gpus": [[type, most a node], ...]}` (types
@@ -92,12 +97,24 @@ def partition_shapes(site: "Site", fabric: "Fabric | None") -> dict[str, dict]:
     return out
 
 
+def tier_node_limits(site: "Site") -> dict[str, int]:
+    """Each tier's node limit, `{tier: max_nodes}` (tiers without one left out). The tier's QoS carries it
+    (`MaxTRESPerJob=node=N`, `render.accounting.qos_settings`), and slurmctld gives a job at most that many nodes
+    (src/slurmctld/node_scheduler.c `get_node_cnts`, `acct_policy_get_max_nodes`), so it bounds a job without -N
+    spread task by task (`JobRequest.nodes`). job_submit.lua gets the same table (`TIER_NODES`), and the policy
+    hash covers it."""
+    return {t.name: t.max_nodes for t in site.tiers_by_priority() if t.max_nodes is not None}
+
+
 def with_shape(request: "JobRequest", ctx: PolicyContext) -> "JobRequest":
-    """The request with its partition's shape (no partition: the site's default, where Slurm puts it)."""
+    """The request with its partition's shape (no partition: the site's default, where Slurm puts it) and its
+    tier's node limit (no QoS: the site's default tier, which routing sets)."""
+    tier_nodes = ctx.tier_nodes.get(request.qos or ctx.site.default_tier)
     shape = ctx.shapes.get(request.partition or ctx.site.default_partition.name)
     if shape is None:
-        return replace(request, node_cap=None, node_gpus=())
-    return replace(request, node_cap=shape["nodes"], node_gpus=tuple((t, n) for t, n in shape["gpus"]))
+        return replace(request, node_cap=None, node_gpus=(), tier_nodes=tier_nodes)
+    return replace(request, node_cap=shape["nodes"], node_gpus=tuple((t, n) for t, n in shape["gpus"]),
+                   tier_nodes=tier_nodes)
 
 
 class Policy(abc.ABC):
@@ -171,7 +188,8 @@ def evaluate(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) 
     refused first (policy "request")."""
     from slurmtools.policy.builtin import absurd, control
 
-    request = replace(request, node_cap=None, node_gpus=())  # what the site knows is added per partition (_run)
+    # what the site knows is added per partition and tier (_run)
+    request = replace(request, node_cap=None, node_gpus=(), tier_nodes=None)
     bad = request.control_field()
     if bad is not None:  # sacct prints it raw: a forged report row
         return Decision.deny(control(*bad), "request")
@@ -194,8 +212,9 @@ def evaluate(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) 
 
 
 def _run(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) -> Decision:
-    """The policies in order over one request with (at most) one partition: first its partition's shape, and the
-    absurd-number check again (an `--exclusive` job's GPUs are known only now). A refusal whose count the job's
+    """The policies in order over one request with (at most) one partition: first its partition's shape and its
+    tier's node limit, and the absurd-number check again (an `--exclusive` job's GPUs are known only now); after
+    each modification both again (a re-routed job's tier may allow it more nodes). A refusal whose count the job's
     spread tasks or `--exclusive` made says so, and how to ask otherwise (`builtin.hints`)."""
     from slurmtools.policy.builtin import absurd, hints
 
@@ -212,7 +231,10 @@ def _run(request: "JobRequest", policies: list[Policy], ctx: PolicyContext) -> D
         if d.action == "modify":
             changes.update(d.changes)
             by.append(p.name)
-            request = request.with_changes(d.changes)
+            request = with_shape(request.with_changes(d.changes), ctx)
+            what = request.absurd_field()
+            if what is not None:
+                return Decision.deny(absurd(what), "request")
     if changes:
         return Decision("modify", changes=changes, policy=",".join(by))
     return Decision.allow()

@@ -2,8 +2,9 @@
 
 One definition, used by `admin render job-submit` (baked into job_submit.lua) and by every CLI writer
 (preflight, sync-qos): sha256 of the canonical JSON of the site's name, the slurmtools version and each loaded
-policy's name, where it runs (Lua or CLI only) and parameters, and the partitions' shapes (`base.partition_shapes`,
-the default partition); the first 16 hex digits. The same site and version
+policy's name, where it runs (Lua or CLI only) and parameters, the partitions' shapes (`base.partition_shapes`,
+the default partition) and the tiers' node limits (`base.tier_node_limits`, the default tier); the first 16 hex
+digits. The same site and version
 give the same hash in slurmctld and in the CLI; any change to a limit, tier, budget or plugin changes it. Pure.
 """
 
@@ -33,12 +34,14 @@ def _canonical(obj: Any) -> Any:
 
 def policy_hash(site: "Site", fabric: "Fabric | None" = None) -> str:
     from slurmtools import __version__
-    from slurmtools.policy.base import load_policies, partition_shapes
+    from slurmtools.policy.base import load_policies, partition_shapes, tier_node_limits
 
     doc = {"site": site.name, "slurmtools": __version__,
            "policies": [{"name": p.name, "lua": bool(p.lua), "params": _canonical(p.params)}
                         for p in load_policies(site, fabric)],
            # the partitions' node counts and GPUs a node: they decide too (spread and --exclusive jobs)
-           "partitions": _canonical(partition_shapes(site, fabric)), "default_partition": site.default_partition.name}
+           "partitions": _canonical(partition_shapes(site, fabric)), "default_partition": site.default_partition.name,
+           # the tiers' node limits bound a job without -N (its QoS's node=), whatever policies run
+           "tier_nodes": _canonical(tier_node_limits(site)), "default_tier": site.default_tier}
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

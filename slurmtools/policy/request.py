@@ -66,6 +66,9 @@ class JobRequest:
     #: most GPUs one of its nodes has, by type (what an `--exclusive` job gets on each node)
     node_cap: int | None = None
     node_gpus: tuple[tuple[str, int], ...] = ()
+    #: not a job_desc field either: the node limit of the job's tier (its QoS, `MaxTRESPerJob=node=N`), set by
+    #: `evaluate` for the QoS the job has at each point (`base.tier_node_limits`); slurmctld gives a job no more nodes
+    tier_nodes: int | None = None
     script: str = ""
     argv: tuple[str, ...] = ()
 
@@ -88,13 +91,18 @@ class JobRequest:
     def nodes(self) -> int:
         """The most nodes the job may get: `-N 2-8` may run on 8, so per-node GPUs and memory count 8 times. Without
         -N (max_nodes NO_VAL) slurmctld may place each task on its own node (a job's max_nodes 0 means the
-        partition's, src/slurmctld/node_scheduler.c get_node_cnts), so `-n 16` counts 16 nodes, at most the
-        partition's node count where the site knows it (`node_cap`)."""
+        partition's, capped at its QoS's `node=` limit: src/slurmctld/node_scheduler.c get_node_cnts), so `-n 16`
+        counts 16 nodes, at most the partition's node count (`node_cap`) and the tier's node limit (`tier_nodes`)
+        where the site knows them, never fewer than `fewest_nodes`."""
         n = self.fewest_nodes
         if self.max_nodes:
             return max(n, self.max_nodes)
         if self.num_tasks and self.num_tasks > n:
-            n = max(n, self.num_tasks if self.node_cap is None else min(self.num_tasks, self.node_cap))
+            s = self.num_tasks
+            for cap in (self.node_cap, self.tier_nodes):
+                if cap is not None and s > cap:
+                    s = cap
+            n = max(n, s)
         return n
 
     @property

@@ -10,16 +10,24 @@ import shlex
 from slurmtools.site.model import Site, Tier
 
 
+def _limit(value: int | None) -> str:
+    """A TRES limit as sacctmgr's `set` takes it: the number, or -1 (no limit: sacctmgr clears it)."""
+    return str(value) if value else "-1"
+
+
 def qos_settings(site: Site, tier: Tier) -> dict[str, str]:
-    """The sacctmgr `set` fields that make a QoS behave as the tier says."""
+    """The sacctmgr `set` fields that make a QoS behave as the tier says. MaxTRESPerJob carries the tier's GPUs and
+    nodes per job: slurmctld gives a job at most the QoS's `node=` nodes (src/slurmctld/node_scheduler.c
+    `get_node_cnts`, `acct_policy_get_max_nodes`), which admission counts for a job without -N
+    (`JobRequest.nodes`)."""
     preempts = site.preempts(tier.name)
     s = {
         "Priority": str(tier.priority),
         "PreemptMode": "requeue" if tier.preemptible else "cluster",
         "GraceTime": str(tier.grace_time),
         "MaxWall": str(max(1, tier.max_walltime // 60)),
-        "MaxTRESPerJob": f"gres/gpu={tier.max_gpus_per_job}" if tier.max_gpus_per_job else "gres/gpu=-1",
-        "MaxTRESPerUser": f"gres/gpu={tier.max_gpus_per_user}" if tier.max_gpus_per_user else "gres/gpu=-1",
+        "MaxTRESPerJob": f"gres/gpu={_limit(tier.max_gpus_per_job)},node={_limit(tier.max_nodes)}",
+        "MaxTRESPerUser": f"gres/gpu={_limit(tier.max_gpus_per_user)}",
         "Description": tier.description or tier.name,
     }
     if preempts:

@@ -71,7 +71,7 @@ def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: 
     """`enforce=False` renders shadow mode: every decision is logged and audited, no job is refused or changed."""
     import jinja2
 
-    from slurmtools.policy.base import load_policies, partition_shapes
+    from slurmtools.policy.base import load_policies, partition_shapes, tier_node_limits
     from slurmtools.policy.builtin import MESSAGES, SIGNAL_NUMBERS
     from slurmtools.policy.fingerprint import policy_hash
     from slurmtools.policy.directives import SBATCH_ALIASES, SBATCH_LONG, SBATCH_SHORT
@@ -91,7 +91,8 @@ def render_job_submit(site: "Site", fabric: "Fabric | None" = None, usage_file: 
         sbatch_long=lua_literal(SBATCH_LONG), sbatch_long_order=lua_literal(list(SBATCH_LONG)),
         sbatch_short=lua_literal(SBATCH_SHORT), sbatch_aliases=lua_literal(SBATCH_ALIASES), absurd=int(ABSURD),
         count_suffix=lua_literal(COUNT_SUFFIX), partition_shapes=lua_literal(partition_shapes(site, fabric)),
-        default_partition=_lua_str(site.default_partition.name),
+        default_partition=_lua_str(site.default_partition.name), tier_nodes=lua_literal(tier_node_limits(site)),
+        default_qos=_lua_str(site.default_tier),
     )
     if cli_only:
         note = "-- CLI-only policies (no Lua twin, not enforced here): " + _comment(", ".join(cli_only)) + "\n"

@@ -289,8 +289,9 @@ def test_srun_meets_the_same_rules(lab, policy_lab):
 def test_slurm_gives_spread_and_exclusive_jobs_more_gpus_than_they_name(lab):
     """What admission counts, as the real slurmctld allocates it (not the policy: Slurm's own behaviour, which the
     count follows): without -N, `-n 8 --gres=gpu:h100:1` is spread over several nodes when one lacks the free
-    CPUs, and each node brings its GPU (22.05: 4 nodes, 25.11: 2, measured); `--exclusive` gets all 8 GPUs of its
-    node with or without a GPU request, `--exclusive=user` only what it asks for."""
+    CPUs, and each node brings its GPU (22.05: 4 nodes, 25.11: 2, measured), at most as many nodes as the tier
+    QoS's node limit; `--exclusive` gets all 8 GPUs of its node with or without a GPU request, `--exclusive=user`
+    only what it asks for."""
     sub = "sbatch --parsable -p gpu -q production -A nlp -t 3 -o /dev/null"
     path = lab.dir / "etc" / "job_submit.lua"
     saved = path.read_text()
@@ -306,18 +307,21 @@ def test_slurm_gives_spread_and_exclusive_jobs_more_gpus_than_they_name(lab):
         assert nodes > 1, rec
         # 22.05's TRES=, 25.11's AllocTRES= (sacct lags behind)
         assert re.search(rf"TRES=\S*gres/gpu:h100={nodes}(,|\s)", rec), rec
-        # past admission (a pass-through job_submit.lua), a spread job whose nodes' GPUs would exceed the tier QoS's
-        # MaxTRESPerJob (gres/gpu=32, as sync-qos sets it) is not started on them: Slurm holds it, although it would
-        # fit on one node once one is free (the refusal's "add -N 1")
+        # past admission (a pass-through job_submit.lua), slurmctld itself gives a job without -N no more nodes than
+        # its tier QoS's node limit (MaxTRESPerJob node=, as the lab's QoS are rendered): 32 one-CPU tasks need 8
+        # nodes here; standard (4 nodes) does not start it, production (8) starts it on 8
         install_lua(lab, "function slurm_job_submit(d, p, u) return slurm.SUCCESS end\n"
                          "function slurm_job_modify(d, r, p, u) return slurm.SUCCESS end\nreturn slurm.SUCCESS\n")
         time.sleep(1)
-        held = int(lab.sh(f"{sub.replace('production', 'standard')} -n 40 --gres=gpu:h100:8 --wrap 'true'",
-                          user=USER).stdout.strip())
-        deadline = time.monotonic() + 30
-        while "Reason=QOSMaxGRESPerJob" not in (rec := lab.sh(f"scontrol show job -o {held}").stdout):
-            assert time.monotonic() < deadline and "JobState=PENDING" in rec, rec
-            time.sleep(1)
+        lab.sh(f"scancel {spread}")
+        capped = int(lab.sh(f"{sub.replace('production', 'standard')} -n 32 --gres=gpu:h100:1 --wrap 'true'",
+                            user=USER).stdout.strip())
+        wide = int(lab.sh(f"{sub} -n 32 --gres=gpu:h100:1 --wrap 'sleep 30'", user=USER).stdout.strip())
+        lab.wait_state(wide, "RUNNING", 60)
+        assert " NumNodes=8 " in lab.sh(f"scontrol show job -o {wide}").stdout
+        time.sleep(6)   # a scheduling pass or more (sched_interval=5 in the lab)
+        rec = lab.sh(f"scontrol show job -o {capped}").stdout
+        assert "JobState=PENDING" in rec, rec
     finally:
         install_lua(lab, saved)
         lab.sh("scancel -u " + USER, check=False)

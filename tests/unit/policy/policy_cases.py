@@ -86,6 +86,20 @@ def edge_cases() -> list[tuple[list[str], str]]:
         out.append((std + a, SIG))
     out.append((["-A", "vision", "-q", "scavenger", "-n", "40", "--gpus-per-node=h100:8"], SIG_SCAV))
     out.append((["-A", "vision", "-q", "scavenger", "--exclusive", "-n", "17"], SIG_SCAV))
+    # without -N at most the tier's node limit (its QoS's MaxTRESPerJob node=): standard 4, production 8; scavenger
+    # has none (the partition's 16); never fewer than the fewest nodes; with -N the range's top counts. vision over
+    # its budget is re-routed to scavenger, where the 40-task job counts 16 nodes (budget lab test)
+    for a in (["-n", "40", "--ntasks-per-node=8", "--gres=gpu:h100:1"], ["-N", "2-8", "-n", "8", "--gres=gpu:h100:1"],
+              ["-n", "40", "--gpus=h100:16", "--mem=300000"], ["-n", "5", "--gres=gpu:h100:8"]):
+        out.append((std + a, SIG))
+    for a in (["-n", "16", "--gres=gpu:h100:8"], ["-n", "17", "--gres=gpu:h100:8"],
+              ["-n", "16", "--gpus-per-task=h100:1"], ["-n", "9", "--ntasks-per-node=1", "--gres=gpu:h100:1"],
+              ["-n", "40", "--gpus=h100:16", "--mem=300000"]):
+        out.append((["-A", "vision", "-q", "production"] + a, SIG))
+    for a in (["-n", "8", "--gres=gpu:h100:8"], ["-n", "17", "--gres=gpu:h100:8"],
+              ["-n", "40", "--gpus=h100:16", "--mem=300000"]):
+        out.append((["-A", "vision", "-q", "scavenger"] + a, SIG_SCAV))
+    out.append((["-A", "vision", "-n", "8", "--gres=gpu:h100:8"], SIG))  # no QoS: the default tier's 4 nodes
     return out
 
 

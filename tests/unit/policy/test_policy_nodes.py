@@ -12,6 +12,7 @@ import pytest
 
 from policy_luarun import LUAS, run_lua
 from slurmtools.policy import JobRequest, PolicyContext, RequestError, evaluate, load_policies
+from slurmtools.policy.usage import render_usage_lua
 from slurmtools.render.job_submit import render_job_submit
 from slurmtools.site import load_site
 from slurmtools.topology.sitefile import load_fabric
@@ -35,21 +36,25 @@ def decide(policies, ctx, args, script=SIG):
 # (sbatch args after -A vision -q standard, job_desc fields sbatch 25.11 sends for them (src/common/slurm_opt.c
 # slurm_opt_create_job_desc, src/sbatch/opt.c _opt_verify), the refusal both sides give or None)
 CASES = [
-    # no -N: max_nodes stays NO_VAL (init_msg.c), num_tasks is sent; each task may get its own node
-    (["-n", "8", "--gres=gpu:h100:8"], {"num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"},
-     GPUS.format(g=64) + "; " + SPREAD.format(t=8, n=8, f=1)),
+    # no -N: max_nodes stays NO_VAL (init_msg.c), num_tasks is sent; each task may get its own node, at most the
+    # tier's 4 (its QoS's MaxTRESPerJob node=4: node_scheduler.c get_node_cnts), so 4 x 8 = 32 GPUs pass
+    (["-n", "8", "--gres=gpu:h100:8"], {"num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"}, None),
     (["-n", "8", "--gres=gpu:h100:8", "-N", "1"],
      {"num_tasks": 8, "min_nodes": 1, "max_nodes": 1, "tres_per_node": "gres/gpu:h100:8"}, None),
     (["-n", "4", "--gpus-per-node=h100:8"], {"num_tasks": 4, "tres_per_node": "gres/gpu:h100:8"}, None),
     # -n with --ntasks-per-node and no -N: sbatch sends min_nodes = tasks / per node, rounded up
     (["-n", "16", "--ntasks-per-node=8", "--gres=gpu:h100:8"],
-     {"num_tasks": 16, "ntasks_per_node": 8, "min_nodes": 2, "tres_per_node": "gres/gpu:h100:8"},
-     GPUS.format(g=128) + "; " + SPREAD.format(t=16, n=16, f=2)),
-    (["-n", "8", "--gpus-per-task=h100:1"], {"num_tasks": 8, "tres_per_task": "gres/gpu:h100=1"},
-     NODES.format(n=8) + "; " + SPREAD.format(t=8, n=8, f=1)),
-    # at most the partition's 16 nodes
+     {"num_tasks": 16, "ntasks_per_node": 8, "min_nodes": 2, "tres_per_node": "gres/gpu:h100:8"}, None),
+    # ... never fewer nodes than that: 5 nodes at least, more than the tier's 4, and not spread (no hint)
+    (["-n", "40", "--ntasks-per-node=8", "--gres=gpu:h100:1"],
+     {"num_tasks": 40, "ntasks_per_node": 8, "min_nodes": 5, "tres_per_node": "gres/gpu:h100:1"}, NODES.format(n=5)),
+    (["-n", "8", "--gpus-per-task=h100:1"], {"num_tasks": 8, "tres_per_task": "gres/gpu:h100=1"}, None),
+    # no node refusal (4 nodes), but 64 CPUs for the 1 GPU of its fewest nodes are too many: no hint either
     (["-n", "64", "--gres=gpu:h100:1"], {"num_tasks": 64, "tres_per_node": "gres/gpu:h100:1"},
-     NODES.format(n=16) + "; " + SPREAD.format(t=64, n=16, f=1)),
+     "on partition gpu each GPU comes with at most 14 CPUs: 1 GPUs allow 14 CPUs, this job asks for 64"),
+    # 40 tasks on at most 4 nodes: 1200000 MB for 16 GPUs pass (on 16 nodes 4800000 MB would not)
+    (["-n", "40", "--gpus=h100:16", "--mem=300000"],
+     {"num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000}, None),
     # --mem is per node: 4 nodes x 600G for 4 GPUs
     (["-n", "4", "--gpus=h100:4", "--mem=600G"],
      {"num_tasks": 4, "tres_per_job": "gres/gpu:h100:4", "min_mem_per_node": 600 * 1024},
@@ -62,6 +67,9 @@ CASES = [
     # sbatch cuts a range's top to the tasks (-N 2-8 -n 4: 2-4)
     (["-N", "2-8", "-n", "4", "--gres=gpu:h100:8"],
      {"min_nodes": 2, "max_nodes": 4, "num_tasks": 4, "tres_per_node": "gres/gpu:h100:8"}, None),
+    # with -N the range's top counts, past the tier's limit too (its QoS would cut it; admission refuses it)
+    (["-N", "2-8", "-n", "8", "--gres=gpu:h100:1"],
+     {"min_nodes": 2, "max_nodes": 8, "num_tasks": 8, "tres_per_node": "gres/gpu:h100:1"}, NODES.format(n=8)),
     # --exclusive: job_desc.shared 0 (JOB_SHARED_NONE), every GPU of each node
     (["--exclusive", "-N", "4"], {"shared": 0, "min_nodes": 4, "max_nodes": 4}, None),
     (["--exclusive", "-N", "5"], {"shared": 0, "min_nodes": 5, "max_nodes": 5},
@@ -71,8 +79,8 @@ CASES = [
      GPUS.format(g=40) + "; " + WHOLE),
     (["--exclusive", "--gpus=h100:33"], {"shared": 0, "tres_per_job": "gres/gpu:h100:33"},
      GPUS.format(g=40) + "; " + WHOLE),
-    (["--exclusive", "-n", "8"], {"shared": 0, "num_tasks": 8},
-     GPUS.format(g=64) + "; " + WHOLE + "; " + SPREAD.format(t=8, n=8, f=1)),
+    # spread over at most the tier's 4 nodes: 32 GPUs
+    (["--exclusive", "-n", "8"], {"shared": 0, "num_tasks": 8}, None),
     # an untyped request stays untyped: the partition's type rule still applies
     (["--exclusive", "--gres=gpu:4"], {"shared": 0, "tres_per_node": "gres/gpu:4"},
      "partition gpu needs a GPU type: ask for e.g. --gres=gpu:h100:N instead of an untyped GPU count "
@@ -131,6 +139,14 @@ def test_most_and_fewest_nodes():
     assert r.pinned().nodes == 2 and r.pinned().gpus == 16 and not r.pinned().spread
     capped = r.with_changes({"node_cap": 4})
     assert (capped.nodes, capped.gpus) == (4, 32)
+    # the tier's node limit (its QoS's node=) caps the spread too, whichever cap is lower ...
+    assert r.with_changes({"tier_nodes": 4}).nodes == 4
+    assert r.with_changes({"tier_nodes": 8, "node_cap": 16}).nodes == 8
+    assert r.with_changes({"tier_nodes": 8, "node_cap": 3}).nodes == 3
+    # ... never below the fewest nodes (16 tasks at most 8 a node: 2), which is then no spread
+    assert (r.with_changes({"tier_nodes": 1}).nodes, r.with_changes({"tier_nodes": 1}).spread) == (2, False)
+    # ... and not with -N: a range's top counts (tier_limits refuses it past the tier's limit)
+    assert JobRequest.from_sbatch(["-N", "2-8", "-n", "8"]).with_changes({"tier_nodes": 4}).nodes == 8
     r = JobRequest.from_sbatch(["-N", "2-8", "--gpus-per-node=h100:8"])
     assert (r.fewest_nodes, r.nodes, r.spread) == (2, 8, False)  # a range is asked for: no hint about -N
     r = JobRequest.from_sbatch(["--ntasks-per-node=8", "--gpus-per-node=h100:8"])  # no -n: one node's tasks
@@ -147,6 +163,102 @@ def test_the_partitions_node_count_caps_the_spread(policies, ctx):
                script="#!/bin/bash\n#SBATCH --signal=B:USR1@120\nsleep 1\n")
     assert d.message == ("tier scavenger allows at most 128 GPUs per job; this job asks for 144; "
                          + SPREAD.format(t=40, n=16, f=1))
+
+
+def _both(site, fabric, tmp_path, lua, cases, usage=None):
+    """Each (sbatch args, job_desc fields sbatch sends, the refusal or None) decided by the Python policies and the
+    rendered Lua alike; returns the Python decisions."""
+    month = datetime.now().strftime("%Y-%m")
+    usage_file = tmp_path / "usage.lua"
+    usage_file.unlink(missing_ok=True)
+    if usage is not None:
+        usage_file.write_text(render_usage_lua(usage, month))
+    ctx = PolicyContext(site=site, fabric=fabric, usage=usage, month=month)
+    pols = load_policies(site, fabric)
+    text = render_job_submit(site, fabric, usage_file=str(usage_file)).text
+    got = run_lua(text, [_job_desc(f) for _, f, _ in cases], tmp_path, lua)
+    out = []
+    for (args, fields, refusal), g in zip(cases, got):
+        d = decide(pols, ctx, args)
+        if refusal is None:
+            assert d.action != "deny", (args, d.message)
+            assert (g["rc"], g["user"]) == (0, ""), (args, g)
+            assert g["qos"] == d.changes.get("qos", _job_desc(fields)["qos"] or ""), (args, g)
+        else:
+            assert (d.action, d.message) == ("deny", refusal), args
+            assert (g["rc"], g["user"]) == (-1, refusal), args
+        out.append(d)
+    return out
+
+
+MEM16 = ("on partition gpu each GPU comes with at most 250000 MB of memory: 16 GPUs allow 4000000 MB, this job asks "
+         "for 4800000 MB")
+# a job without -N on each tier: at most the tier's node limit (production 8, standard 4), else the partition's 16
+TIER_CASES = [
+    (["-A", "vision", "-q", "production", "-n", "16", "--gres=gpu:h100:8"],
+     {"qos": "production", "num_tasks": 16, "tres_per_node": "gres/gpu:h100:8"}, None),
+    (["-A", "vision", "-q", "production", "-n", "16", "--gpus-per-task=h100:1"],
+     {"qos": "production", "num_tasks": 16, "tres_per_task": "gres/gpu:h100=1"}, None),
+    (["-A", "vision", "-q", "production", "-n", "9", "--ntasks-per-node=1", "--gres=gpu:h100:1"],
+     {"qos": "production", "num_tasks": 9, "ntasks_per_node": 1, "min_nodes": 9, "tres_per_node": "gres/gpu:h100:1"},
+     "tier production allows at most 8 nodes per job; this job asks for 9"),
+    (["-A", "vision", "-q", "standard", "-n", "40", "--gpus=h100:16", "--mem=300000"],
+     {"num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000}, None),
+    (["-A", "vision", "-q", "scavenger", "-n", "40", "--gpus=h100:16", "--mem=300000"],
+     {"qos": "scavenger", "num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000},
+     MEM16 + "; " + SPREAD.format(t=40, n=16, f=1)),
+    (["-A", "vision", "-q", "scavenger", "-n", "8", "--gres=gpu:h100:8"],
+     {"qos": "scavenger", "num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"}, None),
+    # no QoS named: the default tier's limit (routing sets qos standard)
+    (["-A", "vision", "-n", "8", "--gres=gpu:h100:8"],
+     {"qos": None, "num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"}, None),
+    (["-A", "vision", "-n", "40", "--gpus=h100:16", "--mem=300000"],
+     {"qos": None, "num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000}, None),
+]
+
+
+@pytest.mark.parametrize("lua", LUAS)
+def test_a_spread_job_counts_at_most_its_tiers_node_limit(site, fabric, tmp_path, lua):
+    """Slurm gives a job without -N at most its QoS's MaxTRESPerJob node= nodes (src/slurmctld/node_scheduler.c
+    get_node_cnts: acct_policy_get_max_nodes), which sync-qos sets to the tier's max_nodes; a tier without one
+    leaves the partition's node count."""
+    ds = _both(site, fabric, tmp_path, lua, TIER_CASES)
+    assert ds[6].changes == {"partition": "gpu", "qos": "standard"}
+
+
+@pytest.mark.parametrize("lua", LUAS)
+def test_a_re_routed_job_counts_its_new_tiers_nodes(site, fabric, tmp_path, lua):
+    """vision is over its budget: budget re-routes its standard jobs to scavenger, which has no node limit, so
+    from then on the job counts the partition's 16 nodes, not standard's 4 (the same job passes on standard)."""
+    big = (["-A", "vision", "-q", "standard", "-n", "40", "--gpus=h100:16", "--mem=300000"],
+           {"num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000})
+    small = (["-A", "vision", "-q", "standard", "-n", "8", "--gres=gpu:h100:8"],
+             {"num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"})
+    ds = _both(site, fabric, tmp_path, lua, [(*big, MEM16 + "; " + SPREAD.format(t=40, n=16, f=1)), (*small, None)],
+               usage={"vision": 25000.0})
+    assert ds[1].changes == {"partition": "gpu", "qos": "scavenger"}
+    ds = _both(site, fabric, tmp_path, lua, [(*big, None), (*small, None)], usage={"vision": 100.0})
+    assert [d.changes for d in ds] == [{"partition": "gpu"}] * 2
+
+
+@pytest.mark.parametrize("lua", LUAS)
+def test_a_tier_without_a_node_limit_counts_the_partitions_nodes(site, fabric, tmp_path, lua):
+    """standard without max_nodes: `-n 8 --gres=gpu:h100:8` may get 8 nodes (64 GPUs) and is refused, with the
+    hint; at most the partition's 16 nodes."""
+    from dataclasses import replace
+
+    s = replace(site, tiers={**site.tiers, "standard": replace(site.tiers["standard"], max_nodes=None)})
+    cases = [(["-n", "8", "--gres=gpu:h100:8"], {"num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"},
+              GPUS.format(g=64) + "; " + SPREAD.format(t=8, n=8, f=1)),
+             (["-n", "16", "--ntasks-per-node=8", "--gres=gpu:h100:8"],
+              {"num_tasks": 16, "ntasks_per_node": 8, "min_nodes": 2, "tres_per_node": "gres/gpu:h100:8"},
+              GPUS.format(g=128) + "; " + SPREAD.format(t=16, n=16, f=2)),
+             (["-n", "40", "--gpus-per-node=h100:8"], {"num_tasks": 40, "tres_per_node": "gres/gpu:h100:8"},
+              GPUS.format(g=128) + "; " + SPREAD.format(t=40, n=16, f=1)),
+             (["--exclusive", "-n", "8"], {"shared": 0, "num_tasks": 8},
+              GPUS.format(g=64) + "; " + WHOLE + "; " + SPREAD.format(t=8, n=8, f=1)),
+             (["-n", "4", "--gres=gpu:h100:8"], {"num_tasks": 4, "tres_per_node": "gres/gpu:h100:8"}, None)]
+    _both(s, fabric, tmp_path, lua, [(STD + a, f, r) for a, f, r in cases])
 
 
 def test_shapes_of_the_partitions(site, fabric):

@@ -8,12 +8,50 @@ from slurmtools.policy.replay import replay, request_from_record
 from slurmtools.policy.usage import gpu_hours_by_account, month_window, render_usage_lua
 from slurmtools.slurm.model import AcctRecord
 
-# what `sacctmgr -n -P show qos format=...` printed in the lab after the site's tiers were applied
+# what `sacctmgr -n -P show qos format=...` prints after the site's tiers were applied: TRES in TRES id order
+# (node is id 4, gres/gpu one past 1000), unset limits left out
 LAB_QOS = """normal|0||cluster|00:00:00||||Normal QOS default
-production|1000|scavenger,standard|cluster|00:00:00|gres/gpu=64|gres/gpu=64|2-00:00:00|deadline work; never preempted
-standard|100|scavenger|requeue|00:05:00|gres/gpu=32|gres/gpu=64|1-00:00:00|everyday training; preemptible by production after a grace period
+production|1000|scavenger,standard|cluster|00:00:00|node=8,gres/gpu=64|gres/gpu=64|2-00:00:00|deadline work; never preempted
+standard|100|scavenger|requeue|00:05:00|node=4,gres/gpu=32|gres/gpu=64|1-00:00:00|everyday training; preemptible by production after a grace period
 scavenger|10||requeue|00:01:00|gres/gpu=128||12:00:00|idle capacity at no charge against budgets; preemptible by everyone at short notice
 """
+
+
+def test_qos_settings_carry_the_tiers_gpus_and_nodes_per_job(site):
+    from slurmtools.render.accounting import qos_settings, render_qos
+
+    per_job = {t.name: qos_settings(site, t)["MaxTRESPerJob"] for t in site.tiers.values()}
+    assert per_job == {"production": "gres/gpu=64,node=8", "standard": "gres/gpu=32,node=4",
+                       "scavenger": "gres/gpu=128,node=-1"}  # no max_nodes: -1 clears a node limit
+    assert "MaxTRESPerJob=gres/gpu=32,node=4" in render_qos(site)[2]
+
+
+def test_tres_limits_compare_as_sacctmgr_prints_them():
+    from slurmtools.policy.qos_sync import same
+
+    assert same("MaxTRESPerJob", "node=4,gres/gpu=32", "gres/gpu=32,node=4")
+    assert same("MaxTRESPerJob", "gres/gpu=128", "gres/gpu=128,node=-1")  # unset is not printed
+    assert same("MaxTRESPerJob", "", "gres/gpu=-1,node=-1")
+    assert not same("MaxTRESPerJob", "gres/gpu=32", "gres/gpu=32,node=4")
+    assert not same("MaxTRESPerJob", "node=4,gres/gpu=32", "gres/gpu=32,node=-1")
+    assert not same("MaxTRESPerJob", "node=8,gres/gpu=32", "gres/gpu=32,node=4")
+
+
+def test_sync_plan_adds_the_node_limit_to_a_database_without_it(site):
+    """The QoS as sync-qos rendered them before the tier's node limit was in them: only gres/gpu per job."""
+    text = LAB_QOS.replace("|node=8,gres/gpu=64|", "|gres/gpu=64|").replace("|node=4,gres/gpu=32|", "|gres/gpu=32|")
+    assert plan_qos_sync(site, read_qos(lambda argv: text)) == [
+        ["sacctmgr", "-i", "modify", "qos", "where", "name=production", "set", "MaxTRESPerJob=gres/gpu=64,node=8"],
+        ["sacctmgr", "-i", "modify", "qos", "where", "name=standard", "set", "MaxTRESPerJob=gres/gpu=32,node=4"],
+    ]
+
+
+def test_sync_plan_clears_a_node_limit_the_tier_no_longer_has(site):
+    from dataclasses import replace
+
+    s = replace(site, tiers={**site.tiers, "standard": replace(site.tiers["standard"], max_nodes=None)})
+    assert plan_qos_sync(s, read_qos(lambda argv: LAB_QOS)) == [
+        ["sacctmgr", "-i", "modify", "qos", "where", "name=standard", "set", "MaxTRESPerJob=gres/gpu=32,node=-1"]]
 
 
 def test_sync_plan_is_empty_when_the_database_matches(site):
