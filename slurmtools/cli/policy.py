@@ -129,7 +129,9 @@ def _qos_sync_logger(site):
 
 
 def sync_qos(site: Optional[str] = SiteOpt,
-             dry_run: bool = typer.Option(False, "--dry-run", help="Print the sacctmgr commands, change nothing")) -> None:
+             dry_run: bool = typer.Option(False, "--dry-run", help="Print the sacctmgr commands, change nothing"),
+             check: bool = typer.Option(False, "--check", help="As --dry-run, and exit 1 when the QoS differ from "
+                                                               "the site's tiers (for cron or monitoring)")) -> None:
     """Make the accounting database's QoS match the site's tiers (priority, preemption, grace, limits)."""
     from slurmtools.policy.qos_sync import apply, plan_qos_sync, read_qos
     from slurmtools.render.accounting import as_shell
@@ -142,6 +144,10 @@ def sync_qos(site: Optional[str] = SiteOpt,
         typer.echo("QoS already match the site's tiers: nothing to do")
         return
     typer.echo(as_shell(cmds), nl=False)
+    if check:
+        # the commands went to stdout; stderr says why the exit status is 1
+        fail(f"the accounting database's QoS differ from the site's tiers: {len(cmds)} sacctmgr command(s) above "
+             "would make them match (run `slurmtools admin sync-qos`)", code=1)
     if dry_run:
         return
     apply(cmds, be.run, _qos_sync_logger(s))

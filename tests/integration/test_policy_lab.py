@@ -217,12 +217,23 @@ def test_sync_qos_converges_on_the_real_database(lab, tmp_path):
     dry = subprocess.run(cli + ["--dry-run"], capture_output=True, text=True, env=env, timeout=120)
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout == "sacctmgr -i modify qos where name=standard set GraceTime=420\n"
+    chk = subprocess.run(cli + ["--check"], capture_output=True, text=True, env=env, timeout=120)
+    assert (chk.returncode, chk.stdout) == (1, dry.stdout), chk.stderr
+    assert chk.stderr.strip() == ("slurmtools: error: the accounting database's QoS differ from the site's tiers: 1 "
+                                  "sacctmgr command(s) above would make them match (run `slurmtools admin sync-qos`)")
     assert read_qos(run)["standard"]["GraceTime"] == "00:05:00"  # dry-run changed nothing
     done = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert read_qos(run)["standard"]["GraceTime"] == "00:07:00"
     again = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120)
     assert again.stdout.strip() == "QoS already match the site's tiers: nothing to do"
+    chk = subprocess.run(cli + ["--check"], capture_output=True, text=True, env=env, timeout=120)
+    assert chk.returncode == 0 and chk.stdout.strip() == again.stdout.strip(), chk.stderr
+    # a QoS without the tier's node limit (as sync-qos left it before node= was rendered) is drift
+    run(["sacctmgr", "-i", "modify", "qos", "where", "name=standard", "set", "MaxTRESPerJob=node=-1"])
+    chk = subprocess.run(cli + ["--check"], capture_output=True, text=True, env=env, timeout=120)
+    assert (chk.returncode, chk.stdout) == (1, "sacctmgr -i modify qos where name=standard set "
+                                               "MaxTRESPerJob=gres/gpu=32,node=4\n"), (chk.stdout, chk.stderr)
     # put the lab back as the example site has it
     apply(plan_qos_sync(site, read_qos(run)), run)
     assert plan_qos_sync(site, read_qos(run)) == []
