@@ -9,13 +9,10 @@ and one-line errors. UTC and zones without a change read as before."""
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timedelta
 from pathlib import Path
-from unittest import mock
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -26,6 +23,7 @@ from slurmtools.reports.sacct import REPORT_FIELDS
 from slurmtools.resources import example_site
 from slurmtools.site import load_site
 from tests.unit.advise.history import Job, epilog_records, sacct_dump
+from tests.inproc import cli as _cli
 
 #: per zone: the spring day and its skipped hour, the autumn day and its repeated hour (local wall clock)
 ZONES = {
@@ -157,20 +155,6 @@ def test_a_step_begun_in_the_repeated_hours_second_pass_is_its_runs(tmp_path, in
     (r,), notes = load_runs(*WINDOW, sacct_file=dump)
     assert r.max_rss_mb == 30 * 1024
     assert r.elapsed_s == secs == 6000
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    """`slurmtools ARGS` in this process, as the console script runs it: (exit code, stdout, stderr)."""
-    from slurmtools.cli.main import run
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with mock.patch.object(sys, "argv", ["slurmtools", *args]), redirect_stdout(out), redirect_stderr(err):
-        try:
-            run()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_tz_names_the_zone_of_a_dump_written_elsewhere(tmp_path, in_zone):

@@ -8,15 +8,13 @@ elsewhere, and counts budgets per month of that zone, as admission does."""
 
 from __future__ import annotations
 
-import io
 import json
-import sys
-from contextlib import redirect_stderr, redirect_stdout
-from unittest import mock
 
 import pytest
 
 from slurmtools.site import find_site_path
+from tests.inproc import cli
+from tests.inproc import sacct_printing as _sacct
 
 HEAD = ("JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|ElapsedRaw|"
         "TimelimitRaw|NodeList|AllocTRES|ReqTRES|AllocCPUS")
@@ -39,20 +37,6 @@ def dump(tmp_path, *rows) -> str:
     p = tmp_path / "sacct.txt"
     p.write_text(HEAD + "\n" + "\n".join(rows) + "\n")
     return str(p)
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    """`slurmtools ARGS` in this process, as the console script runs it: (exit code, stdout, stderr)."""
-    from slurmtools.cli.main import run
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with mock.patch.object(sys, "argv", ["slurmtools", *args]), redirect_stdout(out), redirect_stderr(err):
-        try:
-            run()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
 
 
 def replay(path: str, *more: str) -> dict:
@@ -150,19 +134,6 @@ def test_tz_errors_are_the_reports(tmp_path, in_zone):
     code, _, err = cli("admin", "policy", "replay", "--site", SITE, "--sacct-file", path)
     assert code == 2 and len(err.splitlines()) == 1 and "TZ=Mars/Olympus" in err
     assert (code, err) == cli(*report, "--sacct-file", path)[::2]
-
-
-def _sacct(text: str):
-    """A commands backend whose sacct prints `text` (`argv`: the command line it was run with)."""
-    from slurmtools.slurm.commands import CommandBackend
-
-    class Backend(CommandBackend):
-        argv: list = []
-
-        def run(self, argv, *a, **kw):
-            self.argv = list(argv)
-            return text
-    return Backend(env={})
 
 
 def test_the_live_replay_reads_sacct_as_a_dump_is_read(tmp_path, in_zone, monkeypatch):

@@ -9,14 +9,10 @@ whose times are not sacct's standard form (a user's SLURM_TIME_FORMAT) is refuse
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -32,6 +28,7 @@ from slurmtools.reports.sacct import read_sacct
 from slurmtools.resources import example_site
 from slurmtools.site import load_site
 from slurmtools.topology.sitefile import load_fabric
+from tests.inproc import cli as _cli
 
 GPUS = 128  # the example site: 16 nodes x 8 h100
 HEAD = ("JobID|JobIDRaw|JobName|User|Account|Partition|QOS|State|Submit|Eligible|Start|End|ElapsedRaw|NodeList|"
@@ -63,20 +60,6 @@ def _dump(tmp_path: Path, rows: list[str], name: str = "dump.txt") -> Path:
 
 def _t(day: str, hour: int, minute: int = 0) -> str:
     return f"{day}T{hour:02d}:{minute:02d}:00"
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    """`slurmtools ARGS` in this process, as the console script runs it: (exit code, stdout, stderr)."""
-    from slurmtools.cli.main import run
-
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with mock.patch.object(sys, "argv", ["slurmtools", *args]), redirect_stdout(out), redirect_stderr(err):
-        try:
-            run()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _report(tmp_path: Path, dump: Path, since: str, until: str, *extra: str) -> dict:

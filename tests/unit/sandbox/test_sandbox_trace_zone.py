@@ -13,6 +13,7 @@ import pytest
 
 from slurmtools.errors import ParseError
 from slurmtools.sandbox.trace import load_trace
+from tests.inproc import sacct_printing as _sacct
 
 HEAD = "JobID|JobIDRaw|User|Account|Partition|QOS|State|Submit|Start|End|ElapsedRaw|TimelimitRaw|NodeList|ReqTRES"
 #: Europe/Berlin's autumn change of 2026: 03:00 CEST back to 02:00 CET at 01:00 UTC on 2026-10-25
@@ -206,19 +207,6 @@ def test_a_start_that_fits_both_passes_is_read_after_its_submit(tmp_path, in_zon
 #: what the backend asks sacct for (`slurm.commands.ACCT_FIELDS`), in its order
 LIVE_HEAD = ("JobID|JobIDRaw|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|ElapsedRaw|"
              "TimelimitRaw|NodeList|AllocTRES|ReqTRES|AllocCPUS|JobName")
-
-
-def _sacct(text: str):
-    """A commands backend whose sacct prints `text` (`argv`: the command line it was run with)."""
-    from slurmtools.slurm.commands import CommandBackend
-
-    class Backend(CommandBackend):
-        argv: list = []
-
-        def run(self, argv, *a, **kw):
-            self.argv = list(argv)
-            return text
-    return Backend(env={})
 
 
 def _live_row(job, submit, start, end, elapsed, state="COMPLETED"):
