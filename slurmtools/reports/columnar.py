@@ -318,6 +318,10 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
     run_notes: list[str] = []
     if no_end:
         run_notes.append(f"{no_end} finished run(s) have no End time in sacct; counted as 0 s")
+    cpu_only = int(con.execute(f"""SELECT count(*) FROM jobs WHERE start IS NOT NULL AND NOT coalesce(gpus > 0, false)
+        AND epoch(start)::BIGINT < {hi} AND coalesce(epoch("end")::BIGINT, {hi}) > {lo}""").fetchall()[0][0])
+    if cpu_only:
+        run_notes.append(metrics.cpu_only_note(cpu_only))
 
     if epilog is not None and len(epilog):
         from slurmtools.reports.runmatch import align_to_runs

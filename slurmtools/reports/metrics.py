@@ -34,6 +34,8 @@ WAIT_LABELS = ["<1 min", "1-5 min", "5-15 min", "15-60 min", "1-4 h", "4-24 h", 
 WASTE_UTIL_PCT = 30.0  # a run below this mean GPU utilisation is listed among the wasters
 #: how the note saying capacity was counted from the cluster's first record begins (the Markdown repeats it)
 CAPACITY_NOTE = "capacity counted from"
+#: the summary's "0 jobs" of a dump of CPU jobs needs this beside it (the Markdown summary shows it)
+CPU_ONLY_NOTE = "CPU-only runs left out:"
 #: states of a run that ended because the node failed, not because it was preempted, even when requeued
 NODE_FAILURE = ("NODE_FAIL", "BOOT_FAIL")
 #: timeline bucket lengths (seconds), the shortest that gives at most TIMELINE_MAX_BUCKETS is used: minutes for
@@ -76,6 +78,23 @@ def _recat(col: pd.Series, fn) -> pd.Categorical:
         return pd.Categorical([""] * len(codes)) if len(codes) else pd.Categorical([])
     uniq, inv = np.unique(new.astype(str), return_inverse=True)
     return pd.Categorical.from_codes(np.where(codes >= 0, inv[np.maximum(codes, 0)], -1), uniq)
+
+
+def cpu_only_runs(jobs: pd.DataFrame, lo: int, hi: int) -> int:
+    """Runs in [lo, hi) (epoch seconds) that held no GPU: a GPU report leaves them out, and says how many, so a
+    dump of CPU jobs does not read as an idle cluster with no jobs. A run without End counts to `hi`."""
+    cpu = (~(jobs["gpus"] > 0) & jobs["start"].notna()).to_numpy()
+    if not cpu.any():
+        return 0
+    start = _secs(jobs["start"].to_numpy()[cpu])
+    end_raw = jobs["end"].to_numpy()[cpu]
+    no_end = pd.isna(end_raw)
+    end = np.where(no_end, hi, _secs(np.where(no_end, np.datetime64(0, "s"), end_raw)))
+    return int(((start < hi) & (end > lo)).sum())
+
+
+def cpu_only_note(n: int) -> str:
+    return f"{CPU_ONLY_NOTE} {n} job run(s) in the window held no GPU; this is a GPU report, they are not in its figures"
 
 
 def prepare(jobs: pd.DataFrame, site, until: datetime, notes: list[str], zone=None) -> pd.DataFrame:
@@ -284,6 +303,9 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     lo = z.instant(since)
     hi = z.instant(until)
     all_runs = prepare(jobs, site, until, notes, z)
+    cpu_only = cpu_only_runs(jobs, lo, hi)
+    if cpu_only:
+        notes.append(cpu_only_note(cpu_only))
     if epilog is not None and len(epilog):
         from slurmtools.reports.runmatch import align_to_runs
 

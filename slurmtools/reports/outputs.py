@@ -23,7 +23,7 @@ from slurmtools.reports.badrows import FILE_NAME as BAD_ROWS_FILE
 from slurmtools.reports.badrows import BadRows
 from slurmtools.reports.csvsafe import write_csv
 from slurmtools.reports.energy import IDLE_GPU_UTIL_PCT
-from slurmtools.reports.metrics import CAPACITY_NOTE, WASTE_UTIL_PCT, Report
+from slurmtools.reports.metrics import CAPACITY_NOTE, CPU_ONLY_NOTE, WASTE_UTIL_PCT, Report
 
 FORMATS = ("html", "csv", "md", "json")
 
@@ -148,7 +148,7 @@ def render_md(r: Report, top: int = 5) -> str:
                      + (f"; {fmt.kwh(s['co2e_kg'])} kg CO2e" if s.get("co2e_kg") is not None else "")
                      + (f"; unknown for {fmt.count(s['runs_energy_unknown'])} runs" if s.get("runs_energy_unknown")
                         else ""))
-    lines += [f"- Note: {_md(n)}" for n in r.notes if n.startswith(CAPACITY_NOTE)]
+    lines += [f"- Note: {_md(n)}" for n in r.notes if n.startswith((CAPACITY_NOTE, CPU_ONLY_NOTE))]
     if lines[-1] != "":
         lines.append("")
     bt = r.tables

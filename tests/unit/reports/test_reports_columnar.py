@@ -247,3 +247,29 @@ def test_day_files_read_back_as_pandas_wrote_them(tmp_path):
         want = jobs[jobs["end"].notna() & (jobs["end"].dt.floor("D") == pd.Timestamp(day))].reset_index(drop=True)
         want.to_parquet(tmp_path / "want.parquet", index=False)
         pd.testing.assert_frame_equal(pd.read_parquet(c.path(day)), pd.read_parquet(tmp_path / "want.parquet"))
+
+
+def test_cpu_only_runs_in_the_window_are_counted_in_a_note_of_both_engines(site):
+    """A GPU report leaves CPU jobs out; a dump of them read "0 jobs" with nothing said. The note counts the runs
+    without a GPU that overlap the window (one running, one without End among them), not those outside it, and the
+    Markdown summary shows it beside the figures it explains."""
+    from slurmtools.reports import outputs
+
+    text = ("JobID|JobIDRaw|State|Start|End|AllocTRES|Partition|QOS|Account|User|Submit\n"
+            "1|1|COMPLETED|2026-11-02T01:00:00|2026-11-02T03:00:00|cpu=4,mem=8G,node=1|cpu|standard|nlp|bob|"
+            "2026-11-02T00:00:00\n"
+            "2|2|RUNNING|2026-11-02T04:00:00|Unknown|cpu=4,node=1|cpu|standard|nlp|bob|2026-11-02T03:00:00\n"
+            "3|3|COMPLETED|2026-10-20T01:00:00|2026-10-20T02:00:00|cpu=4,node=1|cpu|standard|nlp|bob|"
+            "2026-10-20T00:00:00\n"
+            "4|4|PENDING|Unknown|Unknown|cpu=4,node=1|cpu|standard|nlp|bob|2026-11-02T03:00:00\n")
+    gpu = "5|5|COMPLETED|2026-11-02T01:00:00|2026-11-02T02:00:00|cpu=1,gres/gpu=2|gpu|standard|nlp|ann|2026-11-02T00:00:00\n"
+    r = both(read_sacct(text, text=True).jobs, site, SINCE, UNTIL)
+    assert r.summary["jobs"] == 0
+    said = [n for n in r.notes if n.startswith(metrics.CPU_ONLY_NOTE)]
+    assert said == [f"{metrics.CPU_ONLY_NOTE} 2 job run(s) in the window held no GPU; this is a GPU report, they are "
+                    "not in its figures"]
+    assert f"- Note: {said[0]}" in outputs.render_md(r)
+    mixed = both(read_sacct(text + gpu, text=True).jobs, site, SINCE, UNTIL)
+    assert mixed.summary["jobs"] == 1 and [n for n in mixed.notes if n.startswith(metrics.CPU_ONLY_NOTE)] == said
+    alone = both(read_sacct(text.splitlines(True)[0] + gpu, text=True).jobs, site, SINCE, UNTIL)
+    assert not [n for n in alone.notes if n.startswith(metrics.CPU_ONLY_NOTE)]
