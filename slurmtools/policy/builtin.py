@@ -47,7 +47,7 @@ MESSAGES = {
                          "script so the job can checkpoint (a --signal on the command line is not visible here)",
     # appended to a refusal that the count below made (`hints`)
     "whole_nodes": "--exclusive gives the job every GPU of each of its nodes ({per_node} a node)",
-    "spread": "without -N, Slurm may spread its {tasks} tasks over {nodes} nodes: add -N {fit} "
+    "spread": "without -N, Slurm may spread its {what} over {nodes} nodes: add -N {fit} "
               "(or the node count it needs)",
 }
 
@@ -99,7 +99,8 @@ def hints(r: JobRequest, recheck, message: str) -> str:
     if r.spread:
         d = recheck(r.pinned())
         if d.action != "deny" or d.message != message:
-            out += "; " + fmt("spread", tasks=str(r.num_tasks), nodes=str(r.nodes), fit=str(r.fewest_nodes))
+            count, unit = r.spread_over
+            out += "; " + fmt("spread", what=f"{count} {unit}", nodes=str(r.nodes), fit=str(r.fewest_nodes))
     return out
 
 

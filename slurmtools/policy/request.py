@@ -85,20 +85,37 @@ class JobRequest:
         n = self.min_nodes if self.min_nodes else 1
         if self.num_tasks and self.ntasks_per_node:
             n = max(n, -(-self.num_tasks // self.ntasks_per_node))
+        if self.node_gpus:
+            # --gpus=h100:12 needs 2 nodes of 8 (slurmctld shows NumNodes=2 for it, measured on both releases)
+            per = dict(self.node_gpus)
+            most = max(per.values())
+            for typ, count in gpu_counts(self.tres_per_job).items():
+                p = most if typ == "untyped" else per.get(typ)
+                if p:
+                    n = max(n, -(-count // p))
         return n
+
+    @property
+    def spread_over(self) -> tuple[int, str]:
+        """What Slurm may spread a job without -N over, one node each: its tasks (`-n 16`), else the GPUs of --gpus
+        (`--gpus=h100:4` alone ran on 4 nodes with 1 free GPU each, NumTasks=4, on 22.05 and 25.11; with -n the
+        tasks bound the nodes: `-n 2 --gpus=h100:4` waited for 2 nodes with 2 free GPUs). (count, unit)"""
+        if self.num_tasks:
+            return self.num_tasks, "tasks"
+        return sum(gpu_counts(self.tres_per_job).values()), "GPUs"
 
     @property
     def nodes(self) -> int:
         """The most nodes the job may get: `-N 2-8` may run on 8, so per-node GPUs and memory count 8 times. Without
-        -N (max_nodes NO_VAL) slurmctld may place each task on its own node (a job's max_nodes 0 means the
-        partition's, capped at its QoS's `node=` limit: src/slurmctld/node_scheduler.c get_node_cnts), so `-n 16`
-        counts 16 nodes, at most the partition's node count (`node_cap`) and the tier's node limit (`tier_nodes`)
-        where the site knows them, never fewer than `fewest_nodes`."""
+        -N (max_nodes NO_VAL) slurmctld may place each task, or each GPU of --gpus without -n, on its own node (a
+        job's max_nodes 0 means the partition's, capped at its QoS's `node=` limit: src/slurmctld/node_scheduler.c
+        get_node_cnts), so `-n 16` counts 16 nodes, at most the partition's node count (`node_cap`) and the tier's
+        node limit (`tier_nodes`) where the site knows them, never fewer than `fewest_nodes`."""
         n = self.fewest_nodes
         if self.max_nodes:
             return max(n, self.max_nodes)
-        if self.num_tasks and self.num_tasks > n:
-            s = self.num_tasks
+        s = self.spread_over[0]
+        if s > n:
             for cap in (self.node_cap, self.tier_nodes):
                 if cap is not None and s > cap:
                     s = cap
@@ -107,7 +124,8 @@ class JobRequest:
 
     @property
     def spread(self) -> bool:
-        """No -N and more nodes than the fewest: the tasks may be spread (`-n 8 --gres=gpu:h100:8` may get 8 nodes)."""
+        """No -N and more nodes than the fewest: the tasks (or --gpus' GPUs) may be spread (`-n 8 --gres=gpu:h100:8`
+        may get 8 nodes)."""
         return not self.max_nodes and self.nodes > self.fewest_nodes
 
     def pinned(self) -> "JobRequest":

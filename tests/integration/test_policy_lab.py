@@ -297,6 +297,42 @@ def test_srun_meets_the_same_rules(lab, policy_lab):
     assert p.returncode == 0, p.stderr
 
 
+def test_slurm_spreads_the_gpus_of_a_job_without_nodes_or_tasks(lab):
+    """What admission counts for `--gpus=N` with neither -N nor -n, as the real slurmctld allocates it: with one
+    free GPU a node, `--gpus=h100:4` runs on 4 nodes as 4 tasks (each node with its --mem), `-n 1 --gpus=h100:4`
+    does not start (one task, one node), and `--gpus=h100:12` asks for 2 nodes at least (8 a node). Past
+    admission: a pass-through job_submit.lua (the rendered one refuses such jobs where the spread breaks a limit)."""
+    sub = "sbatch --parsable -p gpu -q production -t 3 -o /dev/null"
+    saved = (lab.dir / "etc" / "job_submit.lua").read_text()
+    install_lua(lab, "function slurm_job_submit(d, p, u) return slurm.SUCCESS end\n"
+                     "function slurm_job_modify(d, r, p, u) return slurm.SUCCESS end\nreturn slurm.SUCCESS\n")
+    try:
+        # 7 of 8 GPUs taken on every node, by two users (production allows 64 GPUs a user)
+        fillers = [lab.sh(f"{sub} -A {acct} -w gpu{i:02d} -N 1 --gres=gpu:h100:7 --wrap 'sleep 120'",
+                          user=who).stdout.strip()
+                   for i in range(1, 17) for who, acct in ((("bob", "nlp") if i <= 8 else ("alice", "vision")),)]
+        for f in fillers:
+            lab.wait_state(int(f), "RUNNING", 60)
+        spread = int(lab.sh(f"{sub} -A nlp --gpus=h100:4 --mem=2G --wrap 'sleep 30'", user=USER).stdout.strip())
+        one = int(lab.sh(f"{sub} -A nlp --gpus=h100:4 -n 1 --wrap 'sleep 30'", user=USER).stdout.strip())
+        lab.wait_state(spread, "RUNNING", 60)
+        rec = lab.sh(f"scontrol show job -o {spread}").stdout
+        assert " NumNodes=4 " in rec and " NumTasks=4 " in rec, rec
+        assert re.search(r"TRES=\S*mem=8G\S*gres/gpu:h100=4(,|\s)", rec), rec   # --mem per node, 4 nodes
+        lab.sh(f"scancel {spread}")
+        # 12 GPUs, one free a node, production's 8 nodes at most: it waits, and asks for 2 nodes at least
+        twelve = int(lab.sh(f"{sub} -A nlp --gpus=h100:12 --wrap 'sleep 30'", user=USER).stdout.strip())
+        time.sleep(6)   # a scheduling pass or more (sched_interval=5 in the lab): 3 GPUs free on no node
+        rec = lab.sh(f"scontrol show job -o {one}").stdout
+        assert "JobState=PENDING" in rec and " NumNodes=1 " in rec, rec
+        rec = lab.sh(f"scontrol show job -o {twelve}").stdout
+        assert "JobState=PENDING" in rec and " NumNodes=2 " in rec, rec
+    finally:
+        install_lua(lab, saved)
+        for who in (USER, "bob", "alice"):
+            lab.sh("scancel -u " + who, check=False)
+
+
 def test_slurm_gives_spread_and_exclusive_jobs_more_gpus_than_they_name(lab):
     """What admission counts, as the real slurmctld allocates it (not the policy: Slurm's own behaviour, which the
     count follows): without -N, `-n 8 --gres=gpu:h100:1` is spread over several nodes when one lacks the free

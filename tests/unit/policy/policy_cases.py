@@ -100,6 +100,13 @@ def edge_cases() -> list[tuple[list[str], str]]:
               ["-n", "40", "--gpus=h100:16", "--mem=300000"]):
         out.append((["-A", "vision", "-q", "scavenger"] + a, SIG_SCAV))
     out.append((["-A", "vision", "-n", "8", "--gres=gpu:h100:8"], SIG))  # no QoS: the default tier's 4 nodes
+    # without -N and -n, each GPU of --gpus may come from its own node (at least the nodes its GPUs need: 12 of 8 a
+    # node, 2); with -n the tasks bound the nodes
+    for a in (["--gpus=h100:4", "--mem=600G"], ["--gpus=h100:4", "-c", "16"], ["--gpus=h100:12", "--mem=800G"],
+              ["--gpus=h100:4", "-n", "1", "--mem=600G"], ["--gpus=h100:12", "--mem=300G"],
+              ["--gpus=h100:33", "--mem=1000"], ["--gpus=16", "--mem=300G"]):
+        out.append((std + a, SIG))
+    out.append((["-A", "vision", "-q", "scavenger", "--gpus=h100:20", "--mem=300G"], SIG_SCAV))
     return out
 
 

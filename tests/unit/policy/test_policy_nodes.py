@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("require_lua")  # a missing Lua fails, neve
 SIG = "#!/bin/bash\n#SBATCH --signal=B:USR1@300\nsleep 1\n"
 NO_VAL, NO_VAL16 = 4294967294, 65534
 STD = ["-A", "vision", "-q", "standard"]
-SPREAD = "without -N, Slurm may spread its {t} tasks over {n} nodes: add -N {f} (or the node count it needs)"
+SPREAD = "without -N, Slurm may spread its {w} over {n} nodes: add -N {f} (or the node count it needs)"
 WHOLE = "--exclusive gives the job every GPU of each of its nodes (8 a node)"
 GPUS = "tier standard allows at most 32 GPUs per job; this job asks for {g}"
 NODES = "tier standard allows at most 4 nodes per job; this job asks for {n}"
@@ -59,7 +59,22 @@ CASES = [
     (["-n", "4", "--gpus=h100:4", "--mem=600G"],
      {"num_tasks": 4, "tres_per_job": "gres/gpu:h100:4", "min_mem_per_node": 600 * 1024},
      "on partition gpu each GPU comes with at most 250000 MB of memory: 4 GPUs allow 1000000 MB, this job asks for "
-     "2457600 MB; " + SPREAD.format(t=4, n=4, f=1)),
+     "2457600 MB; " + SPREAD.format(w="4 tasks", n=4, f=1)),
+    # no -n either: each GPU of --gpus may come from its own node (measured: --gpus=h100:4 ran on 4 nodes, 4 tasks)
+    (["--gpus=h100:4", "--mem=600G"], {"tres_per_job": "gres/gpu:h100:4", "min_mem_per_node": 600 * 1024},
+     "on partition gpu each GPU comes with at most 250000 MB of memory: 4 GPUs allow 1000000 MB, this job asks for "
+     "2457600 MB; " + SPREAD.format(w="4 GPUs", n=4, f=1)),
+    (["--gpus=h100:4", "-c", "16"], {"tres_per_job": "gres/gpu:h100:4", "cpus_per_task": 16},
+     "on partition gpu each GPU comes with at most 14 CPUs: 4 GPUs allow 56 CPUs, this job asks for 64; "
+     + SPREAD.format(w="4 GPUs", n=4, f=1)),
+    # 12 GPUs need 2 nodes of 8 at least (slurmctld shows NumNodes=2): the hint proposes 2
+    (["--gpus=h100:12", "--mem=800G"], {"tres_per_job": "gres/gpu:h100:12", "min_mem_per_node": 800 * 1024},
+     "on partition gpu each GPU comes with at most 250000 MB of memory: 12 GPUs allow 3000000 MB, this job asks "
+     "for 3276800 MB; " + SPREAD.format(w="12 GPUs", n=4, f=2)),
+    # -n bounds the nodes: one task, one node
+    (["--gpus=h100:4", "-n", "1", "--mem=600G"],
+     {"tres_per_job": "gres/gpu:h100:4", "num_tasks": 1, "min_mem_per_node": 600 * 1024}, None),
+    (["--gpus=h100:12", "--mem=300G"], {"tres_per_job": "gres/gpu:h100:12", "min_mem_per_node": 300 * 1024}, None),
     # CPUs per GPU are tightest on the fewest nodes: one node, 4 GPUs, 60 CPUs
     (["-N", "1-4", "-n", "4", "--gres=gpu:h100:4", "-c", "15"],
      {"min_nodes": 1, "max_nodes": 4, "num_tasks": 4, "cpus_per_task": 15, "tres_per_node": "gres/gpu:h100:4"},
@@ -162,7 +177,7 @@ def test_the_partitions_node_count_caps_the_spread(policies, ctx):
     d = decide(policies, ctx, ["-A", "vision", "-q", "scavenger", "-n", "40", "--gpus-per-node=h100:9"],
                script="#!/bin/bash\n#SBATCH --signal=B:USR1@120\nsleep 1\n")
     assert d.message == ("tier scavenger allows at most 128 GPUs per job; this job asks for 144; "
-                         + SPREAD.format(t=40, n=16, f=1))
+                         + SPREAD.format(w="40 tasks", n=16, f=1))
 
 
 def _both(site, fabric, tmp_path, lua, cases, usage=None):
@@ -206,7 +221,7 @@ TIER_CASES = [
      {"num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000}, None),
     (["-A", "vision", "-q", "scavenger", "-n", "40", "--gpus=h100:16", "--mem=300000"],
      {"qos": "scavenger", "num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000},
-     MEM16 + "; " + SPREAD.format(t=40, n=16, f=1)),
+     MEM16 + "; " + SPREAD.format(w="40 tasks", n=16, f=2)),
     (["-A", "vision", "-q", "scavenger", "-n", "8", "--gres=gpu:h100:8"],
      {"qos": "scavenger", "num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"}, None),
     # no QoS named: the default tier's limit (routing sets qos standard)
@@ -234,7 +249,8 @@ def test_a_re_routed_job_counts_its_new_tiers_nodes(site, fabric, tmp_path, lua)
            {"num_tasks": 40, "tres_per_job": "gres/gpu:h100:16", "min_mem_per_node": 300000})
     small = (["-A", "vision", "-q", "standard", "-n", "8", "--gres=gpu:h100:8"],
              {"num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"})
-    ds = _both(site, fabric, tmp_path, lua, [(*big, MEM16 + "; " + SPREAD.format(t=40, n=16, f=1)), (*small, None)],
+    ds = _both(site, fabric, tmp_path, lua, [(*big, MEM16 + "; " + SPREAD.format(w="40 tasks", n=16, f=2)),
+                                                (*small, None)],
                usage={"vision": 25000.0})
     assert ds[1].changes == {"partition": "gpu", "qos": "scavenger"}
     ds = _both(site, fabric, tmp_path, lua, [(*big, None), (*small, None)], usage={"vision": 100.0})
@@ -249,14 +265,14 @@ def test_a_tier_without_a_node_limit_counts_the_partitions_nodes(site, fabric, t
 
     s = replace(site, tiers={**site.tiers, "standard": replace(site.tiers["standard"], max_nodes=None)})
     cases = [(["-n", "8", "--gres=gpu:h100:8"], {"num_tasks": 8, "tres_per_node": "gres/gpu:h100:8"},
-              GPUS.format(g=64) + "; " + SPREAD.format(t=8, n=8, f=1)),
+              GPUS.format(g=64) + "; " + SPREAD.format(w="8 tasks", n=8, f=1)),
              (["-n", "16", "--ntasks-per-node=8", "--gres=gpu:h100:8"],
               {"num_tasks": 16, "ntasks_per_node": 8, "min_nodes": 2, "tres_per_node": "gres/gpu:h100:8"},
-              GPUS.format(g=128) + "; " + SPREAD.format(t=16, n=16, f=2)),
+              GPUS.format(g=128) + "; " + SPREAD.format(w="16 tasks", n=16, f=2)),
              (["-n", "40", "--gpus-per-node=h100:8"], {"num_tasks": 40, "tres_per_node": "gres/gpu:h100:8"},
-              GPUS.format(g=128) + "; " + SPREAD.format(t=40, n=16, f=1)),
+              GPUS.format(g=128) + "; " + SPREAD.format(w="40 tasks", n=16, f=1)),
              (["--exclusive", "-n", "8"], {"shared": 0, "num_tasks": 8},
-              GPUS.format(g=64) + "; " + WHOLE + "; " + SPREAD.format(t=8, n=8, f=1)),
+              GPUS.format(g=64) + "; " + WHOLE + "; " + SPREAD.format(w="8 tasks", n=8, f=1)),
              (["-n", "4", "--gres=gpu:h100:8"], {"num_tasks": 4, "tres_per_node": "gres/gpu:h100:8"}, None)]
     _both(s, fabric, tmp_path, lua, [(STD + a, f, r) for a, f, r in cases])
 
