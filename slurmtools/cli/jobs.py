@@ -63,7 +63,7 @@ VarOpt = typer.Option(None, "--var", help="KEY=VALUE for the template, e.g. mast
                                           "torchrun='python3 my_launcher.py' (repeatable)")
 SweepOpt = typer.Option(None, "--sweep", help="Arguments of one array task, as one shell-quoted string "
                                               "(repeatable; with --template array)")
-WaitOpt = typer.Option(None, "--max-wait", help="Longest wait for a tighter placement (default: 10%% of the "
+WaitOpt = typer.Option(None, "--max-wait", help="Longest wait for a tighter placement (default: 10% of the "
                                                 "time limit, at most 2h)")
 TpOpt = typer.Option(None, "--tp-size", help="GPUs in one tensor-parallel group: on partitions placed by NVLink "
                                               "blocks, each group stays inside one block (--segment)")

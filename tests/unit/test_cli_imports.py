@@ -177,3 +177,22 @@ def test_only_exact_captured_argument_lists_are_served(args):
         got = launch.prebuilt(list(args))
     want = _help_texts.TEXTS["slurmtools"].get(" ".join(args))
     assert got == want
+
+
+def test_no_help_text_of_any_command_shows_an_escaped_percent():
+    """click prints help as written: a `%%` (argparse's escape) reached users as `10%%` in `plan --help`."""
+    import typer
+
+    from slurmtools.cli.main import app
+
+    def walk(cmd, ctx):   # typer's own click (typer._click in 0.29): commands and groups by what they answer
+        yield ctx.command_path, cmd.get_help(ctx)
+        if hasattr(cmd, "list_commands"):
+            for name in cmd.list_commands(ctx):
+                sub = cmd.get_command(ctx, name)
+                yield from walk(sub, sub.context_class(sub, info_name=name, parent=ctx))
+
+    root = typer.main.get_command(app)
+    helps = dict(walk(root, root.context_class(root, info_name="slurmtools")))
+    assert len(helps) > 40 and "slurmtools plan" in helps
+    assert [path for path, text in helps.items() if "%%" in text] == []
