@@ -24,6 +24,15 @@ EpilogOpt = typer.Option(None, "--epilog-dir", help="Folder of the epilog's GPU 
                                                     "spool_dir>/jobs)")
 
 
+def _about(seconds: float) -> str:
+    """A span back to a --since date, for people: "412 days", "5 hours", "17 minutes" (`human` gives the exact
+    form a duration option takes, which for a date read "in the last 249488756s")."""
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{round(seconds / size)} {unit}"
+    return f"{int(round(seconds))} s"
+
+
 def history_window(since: str | None, site, now=None):
     """(since, until, label) from --since: a duration back from now, or a date; the site's lookback by default."""
     from datetime import datetime, timedelta
@@ -46,7 +55,7 @@ def history_window(since: str | None, site, now=None):
                               f"{since!r}") from None
         if s >= now:
             raise OptionError(f"--since: {s} is not in the past") from None
-        return s, now, f"{human((now - s).total_seconds())} (since {s})"
+        return s, now, f"{_about((now - s).total_seconds())} (since {s})"
     if secs <= 0:
         raise OptionError(f"--since: expected a duration above 0, got {since!r}")
     from slurmtools.cli.report import EARLIEST_YEAR

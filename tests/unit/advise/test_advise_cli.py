@@ -63,6 +63,20 @@ def test_advise_filters_by_user_and_account(history):
             ("user bob" if opt[0] == "--user" else "account nlp") + " in the last 30d give no recommendation\n"
 
 
+def test_a_since_date_reads_as_a_span_people_read(history):
+    """--since as a date: the window is said in days (it read "in the last 249488756s" for 2019-01-01)."""
+    from datetime import datetime, timedelta
+
+    dump, ep = history
+    day = (datetime.now() - timedelta(days=40)).strftime("%Y-%m-%d")
+    r = cli("advise", "--site", SITE, "--sacct-file", str(dump), "--epilog-dir", str(ep), "--user", "bob",
+            "--since", day)
+    assert r.exit_code == 0
+    # 40 days and part of today back to that midnight
+    assert r.output in (f"nothing to change: 3 finished run(s) of user bob in the last {n} days (since {day} "
+                        "00:00:00) give no recommendation\n" for n in (40, 41))
+
+
 def test_notify_writes_one_notice_per_user_with_evidence_and_fix(history, tmp_path):
     dump, ep = history
     out = tmp_path / "notices"
