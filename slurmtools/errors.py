@@ -13,6 +13,51 @@ def one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+#: the most characters of one quoted piece of input an error message shows, and of a run without blanks in a
+#: reader's message (a key or cell quoted bare): `short_quotes`, `short_input`
+QUOTE_CHARS = 80
+BARE_CHARS = 200
+
+
+def _cut(piece: str, most: int) -> str:
+    """`piece` cut to `most` characters with its length said; a piece cut once is not cut again."""
+    return f"{piece[:most - 3]}... ({len(piece):,} characters)"
+
+
+def short_quotes(text: str) -> str:
+    """`text` with every quoted piece longer than QUOTE_CHARS cut to its start and its length. Messages quote what
+    they found (`found 'NV18000...'`); a 200,000-character cell made a 200,000-character error line. Every
+    slurmtools error applies it as it is shown (`SlurmtoolsError.__str__`), so no message grows with its input.
+    Every quoted piece is matched, short ones too, so that a closing quote never opens the next one."""
+    if len(text) <= 2 * QUOTE_CHARS:
+        return text
+    import re
+
+    def cut(m: "re.Match[str]") -> str:
+        q, inner = m.group(1), m.group(2)
+        if len(inner) <= QUOTE_CHARS:
+            return m.group(0)
+        shortened = _cut(inner, QUOTE_CHARS)
+        return f"{q}{shortened[:QUOTE_CHARS]}{q}{shortened[QUOTE_CHARS:]}"
+
+    # a quote opens after a non-word character and closes before one: prose's apostrophes (the site's) do neither
+    return re.sub(r"(?<!\w)(['\"])((?:(?!\1).)*)\1(?!\w)", cut, text)
+
+
+def short_input(text: str) -> str:
+    """`short_quotes`, and a run without blanks longer than BARE_CHARS cut too: what a reader's message says of
+    the input it names bare (a JSON key path of 200,000 letters). Only for the message, never the file's name."""
+    text = short_quotes(text)
+    if len(text) <= BARE_CHARS:
+        return text
+    import re
+
+    # a colon or comma that ends the run stays (`key...: unknown key`)
+    # a colon or comma that ends the run stays (`key...: unknown key`); a run is matched from its start only
+    return re.sub(r"(?<!\S)(\S{%d,}?)([:;,]?)(?=\s|$)" % (BARE_CHARS + 1),
+                  lambda m: _cut(m.group(1), BARE_CHARS) + m.group(2), text)
+
+
 def shown(value: object) -> str:
     """A value for a one-line message: its repr, cut short (a file or a caller may hand over anything)."""
     try:
@@ -32,6 +77,10 @@ def unknown_key(key: str, known: list[str]) -> str:
     return f"unknown key ({did}keys here: {', '.join(known) or 'none'})"
 
 
+#: the most digits a whole number of any file we read may have (`whole_number`)
+MOST_DIGITS = 100
+
+
 def whole_number(text: str, signed: bool = False) -> int:
     """`text` as an int when it is plain ASCII digits (after one `-` where `signed`); else ValueError.
 
@@ -40,7 +89,7 @@ def whole_number(text: str, signed: bool = False) -> int:
     then refuses far from any message naming the field; and past 4300 digits int() refuses with a ValueError of
     its own. No field we read needs 100 digits."""
     digits = text[1:] if signed and text.startswith("-") else text
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 100:
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > MOST_DIGITS:
         raise ValueError(f"not a whole number: {text[:40]!r}")
     return int(text)
 
@@ -49,6 +98,9 @@ class SlurmtoolsError(Exception):
     """Base class: an error with a one-line, user-facing message."""
 
     exit_code = 1
+
+    def __str__(self) -> str:
+        return short_quotes(super().__str__())
 
 
 class OptionError(SlurmtoolsError):
@@ -66,8 +118,8 @@ class ConfigError(SlurmtoolsError):
         self.source = source
         self.key = key
         self.detail = message
-        where = f"{source}: {key}: " if key else f"{source}: "
-        super().__init__(where + message)
+        where = f"{source}: {short_input(key)}: " if key else f"{source}: "
+        super().__init__(where + short_input(message))
 
 
 class ParseError(SlurmtoolsError):
@@ -86,7 +138,7 @@ class ParseError(SlurmtoolsError):
             where += f":{line}"
             if column is not None:
                 where += f":{column}"
-        super().__init__(one_line(f"{where}: {message}"))
+        super().__init__(one_line(f"{where}: {short_input(message)}"))
 
 
 class SlurmError(SlurmtoolsError):

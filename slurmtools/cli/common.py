@@ -42,5 +42,7 @@ def backend():
 
 def fail(message: str, code: int = 2) -> None:
     """End the command with one line on stderr and a non-zero exit."""
-    typer.echo(f"slurmtools: error: {message}", err=True)
+    from slurmtools.errors import short_quotes
+
+    typer.echo(f"slurmtools: error: {short_quotes(message)}", err=True)
     raise typer.Exit(code)

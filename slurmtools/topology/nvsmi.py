@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from slurmtools.errors import ParseError, whole_number
+from slurmtools.errors import MOST_DIGITS, ParseError, whole_number
 from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
 
 # Connection classes, nearest first. SOC is the pre-2017 name of SYS.
@@ -325,7 +325,9 @@ def _segmentations(tok: str, most: int) -> Iterator[list[str]]:
         nexts = [w for w in _LINK_WORDS if tok.startswith(w, start)]
         if tok.startswith("NV", start):
             end = start + 2
-            while end < len(tok) and tok[end] in _DIGITS:
+            # no link word has more than MOST_DIGITS digits: a longer run ends the search, not the token (each
+            # try slices and checks the digits so far: a 200,000-digit cell took hours)
+            while end < len(tok) and tok[end] in _DIGITS and end - start - 2 < MOST_DIGITS:
                 end += 1
                 if _link_from_word(tok[start:end]):   # the one judge of a link word: not NV0, nor 101 digits
                     nexts.append(tok[start:end])

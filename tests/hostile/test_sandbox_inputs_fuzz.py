@@ -337,6 +337,7 @@ def refused_in_one_line(exc: SlurmtoolsError, path: str, why: str) -> None:
     msg = str(exc)
     assert len(msg.splitlines()) == 1, f"{why}: a message over several lines: {msg!r}"
     assert msg.startswith(f"{path}:"), f"{why}: the message does not start with the file's path: {msg!r}"
+    assert len(msg) <= len(path) + 600, f"{why}: a message of {len(msg)} characters: {msg[:300]!r}"
 
 
 def read_trace_or_refuse(path: str, why: str) -> Trace | None:

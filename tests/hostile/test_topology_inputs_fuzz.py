@@ -203,6 +203,10 @@ def write(tmp_path: Path, sample: Sample, data: bytes) -> tuple[str, str | None]
 
 
 
+#: the longest refusal, past the file's name, that a reader may print
+MESSAGE_CHARS = 600
+
+
 def read_or_refuse(sample: Sample, path: str, nvlink: str | None, why: str) -> Topology | None:
     """The Topology `build` makes of the file, or None when it refuses it as the rule says; any other outcome
     fails with `why` (the sample, mutation number and edits)."""
@@ -221,6 +225,8 @@ def read_or_refuse(sample: Sample, path: str, nvlink: str | None, why: str) -> T
         msg = str(exc)
         assert len(msg.splitlines()) == 1, f"{why}: a message over several lines: {msg!r}"
         assert msg.startswith(f"{blamed}:"), f"{why}: the message does not start with the file's path: {msg!r}"
+        # what it quotes of the input is cut short: a 200,000-character cell made a 200,000-character line
+        assert len(msg) <= len(blamed) + MESSAGE_CHARS, f"{why}: a message of {len(msg)} characters: {msg[:300]!r}"
         return None
     except Exception as exc:  # noqa: BLE001 - the defect this test looks for
         raise AssertionError(f"{why}: {type(exc).__name__}: {exc}") from exc
@@ -244,20 +250,26 @@ def test_mutated_inputs_are_read_or_refused_in_one_line(tmp_path, sample):
 #: runs of one character class a long line may be made of: letters (a file name's, `[a-z_]+\.c`, searched from
 #: each letter of a 200,000-letter line took the ibnetdiscover reader 45 s, found by mutation 928 beyond the range
 #: above), digits, blanks, and the words of each format
-LONG_FILLS = (b"x", b"0", b" ", b"PIX", b"NV1", b"mlx5_", b'"', b"0x", b"ab.c:1; ", b"<gpu ")
+LONG_FILLS = (b"x", b"0", b" ", b"PIX", b"NV1", b"mlx5_", b'"', b"0x", b"ab.c:1; ", b"<gpu ", b"NV1" + b"0" * 99_999)
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: f"{s.kind}:{s.name}")
 def test_a_long_line_of_one_kind_is_read_or_refused_without_a_hang(tmp_path, sample):
     lines = sample.text.split(b"\n")
     for fill in LONG_FILLS:
+        run = fill * (200_000 // len(fill))
         for at in {0, len(lines) // 2}:
-            for keep in (b"", lines[at]):   # a line of the run alone, and a line lengthened by it
+            line = lines[at]
+            # after the line's third word: a cell of the matrix (`NV18` and 200,000 digits hung the fused-cell reader)
+            ends = [m.end() for m in re.finditer(rb"\S+", line)]
+            cut = ends[min(2, len(ends) - 1)] if ends else 0
+            # a line of the run alone, a line lengthened by it, and a word inside the line lengthened by it
+            for how, edited_line in (("=", run), ("+", line + run), ("inside", line[:cut] + run + line[cut:])):
                 edited = list(lines)
-                edited[at] = keep + fill * (200_000 // len(fill))
+                edited[at] = edited_line
                 path, nvlink = write(tmp_path, sample, b"\n".join(edited))
                 read_or_refuse(sample, path, nvlink, f"{sample.kind} {sample.name}: line {at + 1} "
-                                                     f"{'+' if keep else '='} {fill!r} x 200,000")
+                                                     f"{how} {fill[:20]!r} x {200_000 // len(fill)}")
 
 
 def test_the_samples_cover_every_provider(tmp_path):
