@@ -30,6 +30,9 @@ REASONS = {
     "JobHeldAdmin": "held by an administrator",
     "launch_failed_requeued_held": "a node failed to start it; it was requeued and held",
     "None": "no reason reported (it is about to start or is running)",
+    "NonZeroExitCode": "its program exited with a non-zero code (see the job's output file)",
+    "TimeLimit": "it ran past its time limit",
+    "OutOfMemory": "it used more memory than it asked for",
 }
 
 
@@ -189,8 +192,10 @@ def job_report(job, view: ClusterView, gpus_per_node: int | None = None,
 
 
 def job_text(r: dict[str, Any]) -> str:
-    lines = [f"job {r['job_id']}: {r['state']}" + (f" ({r['reason']}: {r['reason_text']})"
-                                                   if r.get("reason") and r['reason'] != "None" else "")]
+    reason = r.get("reason")
+    said = "" if not reason or reason == "None" else \
+        f" ({reason})" if r.get("reason_text") in (None, "", reason) else f" ({reason}: {r['reason_text']})"
+    lines = [f"job {r['job_id']}: {r['state']}{said}"]
     if r.get("switches_requested"):
         lines.append(f"asked for at most {r['switches_requested']} leaf switch(es)")
     if r.get("leaves"):

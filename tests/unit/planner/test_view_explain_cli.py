@@ -59,6 +59,17 @@ def test_pending_job_reason_in_words(fabric):
     assert "waiting for resources" in r["reason_text"] and "--switches" in r["reason_text"]
 
 
+def test_an_ended_jobs_reason_is_said_once_or_in_words(fabric):
+    """`explain` of a failed job read `FAILED (NonZeroExitCode: NonZeroExitCode)`: a reason without words of ours is
+    said once, and the common end reasons have words."""
+    v = from_fabric(fabric)
+    failed = job_text(job_report(_job(["gpu01"], state="FAILED", reason="NonZeroExitCode"), v))
+    assert failed.splitlines()[0] == ("job 12: FAILED (NonZeroExitCode: its program exited with a non-zero code (see "
+                                      "the job's output file))")
+    odd = job_text(job_report(_job(["gpu01"], state="FAILED", reason="RaisedSignal:9_Killed"), v))
+    assert odd.splitlines()[0] == "job 12: FAILED (RaisedSignal:9_Killed)"
+
+
 def _cli(*args, env_extra=None):
     env = {k: v for k, v in os.environ.items() if k not in ("SLURM_CONF", "SLURMTOOLS_TEMPLATE_PATH")}
     env.update(env_extra or {})
