@@ -17,6 +17,8 @@ def one_line(text: str) -> str:
 #: reader's message (a key or cell quoted bare): `short_quotes`, `short_input`
 QUOTE_CHARS = 80
 BARE_CHARS = 200
+#: the longest a reader's message may be after those cuts: past it, its middle is left out
+MESSAGE_CHARS = 600
 
 
 def _cut(piece: str, most: int) -> str:
@@ -54,8 +56,14 @@ def short_input(text: str) -> str:
 
     # a colon or comma that ends the run stays (`key...: unknown key`)
     # a colon or comma that ends the run stays (`key...: unknown key`); a run is matched from its start only
-    return re.sub(r"(?<!\S)(\S{%d,}?)([:;,]?)(?=\s|$)" % (BARE_CHARS + 1),
+    text = re.sub(r"(?<!\S)(\S{%d,}?)([:;,]?)(?=\s|$)" % (BARE_CHARS + 1),
                   lambda m: _cut(m.group(1), BARE_CHARS) + m.group(2), text)
+    if len(text) <= MESSAGE_CHARS:
+        return text
+    # what is left long is input named bare with blanks in it (a YAML key of 200,000 words): its start says where,
+    # its end what is wrong
+    head, tail = MESSAGE_CHARS // 2, MESSAGE_CHARS // 3
+    return f"{text[:head]} ... ({len(text) - head - tail:,} characters left out) ... {text[-tail:]}"
 
 
 def shown(value: object) -> str:

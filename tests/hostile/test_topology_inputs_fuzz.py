@@ -250,7 +250,8 @@ def test_mutated_inputs_are_read_or_refused_in_one_line(tmp_path, sample):
 #: runs of one character class a long line may be made of: letters (a file name's, `[a-z_]+\.c`, searched from
 #: each letter of a 200,000-letter line took the ibnetdiscover reader 45 s, found by mutation 928 beyond the range
 #: above), digits, blanks, and the words of each format
-LONG_FILLS = (b"x", b"0", b" ", b"PIX", b"NV1", b"mlx5_", b'"', b"0x", b"ab.c:1; ", b"<gpu ", b"NV1" + b"0" * 99_999)
+LONG_FILLS = (b"x", b"0", b" ", b"PIX", b"NV1", b"NV1 ", b"mlx5_", b'"', b"0x", b"ab.c:1; ", b"<gpu ",
+              b"NV1" + b"0" * 99_999)
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: f"{s.kind}:{s.name}")

@@ -36,3 +36,11 @@ def test_a_long_bare_key_is_cut_in_a_readers_message_but_never_the_file_name():
 def test_every_slurmtools_error_cuts_quoted_input_as_it_is_shown():
     msg = str(OptionError("--var: expected KEY=VALUE, got '" + "=" * 10_000 + "'"))
     assert len(msg) < 200 and msg.endswith("...' (10,000 characters)")
+
+
+def test_long_input_named_bare_with_blanks_loses_its_middle():
+    """A YAML key of 50,000 words (the topology fuzzer's mutation 5201): the start says where, the end what is
+    wrong, and the line is short."""
+    msg = str(ParseError("t.yaml", 4, "treeNV1 " + "NV1 " * 50_000 + ": unknown key (keys here: topology)", 3))
+    assert msg.startswith("t.yaml:4:3: treeNV1 NV1") and msg.endswith("NV1 : unknown key (keys here: topology)")
+    assert len(msg) < 600 and "characters left out" in msg
