@@ -3,12 +3,8 @@ same `run()` the console script calls, so its error handling is what a user sees
 
 from __future__ import annotations
 
-import io
-import sys
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
-from unittest import mock
 
 from slurmtools.resources import example_site
 
@@ -46,17 +42,11 @@ def fabric_site(tmp_path: Path, *edits: tuple[str, str]) -> tuple[Path, Path]:
 
 
 def cli(*args: str) -> Result:
-    """`slurmtools ARGS` in this process; an exception that escapes the CLI's handler fails the test."""
-    from slurmtools.cli.main import run
+    """`slurmtools ARGS` in this process (`tests.inproc.cli`); an exception that escapes the CLI's handler fails the
+    test."""
+    from tests.inproc import cli as run_cli
 
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with mock.patch.object(sys, "argv", ["slurmtools", *args]), redirect_stdout(out), redirect_stderr(err):
-        try:
-            run()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return Result(code, out.getvalue(), err.getvalue())
+    return Result(*run_cli(*args))
 
 
 def refusal(*args: str) -> str:
