@@ -89,6 +89,12 @@ RELEASES: dict[str, SlurmRelease] = {r.name: r for r in (
     SlurmRelease("25.11", _NEW_SIGNAL, block_topology=True, topology_yaml=True, empty_blocks=True, segment=True,
                  restricted_cores_per_gpu=True, json_parser="v0.0.44", preempted_exit_requeued=True, requeue_delay=True,
                  numnodes_update_sets_max=True, lab="25.11.7"),
+    # 26.05: no lab; from its source and changelog (CHANGELOG/slurm-26.05.md): data_parser v0.0.45 keeps every job
+    # and node key the readers use (it drops the job's `shared`, which they never read); job_desc still carries
+    # --exclusive as `shared`; topology.yaml, topology/block, --segment, --exclusive=topo and RestrictedCoresPerGPU
+    # remain; the changelog removes no preemption setting. What only a lab shows is left None.
+    SlurmRelease("26.05", _NEW_SIGNAL, block_topology=True, topology_yaml=True, empty_blocks=True, segment=True,
+                 restricted_cores_per_gpu=True, json_parser="v0.0.45"),
 )}
 
 _VERSION = re.compile(r"(?:slurm(?:-wlm)?\s+)?(\d{2})\.(\d{1,2})(?:\.(\d+))?")

@@ -26,8 +26,8 @@ def test_versions_parse_in_every_form_slurm_prints():
 
 def test_unknown_release_is_refused_in_one_line():
     with pytest.raises(ConfigError) as e:
-        release_for("26.05.1")
-    assert str(e.value).startswith("--slurm-version: 26.05.1: Slurm 26.05 is not a release this slurmtools knows")
+        release_for("26.11.0")
+    assert str(e.value).startswith("--slurm-version: 26.11.0: Slurm 26.11 is not a release this slurmtools knows")
     assert "\n" not in str(e.value)
     with pytest.raises(ConfigError, match="expected a Slurm version"):
         release_for("latest")
@@ -40,6 +40,7 @@ def test_each_release_pins_its_own_data_parser():
     assert release_for("23.02").json_flag() == "--json" and release_for("23.02").json_parser == "v0.0.39"
     assert release_for("23.11").json_flag() == "--json=v0.0.40"  # 23.11 added --json=<data_parser>
     assert release_for("25.11").json_flag() == "--json=v0.0.44"
+    assert release_for("slurm 26.05.5").json_flag() == "--json=v0.0.45"   # 26.05 ships v0.0.45 as its newest
     parsers = [r.json_parser for r in RELEASES.values() if r.json_parser]
     assert len(parsers) == len(set(parsers))
 
@@ -51,6 +52,9 @@ def test_preemption_signal_setting_per_release(example):
     assert "SlurmctldParameters=preempt_send_user_signal" in old and "PreemptParameters" not in old
     assert "PreemptParameters=send_user_signal" in new and "preempt_send_user_signal" not in new
     assert "TopologyPlugin=topology/tree" in old and "TopologyPlugin=topology/tree" in new
+    # 26.05 reads the same PreemptParameters as 25.11 (its changelog removes no preemption setting)
+    newer = render_slurm_conf(site, fabric, release_for("26.05"))
+    assert newer.splitlines()[0].endswith("for Slurm 26.05") and newer.splitlines()[1:] == new.splitlines()[1:]
 
 
 def test_restricted_cores_written_only_where_the_release_has_them(example, tmp_path):
