@@ -15,8 +15,9 @@ from slurmtools.policy.request import JobRequest
 from slurmtools.render.job_submit import lua_literal
 
 LUA = shutil.which("lua5.1")
-#: every Lua that job_submit/lua links against here: 5.1 (Debian's 22.05) and 5.3 (25.11 built from source)
-LUAS = [x for x in (shutil.which("lua5.1"), shutil.which("lua5.3")) if x]
+#: every Lua job_submit/lua may link against: 5.1 (Debian's 22.05), 5.3 (25.11 built from source here) and 5.4
+#: (Slurm's configure takes the newest it finds: a site's own build on a current distribution)
+LUAS = [x for x in (shutil.which("lua5.1"), shutil.which("lua5.3"), shutil.which("lua5.4")) if x]
 
 # job_desc fields as 22.05 exposes them: unset numbers are NO_VAL sentinels
 _SENTINEL = {"min_nodes": 4294967294, "max_nodes": 4294967294, "num_tasks": 4294967294,
