@@ -9,8 +9,16 @@ user). It stands for a training job that checkpoints:
   save that needs longer than the grace time is lost and the work since the last periodic save is redone.
 
 So the grace time matters as on a real cluster: GPU-hours lost = all the runs' time - the job's work.
-Usage: job_program.py WORK EVERY SAVE STATE_FILE, or for an array task job_program.py @TABLE EVERY SAVE STATE_DIR
-(TABLE: lines "task work").
+
+On the fast clock (libfaketime, `--clock faketime`) a fifth argument `ORIGIN:RATE` says how Slurm's clock runs
+(slurm = origin + rate x (wall - origin)). The run's work then counts from Slurm's start of the run
+(SLURM_JOB_START_TIME, whole seconds of Slurm's clock: 1/RATE of a real second), not from the program's own
+start: the launch (prolog, slurmstepd, this interpreter) takes real time, RATE times longer on Slurm's clock, and
+would otherwise make every run hold its GPUs that much longer than its recorded elapsed time. A recorded run's
+elapsed time includes its launch too. Without SLURM_JOB_START_TIME (Slurm 22.05) the work counts from the
+program's start, as on the scaled clock, where Slurm's whole seconds are real ones and coarser than the launch.
+Usage: job_program.py WORK EVERY SAVE STATE_FILE [ORIGIN:RATE], or for an array task
+job_program.py @TABLE EVERY SAVE STATE_DIR [ORIGIN:RATE] (TABLE: lines "task work").
 """
 
 import signal
@@ -40,6 +48,7 @@ def main(argv):
     except (OSError, ValueError):
         done = 0.0
     wanted = _WANTED
+    lag = launch_lag(argv[5] if len(argv) > 5 else "", os.environ.get("SLURM_JOB_START_TIME", ""), time.time())
 
     def write(value):
         tmp = state + ".tmp"
@@ -47,7 +56,7 @@ def main(argv):
             fh.write(f"{value:.3f}")
         os.replace(tmp, state)
 
-    last = time.monotonic()
+    last = time.monotonic() - lag   # the launch counts as this run's time, as Slurm's start says
     since_save = 0.0
     while done < work:
         time.sleep(min(0.2, work - done))
@@ -67,6 +76,17 @@ def main(argv):
             last = time.monotonic()
     write(work)
     return 0
+
+
+def launch_lag(clock: str, start: str, now: float) -> float:
+    """Real seconds from Slurm's start of this run to now, on the fast clock `clock` ("ORIGIN:RATE"); 0 when either
+    is absent or unreadable, or the start lies ahead (nothing to count)."""
+    try:
+        origin, rate = (float(x) for x in clock.split(":"))
+        started = origin + (int(start) - origin) / rate
+    except (ValueError, ZeroDivisionError):
+        return 0.0
+    return max(0.0, now - started) if rate > 0 else 0.0
 
 
 if __name__ == "__main__":

@@ -203,6 +203,8 @@ def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, st
     first = trace.first_submit
     run.t0 = time.time() + lead_in_s
     every, save = scale.sandbox_s(ckpt.every_s), scale.sandbox_s(ckpt.save_s)
+    # on the fast clock the program counts its run from Slurm's start of it, not its own (job_program.py)
+    clock = [f"{lab.clock_origin:.6f}:{scale.speedup:g}"] if lab.clock_origin is not None else []
     users = {}
     for s in subs:
         u = names[s.user]
@@ -227,7 +229,7 @@ def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, st
             args = [f"@{table}", f"{every:.3f}", f"{save:.3f}", str(state / s.keys[0].split('_')[0])]
         else:
             args = [f"{s.work_s[0]:.3f}", f"{every:.3f}", f"{save:.3f}", str(state / s.keys[0])]
-        r = subprocess.run(["sbatch", "--parsable", *s.argv, str(progs[s.signal_lead]), *args], env=lab.env, capture_output=True,
+        r = subprocess.run(["sbatch", "--parsable", *s.argv, str(progs[s.signal_lead]), *args, *clock], env=lab.env, capture_output=True,
                            text=True, user=uid, group=gid, extra_groups=[], cwd="/tmp")
         when = time.time()
         if r.returncode != 0:

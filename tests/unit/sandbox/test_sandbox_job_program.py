@@ -53,3 +53,38 @@ def test_the_warning_costs_the_save_time_and_a_kill_during_the_save_keeps_the_la
     p.kill()
     p.wait(10)
     assert 0.5 < float(state.read_text()) < 1.5
+
+
+def test_on_the_fast_clock_the_run_counts_from_slurms_start(tmp_path):
+    """On the fast clock (rate 10) a run whose Slurm start was 0.5 real s before the program began (the launch:
+    prolog, slurmstepd, this interpreter) does 0.5 s less work itself, so it holds its GPUs for its recorded
+    elapsed time on Slurm's clock; without SLURM_JOB_START_TIME (22.05) or the clock argument it counts from its
+    own start."""
+    import os
+
+    origin, rate = time.time() - 100.0, 10.0
+    started = origin + rate * (time.time() - 0.5 - origin)   # Slurm's clock, 0.5 real s ago
+    env = dict(os.environ, SLURM_JOB_START_TIME=str(int(started)))
+    state = tmp_path / "s"
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-I", str(PROG), "1.0", "100", "0", str(state), f"{origin}:{rate:g}"], env=env)
+    assert p.wait(10) == 0
+    assert time.monotonic() - t0 < 0.85 and float(state.read_text()) == 1.0
+    t0 = time.monotonic()
+    (tmp_path / "s").unlink()
+    p = subprocess.Popen([sys.executable, "-I", str(PROG), "1.0", "100", "0", str(state)], env=env)
+    assert p.wait(10) == 0 and time.monotonic() - t0 > 0.95 and float(state.read_text()) == 1.0
+
+
+def test_launch_lag_reads_only_a_clock_and_a_start_it_understands():
+    sys.path.insert(0, str(PROG.parent))
+    try:
+        from job_program import launch_lag
+    finally:
+        sys.path.remove(str(PROG.parent))
+    # slurm = origin + 10 (wall - origin): Slurm's 1,000,100 is wall 1,000,010; at wall 1,000,012 the lag is 2 s
+    assert launch_lag("1000000:10", "1000100", 1000012.0) == 2.0
+    assert launch_lag("1000000:10", "1000200", 1000012.0) == 0.0     # a start ahead: nothing to count
+    for clock, start in (("", "1000100"), ("1000000:10", ""), ("1000000:0", "1000100"), ("x:10", "1000100"),
+                         ("1000000:10", "12.5"), ("1:2:3", "1000100"), ("1000000:-10", "1000100")):
+        assert launch_lag(clock, start, 1000012.0) == 0.0, (clock, start)
