@@ -15,8 +15,9 @@ On the fast clock (libfaketime, `--clock faketime`) a fifth argument `ORIGIN:RAT
 (SLURM_JOB_START_TIME, whole seconds of Slurm's clock: 1/RATE of a real second), not from the program's own
 start: the launch (prolog, slurmstepd, this interpreter) takes real time, RATE times longer on Slurm's clock, and
 would otherwise make every run hold its GPUs that much longer than its recorded elapsed time. A recorded run's
-elapsed time includes its launch too. Without SLURM_JOB_START_TIME (Slurm 22.05) the work counts from the
-program's start, as on the scaled clock, where Slurm's whole seconds are real ones and coarser than the launch.
+elapsed time includes its launch too. Slurm 22.05 puts no SLURM_JOB_START_TIME in a batch job's environment: there
+the program asks `scontrol show job` for the run's StartTime (Slurm's clock, printed in local time). On the scaled
+clock the work counts from the program's start: Slurm's whole seconds are real ones there, coarser than the launch.
 Usage: job_program.py WORK EVERY SAVE STATE_FILE [ORIGIN:RATE], or for an array task
 job_program.py @TABLE EVERY SAVE STATE_DIR [ORIGIN:RATE] (TABLE: lines "task work").
 """
@@ -48,7 +49,9 @@ def main(argv):
     except (OSError, ValueError):
         done = 0.0
     wanted = _WANTED
-    lag = launch_lag(argv[5] if len(argv) > 5 else "", os.environ.get("SLURM_JOB_START_TIME", ""), time.time())
+    clock = argv[5] if len(argv) > 5 else ""
+    start = os.environ.get("SLURM_JOB_START_TIME", "") or (scontrol_start() if clock else "")
+    lag = launch_lag(clock, start, time.time())
 
     def write(value):
         tmp = state + ".tmp"
@@ -76,6 +79,23 @@ def main(argv):
             last = time.monotonic()
     write(work)
     return 0
+
+
+def scontrol_start() -> str:
+    """This run's StartTime from `scontrol show job` as epoch seconds of Slurm's clock, or "" (Slurm 22.05, whose
+    batch environment has no SLURM_JOB_START_TIME; scontrol prints the time in this process's local time)."""
+    import subprocess
+
+    job = os.environ.get("SLURM_JOB_ID", "")
+    if not job.isdigit():
+        return ""
+    try:
+        out = subprocess.run(["scontrol", "-o", "show", "job", job], capture_output=True, text=True,
+                             timeout=10).stdout
+        word = next(w for w in out.split() if w.startswith("StartTime="))[len("StartTime="):]
+        return str(int(time.mktime(time.strptime(word, "%Y-%m-%dT%H:%M:%S"))))
+    except (OSError, subprocess.SubprocessError, StopIteration, ValueError, OverflowError):
+        return ""
 
 
 def launch_lag(clock: str, start: str, now: float) -> float:

@@ -321,6 +321,13 @@ def test_fast_clock_replays_a_preemption_with_slurms_own_grace(tmp_path):
               .splitlines()[1:]}
     ids = json.loads((work / "candidate" / "replay.json").read_text())["job_ids"]
     assert (limits[ids["1"]], limits[ids["2"]]) == ("60", "30"), limits   # the recorded limits, not scaled
+    # the urgent job ran once for its recorded 240 s on Slurm's clock: its program counted from Slurm's start of the
+    # run (SLURM_JOB_START_TIME; on 22.05 scontrol's StartTime), so its launch, 60 times longer on the fast clock,
+    # did not add to it (before: 244 s here on 22.05; +3 to +8 s a run in bench_sandbox's 60x replays on 25.11);
+    # the program's exit and Slurm's noting it still take real time: up to 3 s here
+    elapsed = {ln.split("|")[0]: ln.split("|")[13] for ln in (work / "candidate" / "sacct.txt").read_text()
+               .splitlines()[1:]}
+    assert -1 <= int(elapsed[ids["2"]]) - 240 <= 3, elapsed[ids["2"]]
     assert _sandbox_daemons(work) == []
     assert not _running(int(clock["FAKETIME_PID"])), "the fast clock's launcher outlived the sandbox"
     assert not Path(f"/dev/shm/faketime_shm_{clock['FAKETIME_PID']}").exists()
