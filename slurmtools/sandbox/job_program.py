@@ -83,7 +83,9 @@ def main(argv):
 
 def scontrol_start() -> str:
     """This run's StartTime from `scontrol show job` as epoch seconds of Slurm's clock, or "" (Slurm 22.05, whose
-    batch environment has no SLURM_JOB_START_TIME; scontrol prints the time in this process's local time)."""
+    batch environment has no SLURM_JOB_START_TIME; scontrol prints the time in this process's local time). Not
+    through `slurmtools.slurm.show_job`: this file runs alone as the batch script (`python3 -I`, no package), and the
+    sandbox names its jobs itself and gives them no comment, so no text of the owner's can hold a `StartTime=`."""
     import subprocess
 
     job = os.environ.get("SLURM_JOB_ID", "")
