@@ -4,8 +4,9 @@ that clock (SLURMTOOLS_LAB_FAKETIME) and writes where it started.
 
 Unlike the scaled clock (`timescale.Scale`), every clock inside Slurm speeds up with it, the compiled-in ones too:
 the 30 s check of time limits and grace ends, the requeue delay, minute-granular limits, PriorityCalcPeriod. What
-does not speed up is real work outside Slurm's clock: launching a job, a prolog, a scheduling pass's CPU time;
-those cost N times more in the sandbox's time. Measured against 1x in docs/sandbox.md.
+does not speed up is real work outside Slurm's clock: launching a job, a scheduling pass's CPU time, a message;
+those cost N times more in the sandbox's time (why the sandbox runs no prolog or epilog: `lab.NO_HOOKS`).
+Measured against 1x in docs/sandbox.md.
 
 The replayed job's own program keeps real time (its environment is the submitter's, without the preload) and does
 1/N of its work, as with the scaled clock. Slurm records times on its fast clock: T = origin + N (wall - origin).
@@ -70,5 +71,5 @@ class FakeClock(Speedup):
         s = self.speedup
         return [f"slurmctld and slurmd ran under libfaketime {s:g}x faster than real time: every Slurm clock (time "
                 f"limits, grace, the requeue delay, the 30 s timer) runs at the sandbox's speed, but work outside "
-                f"them (a job's launch, the prolog, a scheduling pass's CPU time) takes {s:g}x longer in the "
+                f"them (a job's launch, a scheduling pass's CPU time, a message) takes {s:g}x longer in the "
                 f"sandbox's time than on a real cluster"]

@@ -13,7 +13,7 @@ So the grace time matters as on a real cluster: GPU-hours lost = all the runs' t
 On the fast clock (libfaketime, `--clock faketime`) a fifth argument `ORIGIN:RATE` says how Slurm's clock runs
 (slurm = origin + rate x (wall - origin)). The run's work then counts from Slurm's start of the run
 (SLURM_JOB_START_TIME, whole seconds of Slurm's clock: 1/RATE of a real second), not from the program's own
-start: the launch (prolog, slurmstepd, this interpreter) takes real time, RATE times longer on Slurm's clock, and
+start: the launch (slurmstepd, this interpreter) takes real time, RATE times longer on Slurm's clock, and
 would otherwise make every run hold its GPUs that much longer than its recorded elapsed time. A recorded run's
 elapsed time includes its launch too. Slurm 22.05 puts no SLURM_JOB_START_TIME in a batch job's environment: there
 the program asks `scontrol show job` for the run's StartTime (Slurm's clock, printed in local time). On the scaled

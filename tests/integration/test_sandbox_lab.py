@@ -321,6 +321,8 @@ def test_fast_clock_replays_a_preemption_with_slurms_own_grace(tmp_path):
               .splitlines()[1:]}
     ids = json.loads((work / "candidate" / "replay.json").read_text())["job_ids"]
     assert (limits[ids["1"]], limits[ids["2"]]) == ("60", "30"), limits   # the recorded limits, not scaled
+    conf = (lab / "etc" / "slurm.conf").read_text().splitlines()   # no hook: its real time would count 60x
+    assert not [ln for ln in conf if ln.startswith(("Prolog=", "Epilog="))] and "PrologEpilogTimeout=1800" in conf
     # the urgent job ran once for its recorded 240 s on Slurm's clock: its program counted from Slurm's start of the
     # run (SLURM_JOB_START_TIME; on 22.05 scontrol's StartTime), so its launch, 60 times longer on the fast clock,
     # did not add to it (before: 244 s here on 22.05; +3 to +8 s a run in bench_sandbox's 60x replays on 25.11);

@@ -200,6 +200,21 @@ def test_fast_clock_gives_slurm_the_recorded_durations():
     assert clocks.max_speedup("faketime", [1800.0], site)[0] == float("inf")
 
 
+@pytest.mark.parametrize("clock", [Scale(60), FakeClock(60)])
+def test_the_sandbox_lab_runs_no_prolog_or_epilog(tmp_path, clock):
+    """The overrides the lab applies remove Prolog= and Epilog= (an empty value; scripts/slurm-lab deletes the key):
+    their real time would hold nodes N times longer in the sandbox's time."""
+    from slurmtools.sandbox.lab import prepare
+    from slurmtools.slurm.releases import release_for
+
+    t = trace_from_records(parse_sacct(_dump(ROWS), "h.txt", ()), "h.txt")
+    _, overrides, _ = prepare(tmp_path, load_site(SITE), tomllib.loads(SITE.read_text()), t, clock,
+                              release_for("25.11"))
+    lines = overrides.read_text().splitlines()
+    assert "Prolog=" in lines and "Epilog=" in lines, lines
+    assert any(ln.startswith("SchedulerParameters=") for ln in lines), lines   # the clock's own settings stay
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "slurmtools", *args], cwd=REPO, capture_output=True, text=True)
 
