@@ -95,6 +95,9 @@ def main() -> int:
                                                  "after the lab is up (e.g. 7,13; folders x1-phase7, ...): slurmctld's "
                                                  "periodic passes (backfill every 30 s) then fall elsewhere in the "
                                                  "history, and these replays count in the 1x spread")
+    ap.add_argument("--within-second", type=int, default=0, metavar="N",
+                    help="Also replay 1x N more times with each job submitted at a random point of its recorded "
+                         "second (sacct keeps whole seconds): the spread the history itself leaves open")
     ap.add_argument("--port-offset", type=int, default=7200, help="The sandbox labs' port offset (two runs side "
                                                                        "by side need two)")
     ap.add_argument("--dir", default=str(REPO / ".sandbox-bench"), help="Where the replays are kept (and read "
@@ -119,6 +122,7 @@ def main() -> int:
     phases = [float(p) for p in a.phases.split(",") if p.strip()]
     plan = [("x1", 1.0)] + [(f"x1-again{i + 1 if i else ''}", 1.0) for i in range(a.floor)] + \
         [(f"x1-phase{p:g}", 1.0) for p in phases] + \
+        [(f"x1-second{i + 1}", 1.0) for i in range(a.within_second)] + \
         [(f"x{float(x):g}" + ("" if a.clock == "scaled" else f"-{a.clock}"), float(x))
          for x in a.speedups.split(",") if x.strip()]
     only = set(a.only.split(",")) if a.only else None
@@ -129,8 +133,11 @@ def main() -> int:
             run = _saved(work / label, scale)
         else:
             lead_in = 1.0 + (float(label.removeprefix("x1-phase")) if label.startswith("x1-phase") else 0.0)
+            seed = int(label.removeprefix("x1-second")) if label.startswith("x1-second") else None
+            # the 1x replays meet slurmctld's fair-share passes where the fast clock's accelerated ones do
             run = replay(trace, site, raw, work / label, scale, release, a.port_offset, Checkpointing(), label,
-                         lead_in_s=lead_in)
+                         lead_in_s=lead_in, within_second_seed=seed,
+                         align_to_priority_pass=True if a.clock == "faketime" else None)
         res = oc.outcome(trace, run, parse_sacct(run.sacct_text, label))
         runs[label] = (s, res)
         print(f"replayed {label} in {time.time() - t0:.0f} s: {res.overall.finished}/{res.overall.jobs} finished, "
@@ -139,7 +146,7 @@ def main() -> int:
     med_run = statistics.median(j.run_s for j in trace.jobs)
     print(f"\nSlurm {a.slurm}, {len(trace.jobs)} jobs, history median run {med_run / 60:.1f} min, 1x span "
           f"{ref.span_h * 60:.1f} min, {ref.overall.preemptions} preemptions at 1x")
-    again = [label for label in runs if label.startswith(("x1-again", "x1-phase"))]
+    again = [label for label in runs if label.startswith(("x1-again", "x1-phase", "x1-second"))]
     spread = [compare(ref, runs[label][1]) for label in again]
     floor_pct = max((c["median_err_pct"] or 0 for c in spread), default=None)
     floor_diff = max((c["preempted_diff"] for c in spread), default=None)

@@ -36,8 +36,9 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                                          "faketime (slurmctld and slurmd on a clock that runs faster, under "
                                          "libfaketime; docs/sandbox.md)"),
                lead_in: float = typer.Option(1.0, "--lead-in", help="Seconds from the lab coming up to the first "
-                                             "submission: replaying again with another value (e.g. 15) moves the "
-                                             "history against slurmctld's periodic passes and shows how much the "
+                                             "submission (with --clock faketime: recorded seconds after a fair-share "
+                                             "pass of slurmctld): replaying again with another value (e.g. 15) moves "
+                                             "the history against slurmctld's periodic passes and shows how much the "
                                              "scheduler's own timing moves preemptions (docs/sandbox.md)"),
                repeat: int = typer.Option(1, "--repeat", help="Replay each site this many times (1 to 10), the "
                                           "history 7 s later each time against slurmctld's periodic passes, and "

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from slurmtools.sandbox.timescale import Scale, Speedup, scaled_site_doc
+from slurmtools.sandbox.timescale import PRIORITY_CALC_MIN, Scale, Speedup, scaled_site_doc
 
 
 #: timeouts for work that takes real time (a hook, a message, a launch), kept at their real length on the fast clock:
@@ -29,6 +29,8 @@ REAL_TIMEOUTS_S = {"PrologEpilogTimeout": 30, "MessageTimeout": 10, "TCPTimeout"
 
 @dataclass(frozen=True)
 class FakeClock(Speedup):
+    ALIGNS_TO_PRIORITY_PASS = True   # its passes come every 300/N wall seconds, as recorded
+
     @staticmethod
     def bound(limits_s: list[float], site) -> tuple[float, str]:
         """No bound: Slurm gets every duration as recorded, so none becomes too small for its units."""
@@ -40,6 +42,10 @@ class FakeClock(Speedup):
 
     def site_seconds(self, real_s: float) -> int:
         return max(1, math.ceil(real_s - 1e-9))
+
+    def priority_pass_s(self) -> float:
+        """Slurm's PriorityCalcPeriod as recorded, on a clock N times faster."""
+        return 60.0 * PRIORITY_CALC_MIN / self.speedup
 
     def site_doc(self, doc: dict, fabric_path: str | None) -> dict:
         """The candidate's own durations (only the fabric path made absolute)."""

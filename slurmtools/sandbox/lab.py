@@ -12,6 +12,7 @@ import os
 import pwd
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -202,14 +203,19 @@ def _install_program(workdir: Path, leads) -> tuple[dict, Path]:
 
 
 def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, str], scale: Clock,
-                  ckpt: submission.Checkpointing, run: ReplayRun, progress=None, lead_in_s: float = 1.0) -> None:
+                  ckpt: submission.Checkpointing, run: ReplayRun, progress=None, lead_in_s: float = 1.0,
+                  align_to_priority_pass: bool | None = None) -> None:
     """Submit each submission at its scaled time as its sandbox user, wait for the queue to drain, cancel jobs
     that can never start (naming their reason), and read sacct. `progress(line)` redraws a status line.
-    `lead_in_s`: wall seconds from now to the first submission (where it falls in slurmctld's own periodic passes,
-    which the accuracy benchmark varies)."""
+    `lead_in_s`: where the first submission falls in slurmctld's own periodic passes (which the accuracy benchmark
+    varies): with `align_to_priority_pass` (by default the clock's `ALIGNS_TO_PRIORITY_PASS`), that many recorded
+    seconds after one of its fair-share passes (`Speedup.first_submission`), otherwise wall seconds from now."""
     progs, state = _install_program(lab.workdir, (s.signal_lead for s in subs))
     first = trace.first_submit
-    run.t0 = time.time() + lead_in_s
+    if align_to_priority_pass if align_to_priority_pass is not None else scale.ALIGNS_TO_PRIORITY_PASS:
+        run.t0 = scale.first_submission(time.time() + 0.5, lead_in_s, _first_priority_pass(lab, scale))
+    else:
+        run.t0 = time.time() + lead_in_s
     every, save = scale.sandbox_s(ckpt.every_s), scale.sandbox_s(ckpt.save_s)
     # on the fast clock the program counts its run from Slurm's start of it, not its own (job_program.py)
     clock = [f"{lab.clock_origin:.6f}:{scale.speedup:g}"] if lab.clock_origin is not None else []
@@ -255,6 +261,22 @@ def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, st
     _drain(lab, run, scale, trace, progress)
     run.sacct_text = _accounting(lab, run)
     run.work_done = _work_done(state, subs)
+
+
+def _first_priority_pass(lab: SandboxLab, scale: Clock) -> float:
+    """When slurmctld's fair-share pass first ran, as wall time: slurmctld writes its state file
+    `priority_last_decay_ran` after every pass (the last pass, then the first, as 64-bit big-endian times on its own
+    clock), and runs the next ones every PriorityCalcPeriod from the first."""
+    path = lab.lab_dir / "state" / "priority_last_decay_ran"
+    try:
+        _last, first = struct.unpack(">qq", path.read_bytes()[:16])
+    except (OSError, struct.error) as exc:
+        raise SandboxError(f"sandbox: {path}: cannot read when slurmctld's fair-share pass ran ({exc})") from None
+    wall = scale.wall_time(float(first), lab.clock_origin)
+    if not abs(wall - time.time()) < 3600:
+        raise SandboxError(f"sandbox: {path}: its first fair-share pass ({first}) is not within the hour the lab has "
+                           f"been up; the file is not the one slurmctld writes")
+    return wall
 
 
 def _work_done(state: Path, subs: list) -> dict[str, bool]:
@@ -334,10 +356,13 @@ def _drain(lab: SandboxLab, run: ReplayRun, scale: Clock, trace: Trace, progress
 
 def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Clock, release, port_offset: int,
            ckpt: submission.Checkpointing, label: str, progress=None, shapes: dict | None = None, model=None,
-           lead_in_s: float = 1.0) -> ReplayRun:
+           lead_in_s: float = 1.0, within_second_seed: int | None = None,
+           align_to_priority_pass: bool | None = None) -> ReplayRun:
     """Replay `trace` through a sandbox shaped like `site` (its raw TOML `raw_doc`); stop it afterwards. `shapes`:
     jobs' shape options other than the recorded ones (`sandbox.planned`); `model`: the scaled model to run
-    instead of the site itself (`scaling`), whose jobs it cannot express count as refused."""
+    instead of the site itself (`scaling`), whose jobs it cannot express count as refused; `within_second_seed`:
+    move each submission within its recorded second (`submission.within_second`); `align_to_priority_pass`: as
+    `feed_and_wait` takes it."""
     refused = {}
     if model is not None:
         from slurmtools.sandbox.scaling import ScaleRefused, scale_job
@@ -351,6 +376,8 @@ def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Clock, relea
         trace = Trace(tuple(jobs), trace.source, trace.notes)
     site_file, overrides, names = prepare(workdir, site, raw_doc, trace, scale, release, model)
     subs = submission.build(trace.jobs, scale, site, shapes)
+    if within_second_seed is not None:
+        subs = submission.within_second(subs, within_second_seed)
     run = ReplayRun(label=label, site_source=str(site.source), scale=scale, first_submit=trace.first_submit,
                     t0=0.0, release=release.name, refused=refused)
     from slurmtools.sandbox.shape import capacity
@@ -359,7 +386,7 @@ def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Clock, relea
     started = time.time()
     with SandboxLab(workdir, site_file, overrides, release.name, port_offset, scale.lab_env()) as lab:
         run.clock_origin = lab.clock_origin
-        feed_and_wait(lab, trace, subs, names, scale, ckpt, run, progress, lead_in_s)
+        feed_and_wait(lab, trace, subs, names, scale, ckpt, run, progress, lead_in_s, align_to_priority_pass)
     run.wall_s = time.time() - started
     _keep(workdir, run)
     return run

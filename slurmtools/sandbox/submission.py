@@ -9,7 +9,8 @@ node count and GPUs per node (or GPUs per job when they do not divide evenly), C
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, replace
 
 from slurmtools.sandbox.clocks import Clock
 from slurmtools.sandbox.trace import TraceJob
@@ -65,6 +66,16 @@ def build(jobs: tuple[TraceJob, ...], scale: Clock, site, shapes: dict[str, tupl
                               _lead(first, scale, site)))
     out.sort(key=lambda s: (s.at, s.keys[0]))
     return out
+
+
+def within_second(subs: list[Submission], seed: int) -> list[Submission]:
+    """`subs` each moved later by a random fraction of a second (seeded), in submit order again. sacct keeps submit
+    times in whole seconds, so where in its second each job arrived is not in the history: replays that differ
+    only there show how much of the scheduler's answer the history leaves open (`benchmarks/bench_sandbox.py`)."""
+    rng = random.Random(seed)
+    moved = [replace(s, at=s.at + rng.random()) for s in subs]
+    moved.sort(key=lambda s: (s.at, s.keys[0]))
+    return moved
 
 
 def _options(j: TraceJob, scale: Clock, site, name: str | None = None, shape: tuple[str, ...] | None = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from slurmtools.errors import SlurmtoolsError
 
@@ -44,6 +45,10 @@ class Speedup:
     """What both clocks share: the wall clock runs N times faster than the recorded history."""
 
     speedup: float
+    #: whether a replay's first submission waits for a fair-share pass by default (`first_submission`): on the
+    #: scaled clock the passes are a wall minute or more apart (PriorityCalcPeriod is whole minutes) and not at the
+    #: recorded period anyway, so waiting would cost up to that minute per replay and keep nothing faithful
+    ALIGNS_TO_PRIORITY_PASS: ClassVar[bool] = False
 
     def sandbox_s(self, real_s: float) -> float:
         """Real (recorded) seconds as the wall-clock seconds the sandbox spends on them: submit gaps, job work."""
@@ -51,6 +56,15 @@ class Speedup:
 
     def real_s(self, sandbox_s: float) -> float:
         return sandbox_s * self.speedup
+
+    def first_submission(self, earliest: float, lead_in_s: float, pass_at: float) -> float:
+        """Wall time of the history's first submission, `lead_in_s` recorded seconds (`sandbox_s` of them) after a
+        fair-share pass of slurmctld: the first of its passes (every `priority_pass_s` wall seconds from
+        `pass_at`) that leaves the submission at `earliest` or later. So every replay of a history, at any
+        speed-up, meets slurmctld's priority recalculation at the same point of the history (docs/sandbox.md)."""
+        period, lead = self.priority_pass_s(), self.sandbox_s(lead_in_s)
+        k = max(0, math.ceil((earliest - lead - pass_at) / period - 1e-9))
+        return pass_at + k * period + lead
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,10 @@ class Scale(Speedup):
     def site_seconds(self, real_s: float) -> int:
         """A duration Slurm enforces (a signal lead, a --switches wait) as Slurm must be given it, >= 1 s."""
         return max(1, math.ceil(real_s / self.speedup - 1e-9))
+
+    def priority_pass_s(self) -> float:
+        """Wall seconds between slurmctld's fair-share passes: PriorityCalcPeriod as `slurm_conf` gives it."""
+        return 60.0 * max(1, round(PRIORITY_CALC_MIN / self.speedup))
 
     def site_doc(self, doc: dict, fabric_path: str | None) -> dict:
         """The sandbox's site document: every duration the scheduler enforces scaled."""

@@ -16,7 +16,7 @@ from slurmtools.sandbox import outcome as oc
 from slurmtools.sandbox import clocks, sitecopy
 from slurmtools.sandbox.example_trace import generate
 from slurmtools.sandbox.faketime import FakeClock
-from slurmtools.sandbox.submission import build
+from slurmtools.sandbox.submission import build, within_second
 from slurmtools.sandbox.timescale import Scale, SpeedupError, check, max_speedup, scaled_site_doc
 from slurmtools.sandbox.trace import load_trace, trace_from_records
 from slurmtools.site import load_site
@@ -110,6 +110,36 @@ def test_submissions_scale_limits_and_runs_and_keep_arrays():
     assert arr.keys == ("11_0", "11_1") and "--array=0,1" in arr.argv and arr.tasks == (0, 1)
     assert arr.work_s == (30.0, 60.0) and "--nodes=2" in arr.argv and "--cpus-per-task=32" in arr.argv
     assert arr.signal_lead == 2 and "--time=4" in arr.argv
+
+
+def test_within_second_moves_each_submission_inside_its_recorded_second_and_repeats_by_seed(tmp_path):
+    site = load_site(SITE)
+    (tmp_path / "h.txt").write_text(generate(site, 40, 0.1, seed=3))
+    t = load_trace(str(tmp_path / "h.txt"))
+    subs = build(t.jobs, Scale(1), site)
+    moved = within_second(subs, 1)
+    by_key = {s.keys: s for s in subs}
+    assert sorted(m.keys for m in moved) == sorted(by_key)
+    for m in moved:
+        orig = by_key[m.keys]
+        assert 0 <= m.at - orig.at < 1 and m.argv == orig.argv and m.work_s == orig.work_s
+    assert [m.at for m in moved] == sorted(m.at for m in moved)
+    assert within_second(subs, 1) == moved and within_second(subs, 2) != moved
+    assert len({round(m.at - by_key[m.keys].at, 6) for m in moved}) > 1   # not one shift for all
+
+
+@pytest.mark.parametrize("speedup", [1, 10, 60])
+def test_first_submission_meets_the_fair_share_pass_at_one_point_of_the_history_at_any_speedup(speedup):
+    """On the fast clock slurmctld's fair-share passes come every recorded 5 minutes on Slurm's clock; the first
+    submission lands `lead_in` recorded seconds after one of them, the first one not earlier than asked."""
+    clock, origin, first_pass = FakeClock(speedup), 1_000_000.0, 1_000_004.0
+    for earliest in (1_000_004.5, 1_000_020.0, 1_000_300.0):
+        t0 = clock.first_submission(earliest, 8.0, first_pass)
+        assert earliest <= t0 < earliest + clock.priority_pass_s()
+        after = clock.slurm_time(t0, origin) - clock.slurm_time(first_pass, origin)
+        assert after % 300 == pytest.approx(8.0)
+    assert Scale(60).priority_pass_s() == 60 and Scale(1).priority_pass_s() == 300   # whole minutes
+    assert FakeClock(60).ALIGNS_TO_PRIORITY_PASS and not Scale(60).ALIGNS_TO_PRIORITY_PASS
 
 
 def test_sandbox_site_file_scales_durations_and_names_trace_users():
