@@ -212,7 +212,8 @@ def feed_and_wait(lab: SandboxLab, trace: Trace, subs: list, names: dict[str, st
     seconds after one of its fair-share passes (`Speedup.first_submission`), otherwise wall seconds from now."""
     progs, state = _install_program(lab.workdir, (s.signal_lead for s in subs))
     first = trace.first_submit
-    if align_to_priority_pass if align_to_priority_pass is not None else scale.ALIGNS_TO_PRIORITY_PASS:
+    align = scale.ALIGNS_TO_PRIORITY_PASS if align_to_priority_pass is None else align_to_priority_pass
+    if align:
         run.t0 = scale.first_submission(time.time() + 0.5, lead_in_s, _first_priority_pass(lab, scale))
     else:
         run.t0 = time.time() + lead_in_s

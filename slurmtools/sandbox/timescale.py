@@ -85,9 +85,13 @@ class Scale(Speedup):
         """A duration Slurm enforces (a signal lead, a --switches wait) as Slurm must be given it, >= 1 s."""
         return max(1, math.ceil(real_s / self.speedup - 1e-9))
 
+    def priority_calc_minutes(self) -> int:
+        """PriorityCalcPeriod as the sandbox's Slurm gets it: whole minutes, at least 1."""
+        return max(1, round(PRIORITY_CALC_MIN / self.speedup))
+
     def priority_pass_s(self) -> float:
-        """Wall seconds between slurmctld's fair-share passes: PriorityCalcPeriod as `slurm_conf` gives it."""
-        return 60.0 * max(1, round(PRIORITY_CALC_MIN / self.speedup))
+        """Wall seconds between slurmctld's fair-share passes."""
+        return 60.0 * self.priority_calc_minutes()
 
     def site_doc(self, doc: dict, fabric_path: str | None) -> dict:
         """The sandbox's site document: every duration the scheduler enforces scaled."""
@@ -114,7 +118,7 @@ class Scale(Speedup):
                  f"bf_resolution={max(1, round(BF_RESOLUTION_S / s))}",
                  f"bf_window={max(1, math.ceil(max(BF_WINDOW_MIN * 60, max_limit_s) / s / 60))}"]
         conf = {"PriorityMaxAge": _dhms(PRIORITY_MAX_AGE_S / s), "PriorityDecayHalfLife": _dhms(PRIORITY_DECAY_S / s),
-                "PriorityCalcPeriod": str(max(1, round(PRIORITY_CALC_MIN / s))),
+                "PriorityCalcPeriod": str(self.priority_calc_minutes()),
                 "KillWait": str(max(1, round(KILL_WAIT_S / s)))}
         delay = REQUEUE_DELAY_S / s
         if requeue_delay_param:
