@@ -330,6 +330,15 @@ def test_fast_clock_replays_a_preemption_with_slurms_own_grace(tmp_path):
     elapsed = {ln.split("|")[0]: ln.split("|")[13] for ln in (work / "candidate" / "sacct.txt").read_text()
                .splitlines()[1:]}
     assert -1 <= int(elapsed[ids["2"]]) - 240 <= 3, elapsed[ids["2"]]
+    # the history began 1 recorded second (the default --lead-in) after one of slurmctld's fair-share passes, which
+    # come every recorded 5 minutes from the first (its state file keeps when that ran), at any speed-up
+    import struct
+
+    kept = json.loads((work / "candidate" / "replay.json").read_text())
+    _last, first_pass = struct.unpack(">qq", (lab / "state" / "priority_last_decay_ran").read_bytes()[:16])
+    origin = float(clock["FAKETIME_ORIGIN"])
+    after = (origin + (kept["t0"] - origin) * 60 - first_pass) % 300
+    assert 0.5 <= after <= 2.5, after
     assert _sandbox_daemons(work) == []
     assert not _running(int(clock["FAKETIME_PID"])), "the fast clock's launcher outlived the sandbox"
     assert not Path(f"/dev/shm/faketime_shm_{clock['FAKETIME_PID']}").exists()
