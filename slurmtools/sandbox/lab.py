@@ -23,7 +23,7 @@ from pathlib import Path
 from slurmtools.errors import SlurmtoolsError
 from slurmtools.sandbox import sitecopy, submission
 from slurmtools.sandbox.clocks import Clock
-from slurmtools.sandbox.trace import SACCT_OPTIONS, Trace
+from slurmtools.sandbox.trace import SACCT_OPTIONS, Trace, unsettled
 
 REPO = Path(__file__).resolve().parents[2]
 #: pending reasons that no amount of waiting clears (the job can never start on this site)
@@ -295,8 +295,8 @@ def _work_done(state: Path, subs: list) -> dict[str, bool]:
 
 
 def _accounting(lab: SandboxLab, run: ReplayRun, wait_s: float = 90.0) -> str:
-    """sacct of the replay, once it holds every submitted job: slurmctld hands job records to slurmdbd after the
-    job ends, so the last jobs can be missing for a moment after the queue has drained."""
+    """sacct of the replay, once every submitted job's rows are whole (`trace.unsettled`); after `wait_s` what it
+    holds then (the outcome counts a job without a whole run as unfinished, naming why)."""
     def stamp(wall: float) -> str:    # on Slurm's clock, which the fast clock keeps ahead of the wall clock
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(run.scale.slurm_time(wall, run.clock_origin)))
 
@@ -306,8 +306,7 @@ def _accounting(lab: SandboxLab, run: ReplayRun, wait_s: float = 90.0) -> str:
         r = lab.run(["sacct", "-a", *SACCT_OPTIONS, "-S", stamp(run.t0 - 3600), "-E", stamp(time.time() + 3600)])
         if r.returncode != 0:
             raise SandboxError(f"sandbox: sacct failed: {r.stderr.strip()[:200]}")
-        have = {ln.split("|", 1)[0] for ln in r.stdout.splitlines()[1:]}
-        if wanted <= have or time.time() > deadline:
+        if not unsettled(r.stdout, wanted) or time.time() > deadline:
             return r.stdout
         time.sleep(2)
 

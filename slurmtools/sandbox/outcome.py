@@ -170,6 +170,10 @@ def outcome(trace: Trace, run, records, placement=None) -> ReplayResult:
         if not started:
             out.append(JobOutcome(status="unfinished", why="no run in the sandbox's accounting", **base))
             continue
+        if all(r.end is None for r in started):
+            out.append(JobOutcome(status="unfinished", why="started, but no run has an end in the sandbox's "
+                                  "accounting", runs=len(started), **base))
+            continue
         sub = run.submitted[j.key]
         first = wall(started[0].start.timestamp())
         last_end = max(wall(r.end.timestamp()) for r in started if r.end is not None)

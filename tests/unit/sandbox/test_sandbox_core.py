@@ -18,7 +18,7 @@ from slurmtools.sandbox.example_trace import generate
 from slurmtools.sandbox.faketime import FakeClock
 from slurmtools.sandbox.submission import build, within_second
 from slurmtools.sandbox.timescale import Scale, SpeedupError, check, max_speedup, scaled_site_doc
-from slurmtools.sandbox.trace import load_trace, trace_from_records
+from slurmtools.sandbox.trace import load_trace, trace_from_records, unsettled
 from slurmtools.site import load_site
 from slurmtools.slurm.commands import parse_sacct
 
@@ -184,6 +184,33 @@ def test_outcome_waits_preemptions_and_lost_gpu_hours_in_real_time():
     assert j.lost_gpu_h == pytest.approx((110 * 60 - 3600) * 8 / 3600)
     assert res.overall.wait_median_h == pytest.approx(600 / 3600)
     assert res.overall.utilisation == pytest.approx(110 * 8 / (16 * 130))
+
+
+def test_a_run_accounting_left_open_is_unfinished_with_its_reason_not_a_crash():
+    """slurmdbd can hold a started run without its end after the queue drained (seen on 22.05 in CI): the outcome
+    names it instead of failing on the empty set of ends."""
+    site_t = trace_from_records(parse_sacct(_dump(ROWS[:2]), "h.txt", ()), "h.txt")
+    run = _Run()
+    run.submitted, run.job_ids = {"10": 1000.0}, {"10": "7"}
+    run.refused, run.never_started, run.work_done = {}, {}, {}
+    ts = datetime.fromtimestamp(1010).strftime("%Y-%m-%dT%H:%M:%S")
+    recs = parse_sacct("\n".join([HEAD, f"7|7|u|a|gpu|standard|RUNNING|{ts}|{ts}|Unknown|60|gpu01|node=1|"]), "s", ())
+    j = oc.outcome(site_t, run, recs).jobs[0]
+    assert (j.status, j.runs) == ("unfinished", 1) and "no run has an end" in j.why, j
+
+
+def test_unsettled_names_jobs_whose_accounting_is_not_whole_yet():
+    head = "JobID|JobIDRaw|Partition|State|Start|End"
+    dump = "\n".join([head,
+                      "7|7|gpu|PREEMPTED|2026-11-02T08:05:00|2026-11-02T08:35:00",    # -D: an earlier run
+                      "7|7|gpu|COMPLETED|2026-11-02T08:40:00|2026-11-02T09:00:00",
+                      "8_0|9|gpu|CANCELLED by 0|None|2026-11-02T08:16:00",              # cancelled while pending
+                      "8_1|10|gpu|RUNNING|2026-11-02T08:15:00|Unknown",                 # not closed yet
+                      "11|11||COMPLETED|2026-11-02T08:15:00|2026-11-02T08:16:00",       # made from its step alone
+                      "12|12|gpu|COMPLETED|2026-11-02T08:15:00|2026-11-02T08:16:00"]) + "\n"
+    assert unsettled(dump, ["7", "8_0", "8_1", "11", "12", "13"]) == {"8_1", "11", "13"}
+    assert unsettled(dump, ["7", "8_0", "12"]) == set()
+    assert unsettled("", ["7"]) == {"7"}
 
 
 def test_outcome_on_the_fast_clock_reads_slurm_times_back_to_the_wall_clock():
