@@ -221,6 +221,13 @@ def test_since_replays_the_history_the_live_clusters_accounting_holds(tmp_path):
         for j in ids:
             live.wait_state(j, "COMPLETED", timeout=120)
             live.wait_accounting(j)
+        # seconds after the lab came up, each job's priority already counts its fair share (PriorityWeightFairshare
+        # 10000, nothing used yet): the lab adds its accounts before slurmctld starts, so the fair-share pass it runs
+        # as it starts knows them; one without them left every factor at 0 for the first 5 minutes
+        qos_only = {"production": 100000, "standard": 10000, "scavenger": 1000}   # PriorityWeightQOS x tier share
+        prio = [int(ln.split("InitPrio=")[1].split()[0]) for ln in (live_dir / "log" / "slurmctld.log").read_text()
+                .splitlines() if "_slurm_rpc_submit_batch_job" in ln]
+        assert [p - qos_only[t] for p, (_, t, _, _) in zip(prio, LIVE_JOBS)] == [10000] * len(LIVE_JOBS), prio
         r = subprocess.run([sys.executable, "-m", "slurmtools", "sandbox", "replay", "--since", "1h", "--site",
                             "site_configs/example/site.toml", "--speedup", "1", "--slurm", lab_slurm(), "--workdir",
                             str(work), "--port-offset", str(OFFSET + 400), "--json"], cwd=REPO, env=lenv,
@@ -339,6 +346,11 @@ def test_fast_clock_replays_a_preemption_with_slurms_own_grace(tmp_path):
     origin = float(clock["FAKETIME_ORIGIN"])
     after = (origin + (kept["t0"] - origin) * 60 - first_pass) % 300
     assert 0.5 <= after <= 2.5, after
+    # and the first job's priority counted its fair share: the lab adds the accounts before slurmctld starts, so its
+    # first pass knows them (a pass without them left the factor at 0 until the next, 5 minutes at 1x)
+    prio = [int(ln.split("InitPrio=")[1].split()[0]) for ln in (lab / "log" / "slurmctld.log").read_text().splitlines()
+            if "_slurm_rpc_submit_batch_job" in ln and "InitPrio=" in ln]
+    assert prio and prio[0] > 1000, prio   # scavenger's QoS share alone is 1000 (PriorityWeightQOS x 0.01)
     assert _sandbox_daemons(work) == []
     assert not _running(int(clock["FAKETIME_PID"])), "the fast clock's launcher outlived the sandbox"
     assert not Path(f"/dev/shm/faketime_shm_{clock['FAKETIME_PID']}").exists()
