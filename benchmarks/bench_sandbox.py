@@ -86,7 +86,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--clock", default="scaled", choices=list(CLOCKS),
                     help="How the speed-ups are made (the 1x replays are the same either way); with faketime the "
-                         "accelerated replays are labelled x5-faketime, ..., so both kinds can be kept side by side")
+                         "accelerated replays are labelled x5-faketime, ..., so both kinds can be kept side by side; "
+                         "--speedups 1 --clock faketime replays on libfaketime at real speed (x1-faketime): what the "
+                         "fast clock's mechanics alone change, against the plain 1x replay")
     ap.add_argument("--floor", type=int, nargs="?", const=1, default=0,
                     help="Replay at 1x this many more times (folders x1-again, x1-again2, ...) and compare each with "
                          "the first: the scheduler's own run-to-run spread, against which the preemption goal is "
@@ -120,14 +122,18 @@ def main() -> int:
     limits = [j.limit_s for j in trace.jobs]
     runs = {}
     phases = [float(p) for p in a.phases.split(",") if p.strip()]
-    plan = [("x1", 1.0)] + [(f"x1-again{i + 1 if i else ''}", 1.0) for i in range(a.floor)] + \
-        [(f"x1-phase{p:g}", 1.0) for p in phases] + \
-        [(f"x1-second{i + 1}", 1.0) for i in range(a.within_second)] + \
-        [(f"x{float(x):g}" + ("" if a.clock == "scaled" else f"-{a.clock}"), float(x))
+    # (label, speed-up, clock): the 1x references on the wall clock; --speedups on --clock, 1 included (on faketime
+    # that is libfaketime's own mechanics at rate 1, against the plain 1x replay)
+    plan = [("x1", 1.0, "scaled")] + [(f"x1-again{i + 1 if i else ''}", 1.0, "scaled") for i in range(a.floor)] + \
+        [(f"x1-phase{p:g}", 1.0, "scaled") for p in phases] + \
+        [(f"x1-second{i + 1}", 1.0, "scaled") for i in range(a.within_second)] + \
+        [(f"x{float(x):g}" + ("" if a.clock == "scaled" else f"-{a.clock}"), float(x), a.clock)
          for x in a.speedups.split(",") if x.strip()]
+    if len({label for label, _, _ in plan}) < len(plan):
+        ap.error("--speedups: 1 on the scaled clock is the x1 reference itself")
     only = set(a.only.split(",")) if a.only else None
-    for label, s in plan:
-        scale = check(a.clock if s > 1 else "scaled", s, limits, site)
+    for label, s, clock in plan:
+        scale = check(clock, s, limits, site)
         t0 = time.time()
         if a.saved and (only is None or label not in only):
             run = _saved(work / label, scale)
