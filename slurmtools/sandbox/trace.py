@@ -34,8 +34,8 @@ SACCT_OPTIONS = ("-X", "-D", "--parsable2",
 ENDED = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
                    "DEADLINE", "BOOT_FAIL"})
 
-#: states of a row slurmdbd has not closed yet
-_OPEN = frozenset({"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "RESIZING", "CONFIGURING", "COMPLETING"})
+#: states of a row slurmdbd has not closed yet (REQUEUED is not one: `-D` prints an earlier run so, with its end)
+_OPEN = frozenset({"PENDING", "RUNNING", "SUSPENDED", "RESIZING", "CONFIGURING", "COMPLETING"})
 
 
 def unsettled(sacct_text: str, job_ids: Iterable[str]) -> set[str]:

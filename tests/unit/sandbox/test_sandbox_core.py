@@ -204,12 +204,14 @@ def test_unsettled_names_jobs_whose_accounting_is_not_whole_yet():
     dump = "\n".join([head,
                       "7|7|gpu|PREEMPTED|2026-11-02T08:05:00|2026-11-02T08:35:00",    # -D: an earlier run
                       "7|7|gpu|COMPLETED|2026-11-02T08:40:00|2026-11-02T09:00:00",
+                      "9|9|gpu|REQUEUED|2026-11-02T08:05:00|2026-11-02T08:30:00",       # -D: an earlier run
+                      "9|9|gpu|COMPLETED|2026-11-02T08:40:00|2026-11-02T09:00:00",
                       "8_0|9|gpu|CANCELLED by 0|None|2026-11-02T08:16:00",              # cancelled while pending
                       "8_1|10|gpu|RUNNING|2026-11-02T08:15:00|Unknown",                 # not closed yet
                       "11|11||COMPLETED|2026-11-02T08:15:00|2026-11-02T08:16:00",       # made from its step alone
                       "12|12|gpu|COMPLETED|2026-11-02T08:15:00|2026-11-02T08:16:00"]) + "\n"
     assert unsettled(dump, ["7", "8_0", "8_1", "11", "12", "13"]) == {"8_1", "11", "13"}
-    assert unsettled(dump, ["7", "8_0", "12"]) == set()
+    assert unsettled(dump, ["7", "8_0", "9", "12"]) == set()
     assert unsettled("", ["7"]) == {"7"}
 
 
