@@ -57,6 +57,12 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _bring_down(lab_dir: Path, port_offset: int) -> None:
+    """Stop a sandbox's lab that its replay, killed, could not stop itself."""
+    env = {**os.environ, "SLURMTOOLS_LAB_DIR": str(lab_dir), "SLURMTOOLS_LAB_PORT_OFFSET": str(port_offset)}
+    subprocess.run([str(LAB_SCRIPT), "down"], env=env, capture_output=True, timeout=180)
+
+
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "slurmtools", *args], cwd=REPO, capture_output=True, text=True,
                           **kw)
@@ -253,10 +259,14 @@ def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path):
     work = REPO / f".sandbox-test-{lab_slurm()}-int"
     trace = tmp_path / "history.txt"
     assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "30", "--hours", "0.5").returncode == 0
+    # Ctrl-C reaches a replay started from a terminal, whose SIGINT is at its default. Started in the background
+    # of a non-interactive shell (`nohup ... &`, some CI runners), the test and its children inherit SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt for it: give the replay the terminal's disposition.
     p = subprocess.Popen([sys.executable, "-m", "slurmtools", "sandbox", "replay", "--trace", str(trace), "--site",
                           "site_configs/example/site.toml", "--speedup", "30", "--slurm", lab_slurm(),
                           "--workdir", str(work), "--port-offset", str(OFFSET + 100)], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 300
         while time.time() < deadline and not any("slurmctld" in ln for ln in _sandbox_daemons(work)):
@@ -274,6 +284,8 @@ def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
+            p.wait()
+            _bring_down(work / "candidate" / "lab", OFFSET + 100)   # a failed test leaves no daemon to the next
     assert p.returncode == 130, err[-2000:]
     assert "interrupted" in err
     assert _sandbox_daemons(work) == []
