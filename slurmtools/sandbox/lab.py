@@ -24,6 +24,7 @@ from slurmtools.errors import SlurmtoolsError
 from slurmtools.sandbox import sitecopy, submission
 from slurmtools.sandbox.clocks import Clock
 from slurmtools.sandbox.trace import SACCT_OPTIONS, Trace, unsettled
+from slurmtools.slurm.commands import parse_sacct
 
 REPO = Path(__file__).resolve().parents[2]
 #: pending reasons that no amount of waiting clears (the job can never start on this site)
@@ -306,7 +307,7 @@ def _accounting(lab: SandboxLab, run: ReplayRun, wait_s: float = 90.0) -> str:
         r = lab.run(["sacct", "-a", *SACCT_OPTIONS, "-S", stamp(run.t0 - 3600), "-E", stamp(time.time() + 3600)])
         if r.returncode != 0:
             raise SandboxError(f"sandbox: sacct failed: {r.stderr.strip()[:200]}")
-        if not unsettled(r.stdout, wanted) or time.time() > deadline:
+        if not unsettled(parse_sacct(r.stdout, "the sandbox's sacct"), wanted) or time.time() > deadline:
             return r.stdout
         time.sleep(2)
 

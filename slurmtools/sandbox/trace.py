@@ -34,31 +34,22 @@ SACCT_OPTIONS = ("-X", "-D", "--parsable2",
 ENDED = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
                    "DEADLINE", "BOOT_FAIL"})
 
-#: states of a row slurmdbd has not closed yet (REQUEUED is not one: `-D` prints an earlier run so, with its end)
+#: states of a record slurmdbd has not closed yet (REQUEUED is not one: `-D` prints an earlier run so, with its end)
 _OPEN = frozenset({"PENDING", "RUNNING", "SUSPENDED", "RESIZING", "CONFIGURING", "COMPLETING"})
 
 
-def unsettled(sacct_text: str, job_ids: Iterable[str]) -> set[str]:
-    """The jobs of `job_ids` (sacct's JobID: `123`, `123_4`) whose accounting is not whole yet in a `SACCT_OPTIONS`
-    dump: no row, a row still open (no End, an open state), or a row slurmdbd made from a step before the job's own
-    record came (no Partition: 22.05 keeps one for a moment). slurmctld hands records to slurmdbd on its own agent,
-    after the job has left the queue, so a drained queue does not mean a finished sacct."""
-    lines = sacct_text.splitlines()
-    if not lines:
-        return set(job_ids)
-    col = {name: i for i, name in enumerate(lines[0].split("|"))}
-    rows: dict[str, list[list[str]]] = {}
-    for ln in lines[1:]:
-        f = ln.split("|")
-        if len(f) == len(col):
-            rows.setdefault(f[col["JobID"]], []).append(f)
-    out = set()
-    for jid in job_ids:
-        rs = rows.get(jid)
-        if not rs or any(f[col["End"]] in ("", "Unknown") or f[col["Partition"]] == ""
-                         or (f[col["State"]].split() or [""])[0] in _OPEN for f in rs):
-            out.add(jid)
-    return out
+def unsettled(records: Iterable, job_ids: Iterable[str]) -> set[str]:
+    """The jobs of `job_ids` (sacct's JobID: `123`, `123_4`) whose accounting is not whole yet among `records`
+    (`parse_sacct` of a `SACCT_OPTIONS` dump): no record, one still open (no end, an open state), or one slurmdbd
+    made from a step before the job's own record came (no partition: 22.05 keeps one for a moment). slurmctld hands
+    records to slurmdbd on its own agent, after the job has left the queue, so a drained queue does not mean a
+    finished sacct."""
+    runs: dict[str, list] = {}
+    for r in records:
+        if r.step is None:
+            runs.setdefault(r.job_id, []).append(r)
+    return {jid for jid in job_ids
+            if not runs.get(jid) or any(r.end is None or not r.partition or r.state in _OPEN for r in runs[jid])}
 
 
 @dataclass(frozen=True)

@@ -210,9 +210,10 @@ def test_unsettled_names_jobs_whose_accounting_is_not_whole_yet():
                       "8_1|10|gpu|RUNNING|2026-11-02T08:15:00|Unknown",                 # not closed yet
                       "11|11||COMPLETED|2026-11-02T08:15:00|2026-11-02T08:16:00",       # made from its step alone
                       "12|12|gpu|COMPLETED|2026-11-02T08:15:00|2026-11-02T08:16:00"]) + "\n"
-    assert unsettled(dump, ["7", "8_0", "8_1", "11", "12", "13"]) == {"8_1", "11", "13"}
-    assert unsettled(dump, ["7", "8_0", "9", "12"]) == set()
-    assert unsettled("", ["7"]) == {"7"}
+    recs = parse_sacct(dump, "s.txt")
+    assert unsettled(recs, ["7", "8_0", "8_1", "11", "12", "13"]) == {"8_1", "11", "13"}
+    assert unsettled(recs, ["7", "8_0", "9", "12"]) == set()
+    assert unsettled([], ["7"]) == {"7"}
 
 
 def test_outcome_on_the_fast_clock_reads_slurm_times_back_to_the_wall_clock():
