@@ -8,10 +8,10 @@ are written; no daemon of either sandbox is left running; a job that did not fin
 logged about it. A second test adds a campaign file (`--add`) to a short history and checks its jobs are submitted
 at their scaled time as their own user and run. Another replays a scaled model of the site (`--node-scale 2`).
 A third brings up a lab standing for the live cluster, runs jobs on
-it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT while its jobs run
-and checks the daemons and the jobs' programs are gone. A fifth replays a preemption on the fast clock
-(`--clock faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are, and the clock's
-launcher and shared memory gone afterwards. A sixth replays a history three times (`--repeat 3`) and checks the
+it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT (and another with
+SIGTERM) while its jobs run and checks the daemons and the jobs' programs are gone. A fifth replays a preemption
+on the fast clock (`--clock faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are,
+and the clock's launcher and shared memory gone afterwards. A sixth replays a history three times (`--repeat 3`) and checks the
 spread the report carries. A seventh feeds ten days of history to the demand forecast and replays only the
 forecast's day (`--forecast`, `--from`).
 """
@@ -255,7 +255,8 @@ def test_since_replays_the_history_the_live_clusters_accounting_holds(tmp_path):
 
 
 @pytest.mark.timeout(600)
-def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
+def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path, signum):
     work = REPO / f".sandbox-test-{lab_slurm()}-int"
     trace = tmp_path / "history.txt"
     assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "30", "--hours", "0.5").returncode == 0
@@ -279,7 +280,7 @@ def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path):
             assert p.poll() is None, p.communicate()
             time.sleep(0.5)
         assert _job_programs(work), "no replayed job started within 5 minutes"
-        p.send_signal(signal.SIGINT)
+        p.send_signal(signum)
         _, err = p.communicate(timeout=180)
     finally:
         if p.poll() is None:
