@@ -1,5 +1,5 @@
 """The sandbox's I/O: bring up a lab shaped like one site, feed it the trace in accelerated time, wait for the
-queue to drain, read sacct, and stop every daemon on the way out (Ctrl-C and SIGTERM included).
+queue to drain, read sacct, and stop every daemon on the way out (Ctrl-C, SIGTERM and a hang-up included).
 
 No policy here: what to submit and how times scale come from `submission` and `timescale`; what the outcome
 means is `outcome`'s. The lab itself is `scripts/slurm-lab` (the checkout's real Slurm on loopback), given the
@@ -77,6 +77,12 @@ def _raise_stop(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+#: signals that end a replay the way Ctrl-C does: SIGTERM (kill, a batch system) and SIGHUP (the admin's terminal or
+#: SSH session closed under a long replay), whose default would end the process without stopping the sandbox's daemons.
+#: One that the replay was started with ignored (`nohup` ignores SIGHUP) stays ignored.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
 class SandboxLab:
     """One lab shaped like a site. Use as a context manager: the daemons stop on leaving it, whatever happened."""
 
@@ -100,8 +106,10 @@ class SandboxLab:
         return env
 
     def __enter__(self) -> "SandboxLab":
-        old = signal.signal(signal.SIGTERM, _raise_stop)
-        self._old_term = old
+        self._old_handlers = {}
+        for signum in STOP_SIGNALS:
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                self._old_handlers[signum] = signal.signal(signum, _raise_stop)
         if os.geteuid() != 0:
             raise SandboxError("sandbox: needs root (it starts slurmctld, slurmd and creates the sandbox's users)")
         script = REPO / "scripts" / "slurm-lab"
@@ -133,10 +141,18 @@ class SandboxLab:
         return self
 
     def __exit__(self, *exc) -> None:
+        """Stop the lab. A second Ctrl-C (or any stop signal) while it stops is ignored, and `slurm-lab down` runs in
+        a session of its own, out of reach of the terminal's signals: interrupted, it would leave daemons behind."""
         script = REPO / "scripts" / "slurm-lab"
-        subprocess.run([str(script), "down"], env=self._lab_env(), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=120)
-        signal.signal(signal.SIGTERM, getattr(self, "_old_term", signal.SIG_DFL) or signal.SIG_DFL)
+        held = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, *STOP_SIGNALS)}
+        try:
+            subprocess.run([str(script), "down"], env=self._lab_env(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120, start_new_session=True)
+        finally:
+            before = getattr(self, "_old_handlers", {})
+            for signum, now in held.items():
+                old = before.get(signum, now)
+                signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
     def run(self, argv: list[str], **kw) -> subprocess.CompletedProcess:
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, **kw)

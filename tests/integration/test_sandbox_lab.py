@@ -1,19 +1,19 @@
-"""The capacity sandbox (issue 14) against real Slurm: a recorded history of 200 jobs over three tiers replayed
-through a sandbox shaped like the example site (baseline) and like the example site with 8 more nodes (candidate),
-each in its own lab brought up and stopped by `slurmtools sandbox replay`, exactly as an admin runs it.
+"""The capacity sandbox (issue 14) against real Slurm: a recorded history of 200 jobs over three tiers replayed through
+a sandbox shaped like the example site (baseline) and like the example site with 8 more nodes (candidate), each in
+its own lab brought up and stopped by `slurmtools sandbox replay`, exactly as an admin runs it.
 
 Asserted: every job is accounted in both (finished, none refused, none lost); the candidate's waits are lower
 (median and p90 overall, and p90 for the standard tier); the baseline's queue makes preemptions; the report files
 are written; no daemon of either sandbox is left running; a job that did not finish is shown with what slurmctld
 logged about it. A second test adds a campaign file (`--add`) to a short history and checks its jobs are submitted
-at their scaled time as their own user and run. Another replays a scaled model of the site (`--node-scale 2`).
-A third brings up a lab standing for the live cluster, runs jobs on
-it and replays them with `--since` from its accounting. A fourth interrupts a replay with SIGINT (and another with
-SIGTERM) while its jobs run and checks the daemons and the jobs' programs are gone. A fifth replays a preemption
-on the fast clock (`--clock faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are,
-and the clock's launcher and shared memory gone afterwards. A sixth replays a history three times (`--repeat 3`) and checks the
-spread the report carries. A seventh feeds ten days of history to the demand forecast and replays only the
-forecast's day (`--forecast`, `--from`).
+at their scaled time as their own user and run. Another replays a scaled model of the site (`--node-scale 2`). A
+third brings up a lab standing for the live cluster, runs jobs on it and replays them with `--since` from its
+accounting. A fourth interrupts a replay with Ctrl-C twice (and others with SIGTERM and a hang-up) while its jobs
+run and checks the daemons and the jobs' programs are gone. A fifth replays a preemption on the fast clock (`--clock
+faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are, and the clock's launcher and
+shared memory gone afterwards. A sixth replays a history three times (`--repeat 3`) and checks the spread the report
+carries. A seventh feeds ten days of history to the demand forecast and replays only the forecast's day
+(`--forecast`, `--from`).
 """
 
 from __future__ import annotations
@@ -254,20 +254,35 @@ def test_since_replays_the_history_the_live_clusters_accounting_holds(tmp_path):
     assert _sandbox_daemons(work) == [] and _sandbox_daemons(live_dir) == []
 
 
+def _as_from_a_terminal() -> None:
+    """The replay's signal dispositions as a terminal session gives them: SIGINT and SIGHUP at their defaults.
+    Started in the background of a non-interactive shell (`nohup ... &`, some CI runners), the test and its children
+    inherit both ignored, and Python then installs no KeyboardInterrupt for SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+#: how each way of stopping a replay reaches it: (signal, to its whole process group as a terminal sends it, twice)
+STOPS = {
+    "ctrl_c_twice": (signal.SIGINT, True, True),   # the second one while the sandbox's daemons are being stopped
+    "sigterm": (signal.SIGTERM, False, False),
+    "hangup": (signal.SIGHUP, True, False),        # the admin's terminal or SSH session closed
+}
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl_c", "sigterm"])
-def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path, signum):
+@pytest.mark.parametrize("how", list(STOPS))
+def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path, how):
+    signum, to_group, twice = STOPS[how]
     work = REPO / f".sandbox-test-{lab_slurm()}-int"
+    assert _sandbox_daemons(work) == [], "an earlier sandbox's daemons still run in this test's folder"
     trace = tmp_path / "history.txt"
     assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "30", "--hours", "0.5").returncode == 0
-    # Ctrl-C reaches a replay started from a terminal, whose SIGINT is at its default. Started in the background
-    # of a non-interactive shell (`nohup ... &`, some CI runners), the test and its children inherit SIGINT
-    # ignored, and Python then installs no KeyboardInterrupt for it: give the replay the terminal's disposition.
     p = subprocess.Popen([sys.executable, "-m", "slurmtools", "sandbox", "replay", "--trace", str(trace), "--site",
                           "site_configs/example/site.toml", "--speedup", "30", "--slurm", lab_slurm(),
                           "--workdir", str(work), "--port-offset", str(OFFSET + 100)], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=_as_from_a_terminal)
     try:
         deadline = time.time() + 300
         while time.time() < deadline and not any("slurmctld" in ln for ln in _sandbox_daemons(work)):
@@ -276,21 +291,29 @@ def test_ctrl_c_stops_every_daemon_of_the_sandbox(tmp_path, signum):
         assert any("slurmctld" in ln for ln in _sandbox_daemons(work)), "the sandbox's slurmctld never started"
         # interrupt while replayed jobs run: their programs must not outlive the sandbox either
         deadline = time.time() + 300   # the sandbox's users are created (sacctmgr) before the first job
-        while time.time() < deadline and not _job_programs(work):
+        seen = []                      # kept: a short job's program may end before a second look
+        while time.time() < deadline and not seen:
             assert p.poll() is None, p.communicate()
             time.sleep(0.5)
-        assert _job_programs(work), "no replayed job started within 5 minutes"
-        p.send_signal(signum)
+            seen = _job_programs(work)
+        assert seen, "no replayed job started within 5 minutes"
+        # a terminal signals its whole foreground process group: the replay and whatever Slurm command it runs
+        (os.killpg if to_group else os.kill)(p.pid, signum)
+        if twice:
+            time.sleep(1.0)
+            os.killpg(p.pid, signum)
         _, err = p.communicate(timeout=180)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
+        daemons, programs = _sandbox_daemons(work), _job_programs(work)
+        if daemons:
             _bring_down(work / "candidate" / "lab", OFFSET + 100)   # a failed test leaves no daemon to the next
     assert p.returncode == 130, err[-2000:]
     assert "interrupted" in err
-    assert _sandbox_daemons(work) == []
-    assert _job_programs(work) == []
+    assert daemons == []
+    assert programs == []
 
 
 #: a scavenger job holding the whole example site (16 nodes x 8 GPUs, 20 min) and a one-GPU production job that
