@@ -131,9 +131,9 @@ def test_budget_counts_only_charged_tiers_as_admission_does():
     assert b.loc["vision", "charged_gpu_hours"] == pytest.approx(80)
     assert b.loc["vision", "budget_used_pct"] == pytest.approx(80 / 20000 * 100)
     # admission's own count over the same month, through the same definition
-    recs = parse_sacct(hm.TEXT)
-    tz = recs[0].start.tzinfo  # the records carry local time, as sacct prints it
-    policy = gpu_hours_by_account(recs, datetime(2026, 11, 1, tzinfo=tz), UNTIL.replace(tzinfo=tz),
+    recs = parse_sacct(hm.TEXT)   # sacct prints local times; the records hold them as instants (UTC)
+    # the report reads its naive window in the local zone too: the same instants, whatever TZ the tests run in
+    policy = gpu_hours_by_account(recs, datetime(2026, 11, 1).astimezone(), UNTIL.astimezone(),
                                   free_tiers=uncharged_tiers(site))
     assert b["charged_gpu_hours"][b["charged_gpu_hours"] > 0].to_dict() == pytest.approx(policy)
 
