@@ -15,7 +15,8 @@ then fall elsewhere in the history); each speed-up is also judged against that s
 reordering of the preemptions it shares with the first 1x replay, a preemption count some 1x replay made, and no
 more differing preempted jobs than a 1x replay shows. `--clock faketime` makes the speed-ups with libfaketime
 instead of scaling (`slurmtools/sandbox/clocks.py`). Prints a table and the largest speed-up (and smallest scaled
-median run) that met each. Lab folders
+median run) that met each, then each replay's report figures (preemptions, GPU-hours lost, utilisation, each
+tier's median and p90 wait) against the range of the 1x replays. Lab folders
 under <repo>/.sandbox-bench, port offset 7200; about 30 minutes on 2 cores, plus the 1x span per --floor.
 """
 
@@ -63,6 +64,44 @@ def compare(ref: oc.ReplayResult, res: oc.ReplayResult) -> dict:
             "median_err_pct": 100 * statistics.median(errs) / span if errs and span else None,
             "preempted_ref": len(a), "preempted": len(b), "same_preempted": set(a) == set(b),
             "preempted_diff": len(set(a) ^ set(b)), "swapped_pairs": swapped, "preempted_jobs": b}
+
+
+def report_figures(res: oc.ReplayResult) -> dict[str, float]:
+    """The figures an admin reads in the sandbox's report: preemptions, GPU-hours lost to them, utilisation, and
+    each tier's median and p90 wait (hours)."""
+    o = res.overall
+    out = {"preemptions": float(o.preemptions), "GPU-h lost": o.gpu_hours_lost, "utilisation": o.utilisation or 0.0}
+    for t in sorted(res.by_tier, key=lambda t: t.group):
+        out[f"{t.group} median h"] = t.wait_median_h or 0.0
+        out[f"{t.group} p90 h"] = t.wait_p90_h or 0.0
+    return out
+
+
+def print_report_figures(runs: dict, ones: list[str]) -> None:
+    """Each replay's report figures; an accelerated replay's figure outside the range of the 1x replays (`ones`)
+    is starred, with how far outside, as a share of the first 1x replay's value."""
+    figs = {label: report_figures(res) for label, (_, res) in runs.items()}
+    names = list(figs["x1"])
+    lo = {n: min(figs[k][n] for k in ones) for n in names}
+    hi = {n: max(figs[k][n] for k in ones) for n in names}
+    print(f"\nThe report's figures (hours are real hours; * outside the range of the {len(ones)} 1x replay(s), "
+          f"with the distance to it as % of x1's value):")
+    print(f"{'figure':>22} " + " ".join(f"{k:>15}" for k in figs))
+    outside = total = 0
+    for n in names:
+        cells = []
+        for label, f in figs.items():
+            v = f[n]
+            cell = f"{v:.3f}" if v < 100 else f"{v:.0f}"
+            if label not in ones:
+                total += 1
+                off = max(lo[n] - v, v - hi[n], 0.0)
+                if off > 1e-9:
+                    outside += 1
+                    cell += f"*{100 * off / figs['x1'][n]:.0f}%" if figs["x1"][n] else "*"
+            cells.append(f"{cell:>15}")
+        print(f"{n:>22} " + " ".join(cells))
+    print(f"accelerated replays' figures outside the 1x range: {outside} of {total}; 1x range over {', '.join(ones)}")
 
 
 def _saved(d: Path, scale):
@@ -185,6 +224,7 @@ def main() -> int:
               f"{c['preempted_diff']:>7} {c['swapped_pairs']:>8} {'met' if ok else 'no':>5} "
               f"{'-' if floor_diff is None or s == 1 else ('yes' if in_spread else 'no'):>13}  "
               f"{' '.join(c['preempted_jobs']) or '-'}")
+    print_report_figures(runs, ["x1", *again])
     if floor_pct is not None:
         print(f"\n1x against 1x ({len(again)} more replay(s)): median start error up to {floor_pct:.2f}% of the span, "
               f"{min(counts)}-{max(counts)} preemptions, up to {floor_diff} preempted job(s) differing")
