@@ -222,6 +222,7 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         if model is not None:
             results[label].notes.append(model.statement)
         results[label].notes.extend(scale.limits_note(requeue_delay_param=release.requeue_delay))
+        results[label].notes.extend(clocks.acceleration_note(scale.speedup, results[label].overall.preemptions))
     if out:
         from slurmtools.sandbox.report import write
 

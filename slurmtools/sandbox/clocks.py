@@ -27,3 +27,14 @@ def check(clock: str, speedup: float, limits_s: list[float], site, *, where: str
     if clock not in CLOCKS:
         raise timescale.SpeedupError(f"--clock {clock}: expected one of {names()}")
     return timescale.check(speedup, limits_s, site, where=where, clock=CLOCKS[clock])
+
+
+def acceleration_note(speedup: float, preemptions: int) -> list[str]:
+    """What an accelerated replay's preemption figures are worth, said where they are read: accelerated replays of
+    one history preempt other jobs than its 1x replays do, with either clock (docs/sandbox.md, measured)."""
+    if speedup <= 1 or preemptions <= 0:
+        return []
+    return [f"at {speedup:g}x the preemptions and the GPU-hours they lost are one timing of the history: an "
+            f"accelerated replay does not keep which jobs are preempted, and these figures (with the waits of the "
+            f"tiers involved) moved by up to 2x against 1x replays in the measurements (docs/sandbox.md); --repeat N "
+            f"shows their spread, --speedup 1 replays the history at real speed"]

@@ -111,6 +111,9 @@ def test_more_nodes_lower_the_waits_of_a_recorded_history(tmp_path):
     ct = {t["group"]: t for t in cand["by_tier"]}
     assert ct["standard"]["wait_p90_h"] < bt["standard"]["wait_p90_h"]
     assert b["preemptions"] > 0 and b["gpu_hours_lost"] >= 0
+    # at 60x, what the preemption figures are worth is said beside them
+    assert any(n.startswith("at 60x the preemptions and the GPU-hours they lost are one timing")
+               for n in base["notes"]), base["notes"]
     assert (tmp_path / "report" / "sandbox.json").exists()
     assert _sandbox_daemons(work) == []
 

@@ -342,3 +342,11 @@ def test_a_preempted_job_that_finished_after_its_grace_deadline_counts_as_preemp
     run.work_done = {"10": False}   # a TIMEOUT without the work done is a job that hit its limit
     j = oc.outcome(t, run, recs).jobs[0]
     assert (j.status, j.preemptions) == ("unfinished", 0)
+
+
+def test_an_accelerated_replay_that_preempted_says_what_its_preemption_figures_are_worth():
+    assert clocks.acceleration_note(1, 7) == []      # real speed: nothing to warn about
+    assert clocks.acceleration_note(30, 0) == []     # no preemption figure to read
+    (note,) = clocks.acceleration_note(30, 4)
+    assert note.startswith("at 30x the preemptions and the GPU-hours they lost are one timing of the history")
+    assert "--repeat N" in note and "--speedup 1" in note and "docs/sandbox.md" in note
