@@ -143,6 +143,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None], mod
         tmp = d / f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
         if _lock(fd, wait=True) is not False and os.fstat(fd).st_nlink > 0:
+            os.fchmod(fd, mode)   # exactly `mode`: a file others read (the slack cache) must not follow a 077 umask
             break
         os.close(fd)  # a starting run took it for a leftover between its creation and the lock: take another
     try:

@@ -70,6 +70,7 @@ def write_atomic_at(dfd: int, name: str, data: bytes, mode: int = 0o644) -> None
     tmp = f".{name}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
     try:
+        os.fchmod(fd, mode)   # exactly `mode`, whatever umask slurmd left the hook
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
@@ -93,6 +94,9 @@ def append_at(dfd: int, name: str, data: bytes, mode: int = 0o644) -> None:
     _check_name(name)
     fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd)
     try:
+        st = os.fstat(fd)
+        if st.st_size == 0 and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != mode:
+            os.fchmod(fd, mode)   # a file this call created: exactly `mode`, whatever the umask
         os.write(fd, data)
     finally:
         os.close(fd)

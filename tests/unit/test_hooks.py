@@ -76,6 +76,25 @@ def test_hooks_survive_non_utf8_environment(tmp_path):
         assert r.returncode == 0 and b"Traceback" not in r.stderr
 
 
+def test_hook_records_have_their_mode_whatever_the_umask(tmp_path):
+    """slurmd may leave its hooks a 077 umask (a hardened root's): the records still get the mode written for them,
+    and a log that already exists keeps its own."""
+    os.chmod(tmp_path, 0o755)
+    dfd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    old = os.umask(0o077)
+    try:
+        safefs.write_atomic_at(dfd, "rec.json", b"{}\n")
+        safefs.append_at(dfd, "hooks.log", b"one\n")
+        os.chmod(tmp_path / "hooks.log", 0o640)     # an admin's choice for an existing log
+        safefs.append_at(dfd, "hooks.log", b"two\n")
+    finally:
+        os.umask(old)
+        os.close(dfd)
+    assert oct((tmp_path / "rec.json").stat().st_mode & 0o777) == "0o644"
+    assert oct((tmp_path / "hooks.log").stat().st_mode & 0o777) == "0o640"
+    assert (tmp_path / "hooks.log").read_bytes() == b"one\ntwo\n"
+
+
 def test_spool_refusals(tmp_path):
     os.chmod(tmp_path, 0o755)
     ww = tmp_path / "ww"

@@ -227,6 +227,17 @@ def test_cache_round_trip_and_age(tmp_path):
         signal_from_cache(doc, "gpu", "production", 10_000.0, str(p))
 
 
+def test_cache_is_readable_by_every_user_whatever_the_umask(tmp_path):
+    """The cache is written by the admin's cron and read by every user's training processes: a hardened root's 077
+    umask must not make it root's alone."""
+    old = os.umask(0o077)
+    try:
+        write_doc(tmp_path / "slack.json", 9_990.0, 100)
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "slack.json").stat().st_mode & 0o777) == "0o644"
+
+
 @pytest.mark.parametrize("body, words", [
     (None, "no cached signal"), (b'{"format": "slurmtools-slack/1", "taken', "not JSON"),
     (b'{"format": "other"}', "format 'other'"), (b"[1]", "format 'list'"),
