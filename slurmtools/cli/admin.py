@@ -151,6 +151,7 @@ def render_topology_files(out_dir: str = typer.Option(..., "--out-dir", help="Fo
     target = d / name
     tmp = d / (name + ".new")
     tmp.write_text(text)
+    tmp.chmod(0o644)   # slurmctld reads it as SlurmUser: not root's alone under a 077 umask
     tmp.replace(target)
     other = d / ("topology.yaml" if name == "topology.conf" else "topology.conf")
     if other.exists():

@@ -157,3 +157,25 @@ hosts = "gpu[05-08]"
 def test_block_without_multi_node_domains_is_a_clear_error(example):
     with pytest.raises(ConfigError, match="no multi-node NVLink domain"):
         render_block(example)
+
+
+def test_render_topology_writes_a_file_slurmctld_can_read_whatever_the_umask(tmp_path: Path):
+    """`admin render topology --out-dir` beside slurm.conf: slurmctld reads it as SlurmUser, so a hardened root's
+    077 umask must not make it root's alone."""
+    import os
+
+    from typer.testing import CliRunner
+
+    from slurmtools.cli.main import app
+
+    old = os.umask(0o077)
+    try:
+        r = CliRunner().invoke(app, ["admin", "render", "topology", "--slurm-version", "25.11", "--out-dir",
+                                     str(tmp_path)])
+    finally:
+        os.umask(old)
+    assert r.exit_code == 0, r.output
+    written = tmp_path / "topology.conf"
+    assert r.output.strip() == str(written)
+    assert oct(written.stat().st_mode & 0o777) == "0o644"
+    assert "SwitchName=" in written.read_text()
