@@ -21,6 +21,12 @@ TEST_DATA = REPO / "tests" / "data"
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 from labtools import LAB_SCRIPT, Lab, _lab_dir, _lab_env, lab_slurm  # noqa: E402
 
+# The tests stand for a cluster: root writes scripts, folders and labs that job users and daemons then read, as a
+# site's usual 022 umask lets them. A runner with a hardened 077 umask must not fail them for that; what slurmtools
+# itself must write readable whatever the umask is tested under 077 where it matters (test_slack, test_hooks,
+# test_topo_render).
+os.umask(0o022)
+
 
 @pytest.fixture(scope="session")
 def lab() -> Lab:
