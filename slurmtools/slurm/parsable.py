@@ -65,6 +65,12 @@ def read_header(line: str, source: str) -> Header:
         raise ParseError(source, 1, f"cannot tell the delimiter: {delim!r} follows {names[0]!r} but then "
                                     f"{bad[:40]!r} is not a field name; expected field names separated by one "
                                     f"delimiter, as `sacct -P` or `sacct -p --delimiter=X` writes them")
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names, 1):
+        if n.lower() in seen:   # readers take fields by lower-case name: a second one would hide the first
+            raise ParseError(source, 1, f"field {n!r} appears twice in the header line (fields {seen[n.lower()]} "
+                                        f"and {i}); ask sacct for each field once")
+        seen[n.lower()] = i
     return Header(names, delim, trailing)
 
 

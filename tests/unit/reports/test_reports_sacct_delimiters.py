@@ -109,6 +109,19 @@ def test_formatted_sacct_output_is_refused_in_one_line():
         assert str(e.value).startswith(f"{p}:1: cannot tell the delimiter: ") and "\n" not in str(e.value)
 
 
+def test_a_field_named_twice_in_the_header_is_refused_in_one_line(tmp_path):
+    """Readers take fields by lower-case name: a second `State` (or `state`) would hide the first, and pyarrow's
+    reader failed on it with a traceback."""
+    lines = (DATA / "sacct-lab-22.05.8-P.txt").read_text().splitlines()
+    p = tmp_path / "dup.txt"
+    p.write_text("\n".join([lines[0] + "|state", *(ln + "|COMPLETED" for ln in lines[1:])]) + "\n")
+    for read in (lambda: read_sacct(p), lambda: parse_sacct(p.read_text(), str(p))):
+        with pytest.raises(ParseError) as e:
+            read()
+        assert str(e.value).startswith(f"{p}:1: field 'state' appears twice in the header line (fields ")
+        assert "\n" not in str(e.value)
+
+
 def test_a_line_that_splits_two_ways_is_refused_not_guessed(tmp_path):
     # without Start, job 2's name "train,llm;v2|run" could as well be "train" with a user "llm;v2|run" and the
     # two partitions "nlp,gpu" a pending job has (every field after them lines up either way)
