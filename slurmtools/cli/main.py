@@ -16,6 +16,27 @@ app = typer.Typer(
 )
 
 
+def _one_line_usage_errors() -> None:
+    """click shows a usage error (a bad or unknown option, a value out of range, a missing argument) as the usage
+    line, a hint and `Error: ...`: four lines. slurmtools says every bad input in one line naming the option, so
+    its usage errors do too, with where the options are listed. Help shown for a bare group is not an error and
+    keeps its own `show`."""
+    import sys
+
+    from typer.core import _click
+
+    from slurmtools.errors import one_line
+
+    def show(self, file=None) -> None:
+        see = f" (see `{self.ctx.command_path} --help`)" if self.ctx is not None else ""
+        print(f"slurmtools: error: {one_line(self.format_message())}{see}", file=file or sys.stderr)
+
+    _click.exceptions.UsageError.show = show
+
+
+_one_line_usage_errors()
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"slurmtools {__version__}")

@@ -240,12 +240,15 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
 
 @sandbox_app.command("example-trace")
 def example_trace_cmd(out: str = typer.Option(..., "--out", help="Write the history here"),
-                      jobs: int = typer.Option(200, "--jobs", min=1, help="How many jobs"),
-                      hours: float = typer.Option(3.0, "--hours", min=0.01, help="Over how many hours"),
-                      load: float = typer.Option(1.2, "--load", min=0.01, help="GPU-hours asked / the site's"),
+                      jobs: int = typer.Option(200, "--jobs", min=1, max=1_000_000, help="How many jobs"),
+                      hours: float = typer.Option(3.0, "--hours", min=0.01, max=24 * 366,
+                                                  help="Over how many hours (a year at most)"),
+                      load: float = typer.Option(1.2, "--load", min=0.01, max=100.0,
+                                                 help="GPU-hours asked / the site's"),
                       seed: int = typer.Option(0, "--seed", help="Random seed"),
-                      run_median: float = typer.Option(25.0, "--run-median", min=1.0,
-                                                       help="Median run time of the jobs, minutes"),
+                      run_median: float = typer.Option(25.0, "--run-median", min=1.0, max=60 * 24 * 30,
+                                                       help="Median run time of the jobs, minutes (30 days at "
+                                                            "most)"),
                       site_path: Optional[str] = typer.Option(None, "--site", help="Site the jobs are shaped for "
                                                               "(default: the bundled example site)")) -> None:
     """Write a recorded-looking history (sacct -X -D --parsable2) for a site, to try the sandbox with."""

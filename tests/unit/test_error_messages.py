@@ -44,3 +44,25 @@ def test_long_input_named_bare_with_blanks_loses_its_middle():
     msg = str(ParseError("t.yaml", 4, "treeNV1 " + "NV1 " * 50_000 + ": unknown key (keys here: topology)", 3))
     assert msg.startswith("t.yaml:4:3: treeNV1 NV1") and msg.endswith("NV1 : unknown key (keys here: topology)")
     assert len(msg) < 600 and "characters left out" in msg
+
+
+def test_usage_errors_are_one_line_naming_the_option():
+    """An option value out of range, an unknown option or command, a missing option: click's four lines (usage, a
+    hint, a blank, `Error: ...`) become one, naming the option and where the options are listed; exit code 2."""
+    import subprocess
+    import sys
+
+    cases = [(["topo", "import", "x.txt", "--from", "nvidia-smi", "--threads-per-core", "0"],
+              "Invalid value for '--threads-per-core': Input should be greater than or equal to 1"),
+             (["sandbox", "example-trace", "--out", "/nonexistent/h.txt", "--jobs", "99999999999"],
+              "Invalid value for '--jobs': Input should be less than or equal to 1000000"),
+             (["sandbox", "example-trace", "--out", "/nonexistent/h.txt", "--hours", "inf"],
+              "Invalid value for '--hours': Input should be less than or equal to 8784"),
+             (["plan", "--idle", "--no-such-option"], "No such option: --no-such-option"),
+             (["report"], "Missing option '--out'")]
+    for args, words in cases:
+        r = subprocess.run([sys.executable, "-m", "slurmtools", *args], capture_output=True, text=True)
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stdout == "" and r.stderr.count("\n") == 1, (args, r.stderr)
+        assert r.stderr.startswith(f"slurmtools: error: {words}"), (args, r.stderr)
+        assert f" -m slurmtools {args[0]}" in r.stderr and r.stderr.endswith(" --help`)\n"), r.stderr
