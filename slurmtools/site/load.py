@@ -84,6 +84,8 @@ def load_site(path: str | os.PathLike | None = None) -> Site:
         raise root.error("tiers", "at least one tier is required")
 
     accounts = each(root.tables("accounts", {}), lambda n, t: _account(n, t, tiers))
+    _one_name_to_slurm(root, "tiers", tiers, "QoS")
+    _one_name_to_slurm(root, "accounts", accounts, "account")
     pol = root.table("policy", {})
     policy = PolicySettings(
         require_gpu_type=pol.bool("require_gpu_type", True),
@@ -189,6 +191,17 @@ def _check_policies(site: Site, fabric) -> None:
     from slurmtools.policy.base import load_policies
 
     load_policies(site, fabric)
+
+
+def _one_name_to_slurm(root: Table, key: str, named: dict, what: str) -> None:
+    """slurmdbd keeps QoS and account names in lower case: two names that differ only in case are one to it, and
+    sacctmgr would fold the second into the first."""
+    seen: dict[str, str] = {}
+    for name in named:
+        first = seen.setdefault(name.lower(), name)
+        if first != name:
+            raise root.error(f"{key}.{name}", f"the same {what} as {key}.{first} to Slurm, which keeps {what} names "
+                                             f"in lower case; give it a name of its own")
 
 
 def _name(t: Table, name: str) -> str:

@@ -117,3 +117,15 @@ def test_version_and_help_are_cheap():
             "print('HEAVY', heavy)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "HEAVY []" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("table, key, what", [("tiers", "Production", "QoS"), ("accounts", "Vision", "account")])
+def test_names_that_differ_only_in_case_are_one_to_slurm(tmp_path, table, key, what):
+    """slurmdbd keeps QoS and account names in lower case: `Production` beside `production` would be folded into it
+    by sacctmgr, so the site file is refused, naming both."""
+    body = EXAMPLE.split(f"[{table}.{key.lower()}]", 1)[1].split("\n[", 1)[0]
+    p = write(tmp_path, EXAMPLE + f"\n[{table}.{key}]{body}\n")
+    with pytest.raises(ConfigError) as err:
+        load_site(p)
+    assert str(err.value) == (f'{p}: "{table}.{key}": the same {what} as {table}.{key.lower()} to Slurm, which keeps '
+                              f"{what} names in lower case; give it a name of its own")
