@@ -134,6 +134,24 @@ def build(kind: str, path: str, host: Optional[str] = None, hostname_pattern: Op
     statements for one-node inputs that do not carry them; `topology_name` picks one topology of a
     topology.yaml (default: its cluster default); `pair_nvlink` refuses an `nvlink` file that cannot be of the
     topo -m file's node (`topo import` asks for it; the fuzz suite reads every status file beside one 8-GPU node)."""
+    from slurmtools.errors import OptionError
+    from slurmtools.topology.sitefile import SLURM_WORD, SLURM_WORD_RULE
+
+    # the admin's statements become a NodeName and a gres Type: one word each, as Slurm's config takes them
+    for opt, value in (("--host", host), ("--gpu-type", gpu_type)):
+        if value is not None and not SLURM_WORD.fullmatch(value):
+            raise OptionError(f"{opt}: {SLURM_WORD_RULE}; got {value!r}")
+    t = _build(kind, path, host, hostname_pattern, exclude_hca, exclude_switch, nvlink, warn, gpu_type,
+               threads_per_core, topology_name, pair_nvlink)
+    if host is None and kind in ("nvidia-smi", "nccl-xml"):
+        # these inputs do not name their node: its name is the file's, which is a guess, not a fact
+        for h in t.of_kind("host"):
+            t.mark_unknown(h.name, "host_name")
+    return t
+
+
+def _build(kind, path, host, hostname_pattern, exclude_hca, exclude_switch, nvlink, warn, gpu_type,
+           threads_per_core, topology_name, pair_nvlink):
     from slurmtools.errors import ParseError
 
     text = _read(path)

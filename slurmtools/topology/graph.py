@@ -30,6 +30,7 @@ PCIE_LANE_GBYTES = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 
 # Facts about a host's inside that a source may not state; `Host.unknown` lists the ones it did not.
 UNKNOWN_FACTS = {
+    "host_name": "the host's name (the input does not state it: named after the file; --host names it)",
     "nvlink": "which GPUs NVLink connects (the source lists no GPU links)",
     "nvlink_speed": "NVLink GB/s per link (no `nvidia-smi nvlink -s`, NVML reading or known GPU model)",
     "gpu_model": "the GPU model (Slurm's gres Type=)",

@@ -102,7 +102,7 @@ def test_a_gpu_with_only_far_nics_gets_them_marked_far():
     assert q.path_class(nps4, "nic:n:mlx5_8", "nic:n:mlx5_9") == "PIX"
     r = runner.invoke(app, ["topo", "lint", str(data_path(GB200))])
     assert r.exit_code == 1 and "GPU 0: every NIC is across the socket link" in r.output
-    assert "not stated by the source, so not checked: nvlink_speed, gpu_model" in r.output
+    assert "not stated by the source, so not checked: host_name, nvlink_speed, gpu_model" in r.output
 
 
 # 4. unknown is not none -----------------------------------------------------------------------------------
@@ -204,4 +204,21 @@ def test_strict_turns_every_unknown_into_an_error():
     assert len(r.output.strip().splitlines()) == 1
     r = runner.invoke(app, ["topo", "import", "--from", "nvidia-smi", str(data_path(B300)), "--nvlink",
                             str(data_path(B300_LINKS)), "--threads-per-core", "1", "--strict"])
+    assert r.exit_code == 3 and r.output.strip().endswith("the input leaves unknown: host_name (see `topo import` "
+                                                          "without --strict for what each means)"), r.output
+    r = runner.invoke(app, ["topo", "import", "--from", "nvidia-smi", str(data_path(B300)), "--nvlink",
+                            str(data_path(B300_LINKS)), "--threads-per-core", "1", "--host", "b300n01", "--strict"])
     assert r.exit_code == 0, r.output
+
+
+def test_the_host_and_gpu_type_an_admin_states_are_one_slurm_word_each():
+    """They become a NodeName and a gres Type: a blank or a `!` would split or break the line Slurm reads."""
+    import subprocess
+    import sys
+
+    for opt, value in (("--host", "bad host!"), ("--host", ""), ("--gpu-type", "h 100")):
+        r = subprocess.run([sys.executable, "-m", "slurmtools", "topo", "import", "--from", "nvidia-smi",
+                            str(data_path(B300)), opt, value], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stdout == "", (opt, value, r.stderr)
+        assert r.stderr == (f"slurmtools: error: {opt}: expected a name of letters, digits, '_', '.' or '-' (what "
+                            f"Slurm's config takes as one word); got {value!r}\n")
