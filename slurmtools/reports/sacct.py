@@ -30,7 +30,7 @@ import pyarrow.csv as pacsv
 
 from slurmtools.errors import ParseError
 from slurmtools.reports.badrows import BadRow, BadRows
-from slurmtools.slurm.parsable import Header, Splitter, read_header
+from slurmtools.slurm.parsable import Header, HeaderMismatch, Splitter, read_header
 from slurmtools.slurm.tres import GPU_SHARE_NAME
 
 #: sacct field (lower case) -> (our column, arrow type read from the text)
@@ -573,6 +573,8 @@ def _careful_lines(lines: pa.Array, lineno: np.ndarray, bad_bytes: set[int], lay
         text = lines[i].as_py()
         try:
             values = splitter.split(text, int(lineno[i]))
+        except HeaderMismatch:
+            raise   # the whole dump, not this line
         except ParseError as exc:
             bad.rows.append(BadRow(bad.source, int(lineno[i]), _reason(exc), text))
             continue

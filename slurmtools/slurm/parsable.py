@@ -23,6 +23,11 @@ _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _SEP = re.compile(r"[^A-Za-z0-9_]+")
 
 
+class HeaderMismatch(ParseError):
+    """The header does not match the dump's lines: a fault of the whole dump, which a reader that skips bad lines
+    must not skip line by line."""
+
+
 @dataclass(frozen=True)
 class Header:
     names: list[str]  # as written (case kept), without the empty name a trailing delimiter makes
@@ -97,6 +102,9 @@ _MANY = ("text", "tres", "usage", "hosts", "list", "jobid")  # kinds whose value
 #: at most): such a line is refused before the pieces are fitted to the fields, which takes time growing faster
 #: than the pieces (200,000 of them took minutes)
 MAX_EXTRA_PIECES = 10_000
+#: this many first lines of a dump in a row, each with a free-text field taking extra pieces, mean the header does
+#: not match the lines (a field missing from it) far more often than job names that all hold the delimiter
+MISMATCH_LINES = 5
 
 
 def _kind(name: str) -> str:
@@ -120,6 +128,7 @@ class Splitter:
         self._class_of: dict[str, int] = {}     # a piece, and its shape -> its class (a number from 1)
         self._class_ids: dict[tuple, int] = {}  # a class's features -> its number
         self._found: dict[tuple[int, ...], list[tuple[int, ...]]] = {}  # classes of a line's pieces -> its splits
+        self._texts_from_the_start = 0   # first data lines in a row whose extra pieces a free-text field took
 
     def pieces(self, line: str) -> list[str]:
         text = line.rstrip("\r\n")
@@ -139,6 +148,7 @@ class Splitter:
                                                   f"holds that many; is this a `sacct --parsable2` dump?")
         found = self._splits_of(parts) if len(parts) > n else []
         if len(found) == 1:
+            self._header_matches(found[0], lineno)
             return found[0]
         if not found:
             why = "" if len(parts) < n else (f", and no field that can hold {d!r} (JobName, TRES, NodeList, ...) "
@@ -148,6 +158,22 @@ class Splitter:
         raise ParseError(self.source, lineno, f"{d!r} occurs inside values and the line splits into fields in more "
                                               f"than one way ({', '.join(differ)} differ); dump with a "
                                               f"--delimiter no value holds (`sacct -P` writes '|')")
+
+    def _header_matches(self, values: list[str], lineno: int | None) -> None:
+        """Refuse the dump when its first MISMATCH_LINES lines in a row (line 2 on) each needed a free-text field to
+        take extra pieces: a header one field short, its lines still holding that field, is read that way with
+        every later field shifted by one (the user in the account's place...), which no single line shows."""
+        d = self.header.delimiter
+        texts = [self.header.names[i] for i, v in enumerate(values) if self.kinds[i] == "text" and d in v]
+        if not texts or lineno != 2 + self._texts_from_the_start:
+            return
+        self._texts_from_the_start += 1
+        if self._texts_from_the_start >= MISMATCH_LINES:
+            raise HeaderMismatch(self.source, 1, f"lines 2-{lineno} all hold more {d!r}-separated pieces than the "
+                                                 f"header's {len(self.kinds)} fields, with {texts[0]} taking them "
+                                                 f"every time: the header does not match the lines (a field missing "
+                                                 f"from it?); if those {texts[0]} values do hold {d!r}, dump with a "
+                                                 f"--delimiter no value holds")
 
     def _splits_of(self, parts: list[str]) -> list[list[str]]:
         """`_search(parts)`, searched once per sequence of piece classes (`_piece_class`).

@@ -122,6 +122,29 @@ def test_a_field_named_twice_in_the_header_is_refused_in_one_line(tmp_path):
         assert "\n" not in str(e.value)
 
 
+def test_a_header_one_field_short_is_refused_not_read_shifted(tmp_path):
+    """A header without QOS over lines that still hold it: each line alone splits one way (JobName takes the extra
+    piece), every later field shifted by one (the account read as the user...). The first lines all needing that
+    repair is the whole dump's fault: report and advise refuse it in one line, skipping no line as bad."""
+    from datetime import datetime
+
+    from slurmtools.advise.usage import load_runs
+    from slurmtools.slurm.parsable import HeaderMismatch
+
+    lines = (DATA / "sacct-lab-22.05.8-P.txt").read_text().splitlines()
+    names = lines[0].split("|")
+    k = names.index("QOS")
+    p = tmp_path / "short.txt"
+    p.write_text("\n".join(["|".join(names[:k] + names[k + 1:]), *lines[1:]]) + "\n")
+    want = (f"{p}:1: lines 2-6 all hold more '|'-separated pieces than the header's {len(names) - 1} fields, with "
+            f"JobName taking them every time: the header does not match the lines (a field missing from it?)")
+    for read in (lambda: read_sacct(p),
+                 lambda: load_runs(datetime(2026, 11, 1), datetime(2026, 12, 1), sacct_file=p)):
+        with pytest.raises(HeaderMismatch) as e:
+            read()
+        assert str(e.value).startswith(want) and "\n" not in str(e.value), str(e.value)
+
+
 def test_a_line_that_splits_two_ways_is_refused_not_guessed(tmp_path):
     # without Start, job 2's name "train,llm;v2|run" could as well be "train" with a user "llm;v2|run" and the
     # two partitions "nlp,gpu" a pending job has (every field after them lines up either way)
