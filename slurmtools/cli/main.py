@@ -23,7 +23,10 @@ def _one_line_usage_errors() -> None:
     keeps its own `show`."""
     import sys
 
-    from typer.core import _click
+    try:
+        from typer.core import _click   # a recent typer carries its own click
+    except ImportError:
+        import click as _click          # an earlier one (pyproject allows 0.12 on) runs on click itself
 
     from slurmtools.errors import one_line
 
