@@ -126,21 +126,28 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
     levels = q.oversubscription(t)
     domains = q.nvlink_domains(t)
     hosts = t.host_names()
+    # without the cables' rates (Slurm's topology files) every cable is one stand-in: the ratios hold by cable
+    # count, the GB/s are not known
+    rated = "link_rates" not in t.fabric_unknown
     info = {
         "name": t.name, "hosts": len(hosts), "hostlist": compress(hosts) if hosts else "",
         "gpus": t.count("gpu"), "switches": len(t.switches()),
-        "levels": [asdict(lv) for lv in levels],
+        "levels": [asdict(lv) if rated else {**asdict(lv), "down_gbytes": None, "up_gbytes": None}
+                   for lv in levels],
+        "oversubscription_by": "bandwidth" if rated else "cable count",
+        "unknown": list(t.fabric_unknown),
         "nvlink_domains": {"count": len(domains), "multi_node": [asdict(d) for d in domains if d.multi_node]},
     }
     if json_out:
         print_json(info)
         return
     typer.echo(f"topology {t.name}: {info['hosts']} hosts ({info['hostlist']}), {info['gpus']} GPUs, "
-               f"{info['switches']} switches")
+               f"{info['switches']} switches" + ("" if rated else "; link rates unknown (oversubscription by cable "
+                                                                  "count)"))
     for lv in levels:
         ratio = f"{lv.ratio:.3g}:1 oversubscribed (worst switch {lv.worst:.3g}:1)" if lv.ratio else "top level"
-        typer.echo(f"  level {lv.level}: {lv.switches} switches, {lv.down_gbytes:g} GB/s down, "
-                   f"{lv.up_gbytes:g} GB/s up, {ratio}")
+        rates = f"{lv.down_gbytes:g} GB/s down, {lv.up_gbytes:g} GB/s up, " if rated else ""
+        typer.echo(f"  level {lv.level}: {lv.switches} switches, {rates}{ratio}")
     multi = [d for d in domains if d.multi_node]
     typer.echo(f"  NVLink domains: {len(domains)} ({len(multi)} spanning hosts)")
     for d in multi:
@@ -158,13 +165,18 @@ def path(a: str = typer.Argument(..., help="First host"), b: str = typer.Argumen
         p = q.path_between(t, a, b)
     except ValueError as exc:
         fail(str(exc))
+    if p is not None and "link_rates" in t.fabric_unknown:   # the hops are known, the stand-in rate is not a fact
+        from dataclasses import replace
+
+        p = replace(p, gbytes=None)
     if json_out:
         print_json(None if p is None else {"hops": p.hops, "gbytes": p.gbytes, "via": list(p.via)})
         return
     if p is None:
         fail(f"no cable path between {a} and {b}", code=1)
-    typer.echo(f"{a} -> {b}: {p.hops} hops via {' -> '.join(p.via) or '-'}, bottleneck "
-               f"{'-' if p.gbytes is None else f'{p.gbytes:g} GB/s'}")
+    neck = ("unknown (the link rates are not known)" if "link_rates" in t.fabric_unknown
+            else "-" if p.gbytes is None else f"{p.gbytes:g} GB/s")
+    typer.echo(f"{a} -> {b}: {p.hops} hops via {' -> '.join(p.via) or '-'}, bottleneck {neck}")
 
 
 @topo_app.command("export")
@@ -306,10 +318,11 @@ def lint(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
     if gres is not None:
         c = compare_gres(t, gres_text(gres), str(gres))
         summary = f"{gres}: {c.summary(t.name)}"
-        if c.gpus == 0:
+        if c.gpus == 0 and not c.nothing_to_compare:
             fail(f"--gres: nothing matched: {summary}")
         findings += c.findings
         compared = {"summary": summary, "hosts": c.hosts, "gpus": c.gpus, "cores": c.cores, "links": c.links,
                     "absent_nodes": c.absent, "absent_lines": c.absent_lines, "no_gpu_hosts": c.no_gpus,
+                    "left_to_autodetect": c.left_to_driver,
                     "skipped_lines": [{"line": n, "why": w} for n, w in c.conf.skipped]}
     _report(findings, json_out, f"topology {t.name}: no problems found", compared)

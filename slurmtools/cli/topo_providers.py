@@ -168,9 +168,16 @@ def _build(kind, path, host, hostname_pattern, exclude_hca, exclude_switch, nvli
 
         cf = ibnet.compute_fabric(ibnet.parse_ibnetdiscover(text, path),
                                   hostname_pattern or ibnet.DEFAULT_HOST_PATTERN, exclude_hca, exclude_switch)
+        pattern = hostname_pattern or ibnet.DEFAULT_HOST_PATTERN
+        unmapped = [n for n in cf.unmapped if ibnet.AGGREGATION_NODE not in n.description]
+        if not cf.hcas:
+            raise ParseError(path, None, _no_host_why(cf, unmapped, pattern))
         if warn:
-            _ibnet_warnings(cf, path, hostname_pattern or ibnet.DEFAULT_HOST_PATTERN, warn)
-        return ibnet.to_topology(cf, Path(path).stem)
+            _ibnet_warnings(cf, path, pattern, warn)
+        t = ibnet.to_topology(cf, Path(path).stem)
+        if unmapped:    # their hosts are not in the graph: a fact the dump holds that the import could not read
+            t.mark_fabric_unknown("adapter_hosts")
+        return t
     if kind in ("topology.conf", "topology.yaml"):
         return _slurm_topology(kind, text, path, topology_name, warn or (lambda _w: None))
     if kind == "capture":
@@ -185,6 +192,23 @@ def _build(kind, path, host, hostname_pattern, exclude_hca, exclude_switch, nvli
         return nccl_xml.to_topology(nccl_xml.parse_nccl_xml(text, path), host or Path(path).stem, gpu_type,
                                     threads_per_core)
     raise ParseError("--from", None, f"unknown input kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def _no_host_why(cf, unmapped: list, pattern: str) -> str:
+    """Why an ibnetdiscover dump gave no host adapter under a switch, in one line."""
+    if unmapped:
+        eg = ", ".join(list(dict.fromkeys(f'"{n.description}"' if n.description.strip() else n.guid
+                                          for n in unmapped))[:_FIRST])
+        return (f"no host to import: the node descriptions of its {len(unmapped)} adapter(s) name no host by the "
+                f"pattern {pattern!r} (e.g. {eg}); --hostname-pattern reads them")
+    if cf.excluded:
+        return f"no host to import: --exclude-hca left out all {len(cf.excluded)} adapter(s)"
+    if cf.cut_off and all(why == "excluded switch" for _n, _h, why in cf.cut_off):
+        return (f"no host to import: --exclude-switch left out the switches all its {len(cf.cut_off)} adapter(s) "
+                "are cabled to")
+    if cf.cut_off:
+        return f"no host to import: none of its {len(cf.cut_off)} adapter(s) is cabled to a switch"
+    return "no host to import: the dump lists no host adapter cabled to a switch"
 
 
 #: how many examples a warning line about many like things names
@@ -256,18 +280,25 @@ def _slurm_topology(kind: str, text: str, path: str, topology_name: Optional[str
     if kind == "topology.conf":
         conf, name = stc.parse_topology_conf(text, path), Path(path).stem
     else:
-        from slurmtools.topology.slurm_topology_yaml import parse_topology_yaml
+        from slurmtools.errors import ConfigError
+        from slurmtools.topology.slurm_topology_yaml import NOT_IMPORTED, parse_topology_yaml
 
         doc = parse_topology_yaml(text, path)
         chosen = doc.select(topology_name)
         conf, name = chosen.conf, chosen.name
+        others = ", ".join(f"{t.name} ({t.kind})" for t in doc.topologies if t.kind in ("tree", "block"))
+        if chosen.kind in NOT_IMPORTED:
+            raise ConfigError(path, chosen.name, f"{NOT_IMPORTED[chosen.kind]}, which slurmtools does not import "
+                                                 "(it imports tree and block ones"
+                                                 + (f"; --topology names one: {others})" if others else ")"))
+        if chosen.kind == "flat":
+            raise ConfigError(path, chosen.name, "flat: it names no switches, blocks or hosts, so there is nothing "
+                                                 "to import" + (f" (--topology names another: {others})"
+                                                                if others else ""))
         if len(doc.topologies) > 1:
             why = "named by --topology" if topology_name is not None else "the cluster default"
             warn(f"{path}: {len(doc.topologies)} topologies ({', '.join(t.name for t in doc.topologies)}); "
                  f"imported {chosen.name} ({chosen.kind}, {why})")
-        if chosen.kind == "flat":
-            warn(f"{path}: topology {chosen.name} is flat: it names no switches, blocks or hosts, so the graph is "
-                 "empty")
     for w in conf.warnings():
         warn(w)
     if conf.blocks:
@@ -339,7 +370,7 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
 def _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvlink, gpu_type, threads_per_core,
             strict, out, json_out, topology) -> None:
     from slurmtools.topology.describe import describe_host, host_lines
-    from slurmtools.topology.graph import _natural
+    from slurmtools.topology.graph import FABRIC_UNKNOWN_FACTS, _natural
 
     warnings: list[str] = []
     t = build(kind, file, host, hostname_pattern, tuple(exclude_hca), tuple(exclude_switch), nvlink,
@@ -352,7 +383,8 @@ def _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvl
     with_gpus = {n for g in t.of_kind("gpu") for n in t.g.adj[g.vid] if n.startswith("host:")}
     picked = sorted((h for h in t.of_kind("host") if h.vid in with_gpus or h.unknown), key=lambda h: _natural(h.name))
     inside = [describe_host(t, h.name) for h in picked]
-    unknown = sorted({f for d in inside for f in d["unknown"]})
+    on_hosts = sorted({f for d in inside for f in d["unknown"]})
+    unknown = on_hosts + list(t.fabric_unknown)
     if strict and unknown:
         fail(f"{file}: --strict: the input leaves unknown: {', '.join(unknown)} (see `topo import` without "
              "--strict for what each means)", 3)
@@ -373,8 +405,10 @@ def _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvl
         for d in inside:
             for line in host_lines(d):
                 typer.echo(line)
-    elif unknown:
-        typer.echo(f"unknown on some hosts: {', '.join(unknown)}")
+    elif on_hosts:
+        typer.echo(f"unknown on some hosts: {', '.join(on_hosts)}")
+    for f in t.fabric_unknown:
+        typer.echo(f"unknown: {f}: {FABRIC_UNKNOWN_FACTS[f]}")
 
 
 def capture_cmd(out: Optional[str] = typer.Option(None, "--out", help="Write the capture here (default: stdout)"),

@@ -206,6 +206,8 @@ _SHARED = ("mps", "shard")
 _ONE_OF = (("Cores", "CPUs"), ("File", "Files"), ("Link", "Links"))
 #: AutoDetect= values as `_handle_autodetect_flags` tries them: the first found in the value, any case; `off` whole
 _AUTODETECT = ("nvml", "rsmi", "oneapi", "nrt", "nvidia")
+#: the value a skipped line's reason quotes (`File=/dev/x is not ...`), left out to tell lines skipped alike
+_SKIPPED_VALUE = re.compile(r"\A(File|Files)=.*?(?= is )")
 GRES_MAX_LINK = 1023  # src/interfaces/gres.h: the most links one Links= value may count
 #: the most (node, GPU) pairs one file may declare, about 8 times the GPUs of a 16,384-host x 8-GPU cluster:
 #: every line's NodeName= hostlist times its File= devices, so two large ranges on one line (each under the
@@ -515,7 +517,9 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
         if not all(devices):
             bad = files[devices.index(None)]
             bad = bad if len(bad) <= 60 else f"{bad[:60]}... ({len(bad)} characters)"
-            out.skipped.append((lineno, f"{file_key}={bad} is not an NVIDIA device /dev/nvidiaN, so no GPU index"))
+            why = ("is a MIG instance (/dev/nvidia-caps), not a whole GPU: not compared"
+                   if all("nvidia-caps/" in f for f in files) else "is not an NVIDIA device /dev/nvidiaN, so no GPU index")
+            out.skipped.append((lineno, f"{file_key}={bad} {why}"))
             continue
         try:
             indices = [whole_number(m.group(1)) for m in devices]
@@ -547,6 +551,7 @@ class GresCheck:
     absent_lines: int  # Name=gpu lines skipped because none of their nodes is in the topology
     no_gpus: list[str]  # hosts the file names that have no GPU in the topology (a fabric-only source)
     conf: GresConf
+    left_to_driver: int = 0  # GPUs without a line on hosts under AutoDetect (slurmd finds them), not findings
 
     def summary(self, topology: str) -> str:
         """One line: what was compared, and what was not and why."""
@@ -566,9 +571,27 @@ class GresCheck:
                          f"skipped whole)")
         if self.no_gpus:
             parts.append(f"host(s) {compress(self.no_gpus)} have no GPU in the topology")
+        # lines skipped for one reason are told once: the first with its reason, the others by number (a MIG
+        # file has a line per instance)
+        alike: dict[str, list[tuple[int, str]]] = {}
         for lineno, why in self.conf.skipped:
-            parts.append(f"line {lineno} skipped: {why}")
-        return one_line("; ".join(parts))   # names and values from the file may hold \x85, \u2028, a CR
+            alike.setdefault(_SKIPPED_VALUE.sub(r"\1=", why, count=1), []).append((lineno, why))
+        for group in alike.values():
+            (lineno, why), rest = group[0], [n for n, _ in group[1:]]
+            more = f" and {len(rest) - 3} more" if len(rest) > 3 else ""
+            parts.append(f"line {lineno} skipped: {why}" + (f" (and alike: line{'s' if len(rest) > 1 else ''} "
+                                                           f"{', '.join(map(str, rest[:3]))}{more})" if rest else ""))
+        if self.left_to_driver:
+            auto = ",".join(sorted(set(self.conf.autodetect.values()) - {"off"}))
+            parts.append(f"{self.left_to_driver} GPU(s) without a line left to AutoDetect={auto}")
+        return one_line("; ".join(parts))
+
+    @property
+    def nothing_to_compare(self) -> bool:
+        """The file leaves every GPU to the driver (AutoDetect= alone, or with other GRES): nothing of it can
+        disagree with the topology, which is not the file failing to match it."""
+        return (not self.conf.gpus and not self.conf.skipped and not self.absent
+                and any(v != "off" for v in self.conf.autodetect.values()))   # names and values from the file may hold \x85, \u2028, a CR
 
 
 def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck:
@@ -589,7 +612,7 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
         for h in targets:
             by_host.setdefault(h, {})[g.index] = g
     absent_lines -= {g.line for g in conf.gpus if g.node in known}  # a line with some nodes in is compared
-    hosts, no_gpus, gpus_n, cores_n, links_n = [], [], 0, 0, 0
+    hosts, no_gpus, gpus_n, cores_n, links_n, left = [], [], 0, 0, 0, 0
     for h in sorted(by_host, key=_natural):
         gpus = t.gpus(h)
         listed = by_host[h]
@@ -599,10 +622,14 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
         hosts.append(h)
         cores = q.local_cores(t, h)
         matrix = None if "nvlink" in t.unknown(h) else q.nvlink_matrix(t, h)  # unstated: nothing to compare to
+        detected = conf.autodetect.get(h, conf.autodetect.get(None, "off")) != "off"
         for i, g in enumerate(gpus):
             line = listed.get(g.index)
             if line is None:
-                out.append(Finding("gres-missing", h, f"{source}: no line for GPU {g.index}"))
+                if detected:     # slurmd adds the GPUs the driver shows that the file does not list
+                    left += 1
+                else:
+                    out.append(Finding("gres-missing", h, f"{source}: no line for GPU {g.index}"))
                 continue
             gpus_n += 1
             where = f"{source}:{line.line}"
@@ -620,13 +647,13 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
         for idx in sorted(set(listed) - {g.index for g in gpus}):
             out.append(Finding("gres-extra", h, f"{source}:{listed[idx].line}: GPU {idx} is not in the capture"))
     return GresCheck(out, hosts, gpus_n, cores_n, links_n, sorted(absent, key=_natural), len(absent_lines),
-                     no_gpus, conf)
+                     no_gpus, conf, left)
 
 
 def check_gres(t: Topology, text: str, source: str = "gres.conf") -> list[Finding]:
     """`compare_gres`'s findings; a file that matched no GPU of the topology is a finding too (`gres-unmatched`),
     never a silent pass."""
     c = compare_gres(t, text, source)
-    if c.gpus == 0:
+    if c.gpus == 0 and not c.nothing_to_compare:
         return c.findings + [Finding("gres-unmatched", source, c.summary(t.name))]
     return c.findings

@@ -43,6 +43,14 @@ UNKNOWN_FACTS = {
                "to GPUs it does not list)",
 }
 
+# Facts about the fabric as a whole that a source may not state; `Topology.fabric_unknown` lists the ones it did not.
+FABRIC_UNKNOWN_FACTS = {
+    "link_rates": "the cables' rates (Slurm's topology files name none: LinkSpeed= is a relative weight), so the "
+                  "fabric's bandwidth and oversubscription are not known in GB/s",
+    "adapter_hosts": "which host some adapters belong to (their node descriptions name none; --hostname-pattern "
+                     "reads them)",
+}
+
 
 # ---------------------------------------------------------------------------------------------- vertex kinds
 
@@ -59,13 +67,16 @@ class Cluster:
 
 @dataclass(frozen=True)
 class Switch:
-    """An InfiniBand or Ethernet switch. `level` 0 is a leaf; None means "infer from the cabling"."""
+    """An InfiniBand or Ethernet switch. `level` 0 is a leaf; None means "infer from the cabling".
+    `link_speed` is Slurm's LinkSpeed= of the switch's links as a topology file gave it: a relative weight that
+    Slurm's scheduler compares, not a rate (None: not given)."""
     kind: ClassVar[str] = "switch"
     name: str
     level: int | None = None
     guid: str | None = None
     description: str | None = None
     rack: str | None = None
+    link_speed: int | None = None
 
     @property
     def vid(self) -> str:
@@ -275,6 +286,17 @@ class Topology:
         self.name = name
         self.g = nx.Graph()
         self._cache: dict[str, Any] = {}
+        #: facts about the whole fabric its source did not state (`FABRIC_UNKNOWN_FACTS`): a reader shows them as
+        #: unknown, never the stand-in the graph's edges need (a cable of unknown rate is stored at 4xNDR)
+        self.fabric_unknown: tuple[str, ...] = ()
+
+    def mark_fabric_unknown(self, *facts: str) -> None:
+        """Record facts about the whole fabric that its source does not state (names from `FABRIC_UNKNOWN_FACTS`)."""
+        for f in facts:
+            if f not in FABRIC_UNKNOWN_FACTS:
+                raise ValueError(f"unknown fabric fact {f!r} (known: {', '.join(FABRIC_UNKNOWN_FACTS)})")
+        self.fabric_unknown = tuple(sorted(set(self.fabric_unknown) | set(facts),
+                                           key=list(FABRIC_UNKNOWN_FACTS).index))
 
     # -- builders (what providers call) ------------------------------------------------------------------
 
@@ -300,8 +322,8 @@ class Topology:
         return vid
 
     def add_switch(self, name: str, level: int | None = None, guid: str | None = None,
-                   description: str | None = None, rack: str | None = None) -> str:
-        return self.add(Switch(name, level, guid, description, rack))
+                   description: str | None = None, rack: str | None = None, link_speed: int | None = None) -> str:
+        return self.add(Switch(name, level, guid, description, rack, link_speed))
 
     def _need_host(self, host: str) -> str:
         hid = f"host:{host}"
@@ -536,6 +558,8 @@ class Topology:
         vertices = []
         for vid, v in self.g.nodes(data="v"):
             d = {"kind": v.kind, **_plain(asdict(v))}
+            if d.get("link_speed", 0) is None:    # a switch without LinkSpeed= is written as before it had one
+                del d["link_speed"]
             vertices.append(d)
         edges = []
         for a, b, e in self.g.edges(data="e"):
@@ -543,7 +567,10 @@ class Topology:
             if d.get("cables", 0) is None:        # an IB bundle at one rate is written as before bundles had rates
                 del d["cables"]
             edges.append(d)
-        return {"format": FORMAT, "name": self.name, "vertices": vertices, "edges": edges}
+        out = {"format": FORMAT, "name": self.name, "vertices": vertices, "edges": edges}
+        if self.fabric_unknown:
+            out["fabric_unknown"] = list(self.fabric_unknown)
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -554,6 +581,11 @@ class Topology:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ParseError(source, None, f'not a slurmtools topology (expected "format": "{FORMAT}")')
         t = cls(str(data.get("name", "cluster")))
+        facts = data.get("fabric_unknown", [])
+        if not isinstance(facts, list) or any(f not in FABRIC_UNKNOWN_FACTS for f in facts):
+            raise ParseError(source, None, f"fabric_unknown: expected a list of {', '.join(FABRIC_UNKNOWN_FACTS)}, "
+                                           f"got {facts!r}")
+        t.fabric_unknown = tuple(dict.fromkeys(facts))
         for i, d in enumerate(data.get("vertices", [])):
             v = _decode(VERTEX_TYPES, d, source, f"vertices[{i}]")
             if v.vid in t.g:
@@ -581,6 +613,8 @@ class Topology:
     def same_as(self, other: "Topology") -> bool:
         """Same vertices with the same data and the same edges with the same data."""
         if self.name != other.name or dict(self.g.nodes(data="v")) != dict(other.g.nodes(data="v")):
+            return False
+        if set(self.fabric_unknown) != set(other.fabric_unknown):
             return False
         if self.g.number_of_edges() != other.g.number_of_edges():
             return False

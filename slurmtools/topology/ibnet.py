@@ -617,6 +617,10 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
         raise ParseError("--hostname-pattern", None, "the pattern needs a named group (?P<host>...)")
     if not any(n.kind == "switch" for n in fabric.nodes.values()):
         # adapters cabled back to back (two hosts and a cable, no switch): every host would be left out in silence
+        if not fabric.cables:
+            raise ParseError(fabric.source, None, f"no switch and no cable in the dump: it lists "
+                                                  f"{len(fabric.nodes)} node(s) alone, so there is no switch fabric "
+                                                  "to import")
         raise ParseError(fabric.source, None, f"no switch in the dump: its {len(fabric.nodes)} node(s) are cabled "
                                               "straight to one another (back to back), so no host hangs under a "
                                               "switch and there is no switch fabric to import")
@@ -683,6 +687,7 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
             if rate is None:
                 rate = rates[width, speed] = (f"{width}x{speed}", width * IB_LANE_GBYTES[speed])
             hcas.append(new(Hca, (host, name, g, port_guids.get(g, ()), sw, rate[0], rate[1])))
+    _check_one_adapter_each(fabric, hcas)
     # Leaves: switches cabled to a host adapter, mapped or not (a CA whose description was never set is still
     # a host); SHARP aggregation nodes sit inside every switch and say nothing about its level.
     # Switches whose only adapters are excluded ones (storage leaves) leave the compute fabric with them.
@@ -754,6 +759,21 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
                          tuple(mixed), _slow_ports(hcas) if len(rates) > 1 else (), tuple(back_to_back), cut_off,
                          tuple(routers), tuple(n for g, n in switches.items() if g not in levels),
                          tuple(with_excluded), tuple(loops))
+
+
+def _check_one_adapter_each(fabric: IbFabric, hcas: list[Hca]) -> None:
+    """Refuse two adapters (node GUIDs) that the descriptions make one: `localhost HCA-1` on every node whose
+    description was never set, or a --hostname-pattern that drops what tells them apart. Merged, the graph would
+    hold one adapter with one of their cables and lose the other host in silence."""
+    first: dict[tuple[str, str], str] = {}
+    for h in hcas:
+        g = first.setdefault((h.host, h.name), h.guid)
+        if g != h.guid:
+            a, b = fabric.nodes[g], fabric.nodes[h.guid]
+            raise ParseError(fabric.source, b.line, f"adapters {g} (line {a.line}, \"{a.description}\") and "
+                                                    f"{h.guid} (\"{b.description}\") both read as adapter {h.name} "
+                                                    f"of host {h.host}: two adapters cannot be one (set each node's "
+                                                    "description, or give a --hostname-pattern that tells them apart)")
 
 
 def _mixed_bundle(key: tuple[str, str], entry: list) -> MixedBundle:

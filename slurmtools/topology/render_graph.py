@@ -28,9 +28,15 @@ def _flat(d: dict) -> dict:
 def to_flat_graph(t: Topology) -> nx.Graph:
     """A copy of the graph with only GraphML-friendly attributes (kind + the dataclass fields + gbytes)."""
     g = nx.Graph(name=t.name)
+    if t.fabric_unknown:
+        g.graph["unknown"] = ",".join(t.fabric_unknown)
+    rated = "link_rates" not in t.fabric_unknown     # else an IB cable's width and speed are the graph's stand-in
     for vid, v in t.g.nodes(data="v"):
         g.add_node(vid, kind=v.kind, **_flat(asdict(v)))
     for a, b, e in t.g.edges(data="e"):
+        if e.kind == "ib" and not rated:
+            g.add_edge(a, b, kind=e.kind, count=e.count)
+            continue
         attrs = {"kind": e.kind, **_flat(asdict(e))}
         gb = getattr(e, "gbytes", None)
         if gb is not None:

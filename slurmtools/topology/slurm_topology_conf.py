@@ -462,32 +462,37 @@ def _refuse_loops(switches: dict[str, ConfSwitch], source: str) -> None:
                 stack.append((child, iter(switches[child].switches)))
 
 
-def add_to(topology, conf: TopologyConf, link: str = "4xNDR") -> None:
-    """Copy the declared tree into a `Topology`: switches with their levels, hosts cabled to their leaves; and
-    the hosts of the blocks, without the blocks themselves.
+def add_to(topology, conf: TopologyConf, link: str | None = None) -> None:
+    """Copy the declared tree into a `Topology`: switches with their levels and LinkSpeed=, hosts cabled to their
+    leaves; and the hosts of the blocks, without the blocks themselves.
 
-    topology.conf names no link speeds (LinkSpeed is a relative weight), so every cable gets `link`. A block
-    does not say what joins its hosts (an NVLink domain, a leaf switch, a rack), so the graph claims neither:
-    its hosts are there, `conf.blocks` keeps the blocks."""
+    topology.conf names no link rates (LinkSpeed= is a relative weight, kept on the switch), so a cable is stored
+    at `link` when the caller knows the fabric's rate, and otherwise at 4xNDR with the topology marked as not
+    knowing its `link_rates`: readers show that as unknown, never the stand-in. A block does not say what joins its
+    hosts (an NVLink domain, a leaf switch, a rack), so the graph claims neither: its hosts are there,
+    `conf.blocks` keeps the blocks."""
     from slurmtools.topology.graph import ib_link
 
+    cable = ib_link(link or "4xNDR")
+    if link is None and conf.switches:
+        topology.mark_fabric_unknown("link_rates")
     levels = conf.levels()
     for sw in conf.switches.values():
-        topology.add_switch(sw.name, level=levels[sw.name])
+        topology.add_switch(sw.name, level=levels[sw.name], link_speed=sw.link_speed)
     for sw in conf.switches.values():
         for h in sw.nodes:
             if f"host:{h}" not in topology:
                 topology.add_host(h)
-            topology.link(f"host:{h}", f"switch:{sw.name}", ib_link(link))
+            topology.link(f"host:{h}", f"switch:{sw.name}", cable)
         for child in sw.switches:
-            topology.link(f"switch:{child}", f"switch:{sw.name}", ib_link(link))
+            topology.link(f"switch:{child}", f"switch:{sw.name}", cable)
     for b in conf.blocks.values():
         for h in b.nodes:
             if f"host:{h}" not in topology:
                 topology.add_host(h)
 
 
-def to_topology(conf: TopologyConf, name: str = "cluster", link: str = "4xNDR"):
+def to_topology(conf: TopologyConf, name: str = "cluster", link: str | None = None):
     from slurmtools.topology.graph import Topology
 
     t = Topology(name)

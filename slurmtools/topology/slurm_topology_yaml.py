@@ -27,10 +27,16 @@ from slurmtools.topology.slurm_topology_conf import (ConfBlock, ConfSwitch, Spel
                                                       foreign_blank, slurm_hostlist)
 
 KINDS = ("tree", "block", "flat")
+#: kinds of topology newer Slurm releases read that slurmtools does not import (a file may hold them beside a tree
+#: or block one: only choosing one of them is refused)
+NOT_IMPORTED = {"ring": "a ring topology (Slurm 26.05's topology/ring)",
+                "torus3d": "a 3-D torus topology (Slurm 26.05's topology/torus3d)"}
+#: keys of `flat:` as a mapping (Slurm 26.05: `flat: {alpha_step_rank: true}` orders a step's nodes by name)
+_FLAT_KEYS = ("alpha_step_rank",)
 YAML_WORDS = Spelling(switch="switch", nodes="nodes", children="children", block_sizes="block_sizes",
                       entry="entry")
 
-_TOPOLOGY_KEYS = ("topology", "cluster_default", "tree", "block", "flat")
+_TOPOLOGY_KEYS = ("topology", "cluster_default", "tree", "block", "flat", *NOT_IMPORTED)
 _SWITCH_KEYS = ("switch", "children", "nodes")
 _BLOCK_KEYS = ("block", "nodes")
 # Slurm's text-to-boolean words (src/common/data.c), compared without case
@@ -43,9 +49,9 @@ class NamedTopology:
     """One entry of topology.yaml: its name, kind, whether it is the cluster default, and what it declares."""
 
     name: str
-    kind: str  # tree | block | flat
+    kind: str  # tree | block | flat, or one of NOT_IMPORTED
     cluster_default: bool
-    conf: TopologyConf  # empty for flat: a flat topology names no switches, blocks or hosts
+    conf: TopologyConf  # empty for flat (a flat topology names no switches, blocks or hosts) and NOT_IMPORTED
     line: int
 
 
@@ -168,6 +174,15 @@ class _Reader:
             return word in _TRUE
         self.fail(node, where, f"expected true or false, found {node.value!r}")
 
+    def flat(self, node: yaml.Node, where: str) -> bool:
+        """`flat: true`, or Slurm 26.05's `flat:` mapping of options (`alpha_step_rank: true`), which is flat too:
+        the options order a step's nodes and name no switch or host."""
+        if not isinstance(node, yaml.MappingNode):
+            return self.flag(node, f"{where}.flat")
+        for key, (_k, value) in self.mapping(node, f"{where}.flat", _FLAT_KEYS).items():
+            self.flag(value, f"{where}.flat.{key}")
+        return True
+
     def hostlist(self, node: yaml.Node, where: str) -> tuple[str, ...]:
         value = self.text(node, where, "a hostlist string like gpu[01-04]")
         try:   # Slurm's hostlist splits at blanks as at commas (hostlist.c `hostlist_create`: "\t, \n")
@@ -216,7 +231,7 @@ class _Reader:
         name = self.text(m["topology"][1], f"{where}.topology", "the topology's name")
         where = name
         default = self.flag(m["cluster_default"][1], f"{where}.cluster_default") if "cluster_default" in m else False
-        kinds = sorted((k for k in KINDS if k in m and (k != "flat" or self.flag(m[k][1], f"{where}.flat"))),
+        kinds = sorted((k for k in (*KINDS, *NOT_IMPORTED) if k in m and (k != "flat" or self.flat(m[k][1], where))),
                        key=lambda k: m[k][0].start_mark.index)
         if not kinds:
             self.fail(node, where, "none of tree, block or flat: true (a topology is exactly one of them)")
@@ -229,7 +244,7 @@ class _Reader:
             conf = self.tree(m["tree"][1], f"{where}.tree")
         elif kind == "block":
             conf = self.block(m["block"][1], f"{where}.block")
-        else:
+        else:   # flat, or a kind of NOT_IMPORTED: refused only where it is the topology chosen (`select`)
             conf = TopologyConf(self.source, words=YAML_WORDS)
         return NamedTopology(name, kind, default, conf, line)
 

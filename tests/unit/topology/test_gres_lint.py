@@ -141,6 +141,14 @@ def test_what_cannot_be_read_fails_with_file_and_line(text, message):
 def test_a_file_with_no_gpu_by_device_says_so(tmp_path):
     p = tmp_path / "gres.conf"
     p.write_text("AutoDetect=nvml\n")
+    # AutoDetect alone (the most common gres.conf today) leaves every GPU to the driver: nothing to disagree with
+    r = run("lint", str(EXAMPLE), "--gres", str(p))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"{p}: compared 0 GPU(s) on 0 host(s) of topology example; the file declares "
+                                     "no GPU by device (File=/dev/nvidiaN); AutoDetect=nvml",
+                                     "topology example: no problems found"]
+    # without it, a file that declares no GPU matched nothing: refused in one line
+    p.write_text("Name=shard Count=8\n")
     r = run("lint", str(EXAMPLE), "--gres", str(p))
     assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
-    assert "declares no GPU by device (File=/dev/nvidiaN); AutoDetect=nvml" in r.stderr
+    assert "declares no GPU by device (File=/dev/nvidiaN)" in r.stderr

@@ -186,7 +186,7 @@ TREE = "- topology: a\n  tree:\n    switches:\n"
     ("# nothing\n", None, None, "no topology: the file holds no YAML document"),
     ("just words\n", 1, 1, "top level: expected a list of topologies"),
     ("- topology: a\n  flat: true\n  partition: gpu\n", 3, 3, "[0].partition: unknown key (keys here: topology, "
-                                                               "cluster_default, tree, block, flat)"),
+                                                               "cluster_default, tree, block, flat, ring, torus3d)"),
     ("- topology: a\n  tree:\n    switches:\n      - switch: s1\n        node: n1\n", 5, 9,
      "a.tree.switches[0].node: unknown key (did you mean nodes?; keys here: switch, children, nodes)"),
     ("- topology: a\n  tree:\n    switches:\n      - switch: s1\n        nodes: [n1, n2]\n", 5, 16,
@@ -249,7 +249,7 @@ def test_an_error_quoting_a_key_with_a_line_break_is_one_line():
     with pytest.raises(ParseError) as err:
         parse_topology_yaml('- topology: a\n  "x\\u2028y\\ny": 1\n  flat: true\n', "t.yaml")
     assert str(err.value) == ("t.yaml:2:3: [0].x\\u2028y\\ny: unknown key (keys here: topology, cluster_default, tree, "
-                              "block, flat)")
+                              "block, flat, ring, torus3d)")
 
 
 def test_what_slurm_accepts_but_an_admin_should_hear_about():
@@ -296,9 +296,37 @@ def test_cli_import_a_named_topology(tmp_path):
         "--topology)",
         f"slurmtools: warning: {p}: 4 blocks (BlockSizes 2,4): the graph holds their hosts, not the blocks (the file "
         "does not say what joins a block's hosts: an NVLink domain, a leaf switch)"]
+    # a flat topology names nothing to import: refused in one line that names the ones that do (it was an empty
+    # graph, exit 0)
     r = runner.invoke(app, ["topo", "import", "--from", "topology.yaml", str(p), "--topology", "anywhere", "--json"])
-    assert r.exit_code == 0 and json.loads(r.stdout)["hosts"] == 0
-    assert f"{p}: topology anywhere is flat: it names no switches, blocks or hosts, so the graph is empty" in r.stderr
+    assert isinstance(r.exception, ConfigError)
+    assert str(r.exception) == (f"{p}: anywhere: flat: it names no switches, blocks or hosts, so there is nothing to "
+                                "import (--topology names another: fabric (tree), racks (block))")
+
+
+def test_slurm_26_05_flat_options_ring_and_torus_are_read_and_only_choosing_them_is_refused(tmp_path):
+    """Slurm 26.05 reads `flat:` as a mapping of options (alpha_step_rank) and two new kinds, ring and torus3d
+    (its testsuite's topology.yaml): a file holding them beside a tree imports the tree; choosing one of the new
+    kinds is refused naming it, and a typo under `flat:` is refused as before."""
+    text = ("- topology: tree1\n  cluster_default: true\n  tree:\n    switches:\n      - switch: s1\n"
+            "        nodes: node[01-04]\n"
+            "- topology: flat2\n  flat:\n    alpha_step_rank: true\n"
+            "- topology: ring1\n  ring:\n    rings:\n      - ring: ring0\n        nodes: node[01-04]\n"
+            "- topology: torus1\n  torus3d:\n    toruses:\n      - name: pod1\n        dims:\n          x: 2\n")
+    doc = parse_topology_yaml(text, "t.yaml")
+    assert [(t.name, t.kind) for t in doc.topologies] == [("tree1", "tree"), ("flat2", "flat"), ("ring1", "ring"),
+                                                          ("torus1", "torus3d")]
+    p = _write(tmp_path, text)
+    r = runner.invoke(app, ["topo", "import", "--from", "topology.yaml", str(p), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["hosts"] == 4
+    r = runner.invoke(app, ["topo", "import", "--from", "topology.yaml", str(p), "--topology", "ring1"])
+    assert str(r.exception) == (f"{p}: ring1: a ring topology (Slurm 26.05's topology/ring), which slurmtools does "
+                                "not import (it imports tree and block ones; --topology names one: tree1 (tree))")
+    with pytest.raises(ParseError, match=r"t.yaml:3:5: f.flat.alpha_step: unknown key"):
+        parse_topology_yaml("- topology: f\n  flat:\n    alpha_step: true\n", "t.yaml")
+    with pytest.raises(ParseError, match=r"expected true or false, found 'maybe'"):
+        parse_topology_yaml("- topology: f\n  flat:\n    alpha_step_rank: maybe\n", "t.yaml")
 
 
 def test_cli_refuses_topology_it_cannot_apply(tmp_path):

@@ -1,0 +1,160 @@
+"""What a fabric input does not say stays unknown, and what it cannot mean is refused (found by running real
+third-party topology.conf, topology.yaml, ibnetdiscover and gres.conf files through slurmtools, 2026-11-28):
+
+- Slurm's topology files name no link rates: the graph marks `link_rates` unknown, so `topo show` prints no GB/s,
+  `topo path` no bottleneck, `--strict` refuses, and LinkSpeed= (a relative weight) survives export;
+- two adapters whose descriptions read as one (`localhost HCA-1` on nodes never given a description) were merged
+  into one NIC, losing a host in silence: refused naming both;
+- an import that keeps no host (no description names one, every leaf excluded, a lone adapter) was an empty graph
+  with exit 0: refused saying why; some adapters without a host mark `adapter_hosts` unknown;
+- a gres.conf under AutoDetect leaves the GPUs it does not list to the driver: not findings, counted instead."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from slurmtools.cli.main import app
+from slurmtools.cli.topo_providers import build
+from slurmtools.errors import ParseError
+from slurmtools.topology.graph import Topology
+
+from .test_ibnet_warnings import GPU01, GPU02, S_LEAF, S_SPINE, ca, dump, fabric
+
+runner = CliRunner()
+
+# two leaves of different LinkSpeed under one spine (the shape of Slurm's topology guide's example)
+CONF = ("SwitchName=s0 Nodes=tux[0-3] LinkSpeed=900\n"
+        "SwitchName=s1 Nodes=tux[4-7] LinkSpeed=1800\n"
+        "SwitchName=s2 Switches=s[0-1]\n")
+
+
+def _cli(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_topology_conf_link_rates_are_unknown_not_ndr(tmp_path):
+    p = tmp_path / "topology.conf"
+    p.write_text(CONF)
+    t = build("topology.conf", str(p))
+    assert t.fabric_unknown == ("link_rates",)
+    assert t.vertex("switch:s0").link_speed == 900 and t.vertex("switch:s2").link_speed is None
+    # import: named as unknown, and --strict refuses
+    r = _cli("topo", "import", str(p), "--from", "topology.conf", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["unknown"] == ["link_rates"]
+    r = _cli("topo", "import", str(p), "--from", "topology.conf")
+    assert "unknown: link_rates: the cables' rates" in r.stdout
+    r = _cli("topo", "import", str(p), "--from", "topology.conf", "--strict")
+    assert r.exit_code == 3 and "--strict: the input leaves unknown: link_rates" in r.stderr
+    # show: the ratio by cable count, no GB/s; JSON: no GB/s figures
+    r = _cli("topo", "show", str(p))
+    assert r.exit_code == 0, r.output
+    assert "GB/s" not in r.stdout and "link rates unknown (oversubscription by cable count)" in r.stdout
+    assert "level 0: 2 switches, 4:1 oversubscribed" in r.stdout
+    info = json.loads(_cli("topo", "show", str(p), "--json").stdout)
+    assert info["unknown"] == ["link_rates"] and info["oversubscription_by"] == "cable count"
+    assert {lv["down_gbytes"] for lv in info["levels"]} == {None} and info["levels"][0]["ratio"] == 4
+    # path: the hops, no bottleneck
+    r = _cli("topo", "path", "tux0", "tux5", str(p))
+    assert r.stdout.strip() == "tux0 -> tux5: 4 hops via s0 -> s2 -> s1, bottleneck unknown (the link rates are " \
+                               "not known)"
+    assert json.loads(_cli("topo", "path", "tux0", "tux5", str(p), "--json").stdout)["gbytes"] is None
+    # export: LinkSpeed= as the file gave it; the graph JSON keeps the unknown; GraphML carries no rates
+    r = _cli("topo", "export", str(p), "-f", "topology.conf")
+    assert r.stdout.splitlines()[1:] == ["SwitchName=s0 Nodes=tux[0-3] LinkSpeed=900",
+                                         "SwitchName=s1 Nodes=tux[4-7] LinkSpeed=1800",
+                                         "SwitchName=s2 Switches=s[0-1]"]
+    back = Topology.from_json(_cli("topo", "export", str(p), "-f", "json").stdout)
+    assert back.fabric_unknown == ("link_rates",) and back.same_as(t)
+    graphml = _cli("topo", "export", str(p), "-f", "graphml").stdout
+    assert "gbytes" not in graphml and "NDR" not in graphml
+
+
+def test_a_site_fabric_keeps_its_rates():
+    r = _cli("topo", "show", "--json")
+    info = json.loads(r.stdout)
+    assert info["unknown"] == [] and info["oversubscription_by"] == "bandwidth"
+    assert all(lv["down_gbytes"] > 0 for lv in info["levels"])
+
+
+def test_a_graph_json_with_an_unknown_fact_it_does_not_know_is_refused():
+    with pytest.raises(ParseError, match=r"fabric_unknown: expected a list of link_rates, adapter_hosts"):
+        Topology.from_dict({"format": "slurmtools.topology/1", "fabric_unknown": ["speed"]}, "t.json")
+
+
+def test_two_adapters_that_read_as_one_are_refused(tmp_path):
+    a, b = ca(1, "localhost HCA-1"), ca(2, "localhost HCA-1")
+    p = tmp_path / "fabric.out"
+    p.write_text(dump([S_LEAF, a, b], [(S_LEAF, 1, a, 1, "4xEDR"), (S_LEAF, 2, b, 1, "4xEDR")]))
+    with pytest.raises(ParseError) as err:
+        build("ibnetdiscover", str(p))
+    msg = str(err.value)
+    assert f"adapters {a.guid} (line " in msg and f'and {b.guid} ("localhost HCA-1") both read as adapter HCA-1 ' \
+                                                  "of host localhost: two adapters cannot be one" in msg
+    assert "\n" not in msg
+    # a pattern without (?P<hca>...) names each adapter by its GUID: two adapters of one host
+    t = build("ibnetdiscover", str(p), hostname_pattern=r"(?P<host>\S+) \S+\Z")
+    assert sorted(n.name for n in t.nics("localhost")) == sorted([a.guid, b.guid])
+
+
+def test_an_import_that_keeps_no_host_is_refused_saying_why(tmp_path):
+    p = tmp_path / "fabric.out"
+    anon = [ca(1, "MT23108 InfiniHost Mellanox Technologies"), ca(2, "MT23108 InfiniHost Mellanox Technologies")]
+    p.write_text(dump([S_LEAF, *anon], [(S_LEAF, 1, anon[0], 1, "4xEDR"), (S_LEAF, 2, anon[1], 1, "4xEDR")]))
+    r = _cli("topo", "import", str(p), "--from", "ibnetdiscover")
+    assert r.exit_code != 0
+    assert str(r.exception) == (f"{p}: no host to import: the node descriptions of its 2 adapter(s) name no host by "
+                                "the pattern '^(?P<host>\\\\S+)\\\\s+(?P<hca>\\\\S+)$' (e.g. \"MT23108 InfiniHost "
+                                "Mellanox Technologies\"); --hostname-pattern reads them")
+    r = _cli("topo", "lint", str(p))   # was "no problems found" on the empty graph
+    assert r.exit_code != 0 and "no host to import" in str(r.exception)
+    # one adapter alone, no cable: not "cabled back to back"
+    p.write_text(dump([GPU01], []))
+    with pytest.raises(ParseError, match=r"no switch and no cable in the dump: it lists 1 node\(s\) alone"):
+        build("ibnetdiscover", str(p))
+
+
+def test_adapters_without_a_host_beside_named_ones_leave_adapter_hosts_unknown(tmp_path):
+    p = tmp_path / "fabric.out"
+    anon = ca(3, "MT4123 ConnectX6   Mellanox Technologies")
+    nodes, cables = fabric([anon], [(S_LEAF, 3, anon, 1, "4xEDR")])
+    p.write_text(dump(nodes, cables))
+    t = build("ibnetdiscover", str(p))
+    assert t.host_names() == ["gpu01", "gpu02"] and t.fabric_unknown == ("adapter_hosts",)
+    r = _cli("topo", "import", str(p), "--from", "ibnetdiscover", "--strict")
+    assert r.exit_code == 3 and "--strict: the input leaves unknown: adapter_hosts" in r.stderr
+    p.write_text(dump(*fabric()))
+    assert build("ibnetdiscover", str(p)).fabric_unknown == ()
+    assert S_SPINE and GPU02   # the fixtures the fabric is made of
+
+
+def test_gres_lint_under_autodetect_leaves_unlisted_gpus_to_the_driver(tmp_path):
+    g = tmp_path / "gres.conf"
+    g.write_text("AutoDetect=nvml\nNodeName=gpu01 Name=gpu Type=h100 File=/dev/nvidia0\n")
+    r = _cli("topo", "lint", "--gres", str(g))
+    assert r.exit_code == 0, r.output
+    assert "; 7 GPU(s) without a line left to AutoDetect=nvml" in r.stdout
+    assert "no line for GPU" not in r.stdout
+    # AutoDetect=off: the file is all slurmd knows, so a GPU without a line is a finding
+    g.write_text("AutoDetect=off\nNodeName=gpu01 Name=gpu Type=h100 File=/dev/nvidia0\n")
+    r = _cli("topo", "lint", "--gres", str(g))
+    assert r.exit_code == 1 and r.stdout.count("no line for GPU") == 7
+
+
+def test_gres_lint_tells_lines_skipped_alike_once(tmp_path):
+    g = tmp_path / "gres.conf"
+    g.write_text("".join(f"NodeName=gpu01 Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,"
+                         f"/dev/nvidia-caps/nvidia-cap{n}\n" for n in range(2)) +
+                 "".join(f"NodeName=gpu01 Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap{n}\n"
+                         for n in range(10, 16)) +
+                 "NodeName=gpu01 Name=gpu File=/dev/nvidia0\n")
+    r = _cli("topo", "lint", "--gres", str(g))
+    first = r.stdout.splitlines()[0]
+    assert ("line 3 skipped: File=/dev/nvidia-caps/nvidia-cap10 is a MIG instance (/dev/nvidia-caps), not a whole "
+            "GPU: not compared (and alike: lines 4, 5, 6 and 2 more)") in first
+    assert "line 1 skipped: MultipleFiles= (one GPU over several device files) is not compared (and alike: line 2)" \
+        in first
+    assert first.count("skipped") == 2
