@@ -199,6 +199,7 @@ def report(
     cap, events, cnotes = ingest.load_capacity(site, s, u, backend=backend, events_text=events_text,
                                                events_source=events_file or "sacctmgr show event",
                                                first_job=first, bad_rows=bad, zone=zone)
+    cnotes += _hosts_check(site, jobs, cap, sacct_file, site_path)
     ep_path = epilog_dir if epilog_dir is not None else str(site.spool_dir / "jobs")
     epilog, enotes = ingest.load_epilog(ep_path, bad_rows=bad, cluster=site.cluster_name, zone=zone)
     share, where = _max_bad_share(max_bad_share, site)
@@ -232,6 +233,38 @@ def report(
     if "csv" in formats:
         tables = sum(1 for p in written if p.suffix == ".csv" and p.name != badrows.FILE_NAME)
         typer.echo(f"{out}/*.csv ({tables} tables)")
+
+
+def _hosts_check(site, jobs, cap, sacct_file, site_path) -> list[str]:
+    """GPU runs on hosts the capacity does not hold: refused when it is every one of them and the capacity is the
+    site file's (a dump of another cluster, or the bundled example site: nothing of the report would be this
+    cluster's), else a note (nodes retired since, or missing from the site's partitions). Also refused: runs of a
+    cluster other than the site's (job ids and capacity are per cluster)."""
+    from slurmtools.hostlist import compress
+    from slurmtools.reports.capacity import hosts_outside
+    from slurmtools.reports.ingest import gpu_runs_by_nodelist
+    from slurmtools.site.load import find_site_path
+
+    source = sacct_file or "sacct"
+    fresh = jobs if hasattr(jobs, "columns") else jobs.fresh
+    if "cluster" in fresh.columns:
+        named = sorted({str(c) for c in fresh["cluster"].dropna().unique() if str(c)})
+        if named and site.cluster_name not in named:
+            raise BadInput(f"{source}: its runs are of cluster {', '.join(named)}, not of {site.cluster_name}, the "
+                           f"cluster the site file ({find_site_path(site_path)}) names (cluster_name): report it "
+                           "with that cluster's site file (--site)")
+    if cap is None or not len(cap):
+        return []
+    out = hosts_outside(gpu_runs_by_nodelist(jobs), set(cap["node"]))
+    if not out.runs:
+        return []
+    shown = compress(out.hosts[:200]) + (f" and {len(out.hosts) - 200} more" if len(out.hosts) > 200 else "")
+    if out.runs == out.placed and site.fabric_path is not None:
+        raise BadInput(f"{source}: none of its GPU runs ran on a node of the site's partitions (its hosts "
+                       f"{shown} are not among them; site file {find_site_path(site_path)}): report it with that "
+                       "cluster's site file (--site)")
+    return [f"{out.runs} of {out.placed} GPU run(s) ran on host(s) the capacity does not hold ({shown}): their "
+            "GPU-hours count, those hosts' GPUs do not (retired nodes, or missing from the site's partitions?)"]
 
 
 #: the longest window the right-sizing section reads again (advise's own sacct fields); longer reports say so

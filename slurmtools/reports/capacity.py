@@ -28,6 +28,43 @@ class NodeGpus:
     partitions: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class HostsOutside:
+    """Runs that ran on hosts the capacity does not hold (`hosts_outside`)."""
+    hosts: tuple[str, ...]   # the hosts, in name order
+    runs: int                # runs that ran on at least one of them
+    placed: int              # runs with a host at all (a pending run has none)
+
+
+#: NodeList values that name no host: a run that never started (sacct's `None assigned`, an empty field)
+NO_HOST = frozenset({"", "None assigned", "(null)", "None"})
+
+
+def hosts_outside(runs_by_nodelist, known) -> HostsOutside:
+    """The hosts runs ran on (sacct NodeList hostlists, with the runs of each) that `known` (the capacity's hosts)
+    lacks. A report whose runs ran on hosts its capacity does not count would set GPU-hours it cannot hold against
+    capacity that is not theirs; a NodeList that is not a hostlist counts as a host outside, under its own text."""
+    from slurmtools.hostlist import expand
+
+    outside: set[str] = set()
+    runs = placed = 0
+    for nodelist, n in runs_by_nodelist.items():
+        if nodelist is None or nodelist != nodelist or str(nodelist).strip() in NO_HOST:
+            continue
+        placed += n
+        try:
+            hosts = expand(str(nodelist))
+        except ValueError:
+            hosts = [str(nodelist)]
+        out = [h for h in hosts if h not in known]
+        if out:
+            outside.update(out)
+            runs += n
+    from slurmtools.topology.names import natural
+
+    return HostsOutside(tuple(sorted(outside, key=natural)), runs, placed)
+
+
 def nodes_from_site(site, fabric) -> list[NodeGpus]:
     """GPU nodes of every partition, typed by the fabric's node types. Hosts the fabric lacks get the partition's
     only GPU type and the GPU count of that type's node type, when that is unambiguous; otherwise a ConfigError."""

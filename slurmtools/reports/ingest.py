@@ -164,6 +164,23 @@ def _range(a: date, b: date) -> list[date]:
     return out
 
 
+def gpu_runs_by_nodelist(jobs) -> dict[str, int]:
+    """NodeList -> how many runs that held GPUs ran there, of a frame of runs or a `columnar.RunSource` (whose
+    cached day files are read for that one column)."""
+    frames = [jobs] if isinstance(jobs, pd.DataFrame) else [jobs.fresh]
+    counts: dict[str, int] = {}
+    if not isinstance(jobs, pd.DataFrame) and jobs.files:
+        import pyarrow.parquet as pq
+
+        for p in jobs.files:
+            frames.append(pq.read_table(p, columns=["nodelist", "gpus"]).to_pandas())
+    for f in frames:
+        if len(f) and "nodelist" in f.columns and "gpus" in f.columns:
+            for k, n in f.loc[f["gpus"] > 0, "nodelist"].value_counts(dropna=True).items():
+                counts[k] = counts.get(k, 0) + int(n)
+    return counts
+
+
 def first_job(jobs: pd.DataFrame, history: pd.DataFrame | None = None, zone=None) -> pd.Timestamp | None:
     """The earliest sign of a job in what was loaded: a run's submit or start time, or the first cached day (the
     start of that local day of `zone`); an instant."""
