@@ -149,15 +149,19 @@ def _extra_fields(text: bytes, source: str, zone=None) -> tuple["pd.DataFrame", 
     header = read_header(first, source)
     low = header.lower()
     idx = {n: i for i, n in enumerate(low)}
-    missing = [f for f in ("JobIDRaw",) + ADVISE_FIELDS if f.lower() not in idx]
+    # the same facts under sacct's other names: TimelimitRaw (minutes), and TotalCPU's two parts (sacct's own
+    # definition: TotalCPU = UserCPU + SystemCPU)
+    alts = {"Timelimit": ("timelimitraw",), "TotalCPU": ("usercpu", "systemcpu")}
+    missing = [f for f in ("JobIDRaw",) + ADVISE_FIELDS
+               if f.lower() not in idx and not all(a in idx for a in alts.get(f, ("-",)))]
     id_name = "jobidraw" if "jobidraw" in idx else "jobid" if "jobid" in idx else None
     if id_name is None or "start" not in idx:
         return pd.DataFrame(), missing
     # in a zone with clock changes, what reads a step's and a run's Start as an instant (End, ElapsedRaw, Elapsed)
     changes = zone is not None and not zone.fixed
     times = ("end", "elapsedraw", "elapsed") if changes else ()
-    cols = [n for n in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss") + times
-            if n in idx]
+    cols = [n for n in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss",
+                        "timelimitraw", "usercpu", "systemcpu") + times if n in idx]
     names = [header.names[idx[c]] for c in cols]
     odd: list[str] = []
 
@@ -189,7 +193,8 @@ def _extra_fields(text: bytes, source: str, zone=None) -> tuple["pd.DataFrame", 
         t = more if t is None else pa.concat_tables([t, more])
     n = t.num_rows
     col = {c: pc.utf8_trim_whitespace(t[c]) if c in cols else pa.array([""] * n, pa.string())
-           for c in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss")}
+           for c in (id_name, "start", "alloctres", "reqtres", "timelimit", "totalcpu", "maxrss", "timelimitraw",
+                     "usercpu", "systemcpu")}
     # End, ElapsedRaw, Elapsed: only a repeated Start's row is read (`_start_instants`), so left as read
     more = {c: t[c] for c in times if c in cols}
     is_step = pc.match_substring(col[id_name], ".")
@@ -199,8 +204,11 @@ def _extra_fields(text: bytes, source: str, zone=None) -> tuple["pd.DataFrame", 
     al_start = _seconds(al["start"])
     out = pd.DataFrame({"job_id_raw": pc.cast(al[id_name], pa.int64()).to_numpy(), "start": al_start,
                         "cpus": _each(al["alloctres"], _cpus), "mem_mb": _each(al["reqtres"], _mem_mb),
-                        "time_limit_s": _each(al["timelimit"], _limit),
-                        "total_cpu_s": _each(al["totalcpu"], _cpu_time)})
+                        "time_limit_s": (_each(al["timelimit"], _limit) if "timelimit" in cols
+                                         else _each(al["timelimitraw"], _limit_raw)),
+                        "total_cpu_s": (_each(al["totalcpu"], _cpu_time) if "totalcpu" in cols
+                                        else _summed(_each(al["usercpu"], _cpu_time),
+                                                     _each(al["systemcpu"], _cpu_time)))})
     for c in ("cpus", "mem_mb", "time_limit_s", "total_cpu_s"):
         out[c] = out[c].astype(object)  # None stays None (a number column would make it NaN, a float of an int)
     # the clock steps are placed by: the wall clock where it never runs back, else instants
@@ -334,6 +342,20 @@ def _limit(v: str | None) -> int | None:
     if v is None or not v[:1].isdigit():
         return None
     return parse_duration(v)
+
+
+def _limit_raw(v: str | None) -> int | None:
+    """sacct's TimelimitRaw: whole minutes; UNLIMITED and Partition_Limit say no number: None."""
+    from slurmtools.errors import whole_number
+
+    if v is None or not v[:1].isdigit():
+        return None
+    return whole_number(v) * 60
+
+
+def _summed(a: list, b: list) -> list:
+    """Two columns of seconds added where both are known (UserCPU + SystemCPU), else None."""
+    return [None if x is None or y is None else x + y for x, y in zip(a, b)]
 
 
 def _cpu_time(v: str | None) -> float | None:

@@ -132,3 +132,33 @@ def test_the_nodes_of_one_run_are_merged(tmp_path):
         dict(g, gpu_util_pct=0) for g in rec["gpu_accounting"]])))
     (r,), _ = load_runs(*WINDOW, sacct_file=d, epilog_dir=folder)
     assert sorted(r.gpu_util) == [0] * 8 + [80] * 8
+
+
+def test_the_same_facts_under_sacct_s_other_field_names(tmp_path):
+    """TimelimitRaw (whole minutes) stands for Timelimit, UserCPU + SystemCPU (sacct's own definition of TotalCPU)
+    for TotalCPU: a real dump written with those (`sacct -o ...,SystemCPU,TimelimitRaw,UserCPU`) had its time
+    limits and CPU use left unjudged as missing."""
+    text = sacct_dump([Job(107, total_cpu="1-02:00:00", elapsed=5400)])
+    lines = [ln.split("|") for ln in text.splitlines()]
+    head = lines[0]
+    t, c = head.index("Timelimit"), head.index("TotalCPU")
+    out = []
+    for i, row in enumerate(lines):
+        if i == 0:
+            row = row + ["TimelimitRaw", "UserCPU", "SystemCPU"]
+        else:
+            limit = _limit(row[t]) if row[t] else None
+            total = _cpu_time(row[c]) if row[c] else None
+            row = row + ["" if limit is None else str(limit // 60),
+                         "" if total is None else "1-01:00:00" if total == 26 * 3600 else row[c],
+                         "" if total is None else "01:00:00" if total == 26 * 3600 else "00:00"]
+        out.append([v for k, v in enumerate(row) if k not in (t, c)])
+    (tmp_path / "s.txt").write_text("\n".join("|".join(r) for r in out) + "\n")
+    (r,), notes = load_runs(*WINDOW, sacct_file=tmp_path / "s.txt")
+    assert notes == []
+    assert r.time_limit_s == 4 * 3600 and r.total_cpu_s == 26 * 3600
+    # one of the two parts missing: TotalCPU is not known, and said
+    (tmp_path / "s.txt").write_text("\n".join("|".join(r[:-1]) for r in out) + "\n")
+    (r,), notes = load_runs(*WINDOW, sacct_file=tmp_path / "s.txt")
+    assert r.time_limit_s == 4 * 3600 and r.total_cpu_s is None
+    assert notes[0].startswith("the sacct dump has no TotalCPU: what depends on them is not judged")
