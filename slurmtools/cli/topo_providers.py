@@ -112,6 +112,8 @@ def detect_kind(text: str) -> str | None:
         return "nccl-xml"
     if re.search(r"^(?:Switch|Ca)\s+\d+\s+\"[SH]-", head, re.M):
         return "ibnetdiscover"
+    if re.search(r"^(?:CA|SW)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s", head, re.M):
+        return "ibnetdiscover"   # its `-p` ports report: the reader refuses it, saying what to dump instead
     if re.search(r"^[ \t]*(?:SwitchName|BlockName)[ \t]*=", head, re.M | re.I):
         return "topology.conf"
     if re.search(r"^\s*(?:-\s+)?topology\s*:", head, re.M) and re.search(r"^\s*(?:tree|block|flat)\s*:", head, re.M):

@@ -158,3 +158,14 @@ def test_gres_lint_tells_lines_skipped_alike_once(tmp_path):
     assert "line 1 skipped: MultipleFiles= (one GPU over several device files) is not compared (and alike: line 2)" \
         in first
     assert first.count("skipped") == 2
+
+
+def test_show_names_an_ibnetdiscover_ports_report_as_import_does(tmp_path):
+    """`ibnetdiscover -p` prints a port per line; `topo show` called it an unknown input where `topo import`
+    said what it is and what to dump instead."""
+    p = tmp_path / "ports.txt"
+    p.write_text("CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - "
+                 "'ib-i1l1s01' )\n")
+    r = _cli("topo", "show", str(p))
+    assert r.exit_code != 0
+    assert "this is an `ibnetdiscover -p` ports report, not a topology dump" in str(r.exception)
