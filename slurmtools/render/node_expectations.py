@@ -9,7 +9,8 @@ default:
 - PCIe per GPU: gen and width of the GPU's PCIe edge, where the graph has them;
 - per HCA: its `rate_gbytes`, and width and speed of its cable to a switch (an IB link edge); `cabled` is true
   when it has a fabric edge to a switch, else null (its link state is then not checked).
-Facts the graph marks unknown for a host (`Host.unknown`: "nvlink", "nics") are null even where edges exist.
+Facts the graph marks unknown for a host (`Host.unknown`: "nvlink", "nics", "nic_names") are null even where edges
+exist.
 A fact the prolog's reader would refuse (a PCIe gen 8, a link layer "roce", GPUs 0 and 2 of a host without a 1)
 is refused here, in one line naming the hosts: written, it left every such host's prolog without expectations.
 Pure.
@@ -34,7 +35,8 @@ def host_facts(t: Topology, host: str) -> dict:
     return {"gpus": len(gpus) if gpus else None,
             "gpu": [{"index": g.index, "nvlinks": None if "nvlink" in unknown else _nvlinks(t, g.vid),
                      **_pcie(t, g.vid)} for g in gpus],
-            "hcas": None if "nics" in unknown else [_hca(t, n) for n in t.nics(host)]}
+            # the matrix's NIC0... labels are no device names the prolog could find on the node
+            "hcas": None if {"nics", "nic_names"} & unknown else [_hca(t, n) for n in t.nics(host)]}
 
 
 def _nvlinks(t: Topology, vid: str) -> int | None:

@@ -38,6 +38,7 @@ UNKNOWN_FACTS = {
     "numa_ids": "which NUMA node ids the GPUs and NICs sit on",
     "cores": "Slurm core ids of the local CPUs (the thread layout is not stated)",
     "nic_link_layer": "whether each NIC is InfiniBand or Ethernet",
+    "nic_names": "the NICs' device names (the file has no NIC legend: NIC0... are the matrix's labels)",
     "nics": "which network adapters the host has and where (the source sees GPUs only)",
     "devices": "which GPUs and NICs the host has beyond the file's (it lists PCI slots without devices, or NVLinks "
                "to GPUs it does not list)",

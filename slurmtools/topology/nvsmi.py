@@ -25,7 +25,11 @@ _P2P_WORDS = {"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"}
 _CPULIST = re.compile(r"^[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*$")
 _TOKEN = re.compile(r"\S+")
 _DIGITS = frozenset("0123456789")
-_NIC_LEGEND = re.compile(r"^\s*NIC([0-9]{1,9})\s*:\s*(\S+)\s*$")
+# One `NICn: name` entry of the NIC Legend, and the blanks after it; a line of them may follow the title.
+_NIC_PAIR = re.compile(r"NIC([0-9]{1,9})[ \t]*:[ \t]*(\S+)\s*")
+_NIC_LEGEND_TITLE = re.compile(r"NIC Legend[ \t]*:")
+# A line that starts another table below the legend (a header or row: a GPU or NIC label, not `NIC0:`).
+_NEXT_TABLE = re.compile(r"(?:GPU|NIC)[0-9]{1,9}(?![0-9]*[ \t]*:)")
 _AFFINITY_COLUMNS = {("CPU", "Affinity"): "cpu", ("NUMA", "Affinity"): "numa", ("GPU", "NUMA", "ID"): "gpu_numa"}
 # What a paste puts where it left devices, rows or cells out (`GPU3  SYS  ...`, a `...` line between rows): the
 # matrix is incomplete, and saying so beats "expected a link class, found '...'".
@@ -99,6 +103,12 @@ class TopoMatrix:
     def nvlinks(self, a: int, b: int) -> int:
         """NVLink count between GPU a and GPU b (0 when they talk over PCIe)."""
         return self.link(f"GPU{a}", f"GPU{b}").nvlinks
+
+    @property
+    def unnamed_nics(self) -> tuple[Device, ...]:
+        """The NICs the file names no device for: `NICn` columns with no NIC Legend, whose `name` is only the
+        matrix's label (`add_to` records their names as unknown)."""
+        return tuple(d for d in self.nics if d.name == d.label and re.fullmatch(r"NIC[0-9]{1,9}", d.label))
 
     def nearest_nics(self, gpu: int) -> tuple[str, tuple[str, ...]]:
         """(class, NIC names) of the NICs with the closest PCIe class to GPU `gpu`; ("", ()) without NICs."""
@@ -411,15 +421,38 @@ def _is_p2p(lines: list[tuple[int, str]], header_at: int, first: int) -> bool:
 
 # ---------------------------------------------------------------- topo -m
 
+def _output_start(lines: list[tuple[int, str]], starts: re.Pattern) -> int | None:
+    """The index of the first line whose text (leading blanks dropped) `starts` matches: where nvidia-smi's output
+    begins. What a paste puts above it (a shell prompt, the command echoed, a doc's `Output:` line or
+    `=====MATRIX=====` banner, a markdown fence) is no part of the output and is not read; None when no line
+    matches. Both readers start here: `topo -m` at its header, `nvlink -s` at its first line of output."""
+    return next((n for n, (_, content) in enumerate(lines) if starts.match(content.lstrip())), None)
+
+
 def _find_header(lines: list[tuple[int, str]], source: str) -> int | None:
     """The index of the first line starting with GPU0; GPU0's row there (a header-less paste) is refused."""
-    for n, (off, content) in enumerate(lines):
+    n = _output_start(lines, _HEADER_START)
+    if n is not None:
+        off, content = lines[n]
         toks = _tokens(content, off)
-        if toks and _HEADER_START.match(toks[0][1]):
-            if len(toks) > 1 and _link_from_word(toks[1][1]):
-                raise ParseError(source, n + 1, _headless_row(lines, n), toks[0][0])
-            return n
-    return None
+        if len(toks) > 1 and _link_from_word(toks[1][1]):
+            raise ParseError(source, n + 1, _headless_row(lines, n), toks[0][0])
+    return n
+
+
+def _row_line(lines: list[tuple[int, str]], at: int, label: str) -> int | None:
+    """The index of the line holding `label`'s row, from `at` on: that line, or the first line after blank ones
+    when it starts with the label (a markdown paste or a wrapping viewer puts a blank line after every row). None
+    where the table ends there: the file ends, the legend starts, or blank lines are followed by anything else
+    (`NIC0: mlx5_0` of a legend too: a paste that kept the GPU rows only is cut short, not spaced out)."""
+    n = at
+    while n < len(lines) and not lines[n][1].strip():
+        n += 1
+    if n >= len(lines) or lines[n][1].strip().startswith("Legend"):
+        return None
+    if n > at and not re.match(re.escape(label) + r"(?![0-9:])", lines[n][1].lstrip()):
+        return None
+    return n
 
 
 def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMatrix:
@@ -439,7 +472,7 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     row0 = header_at + 1   # GPU0's row: the next line, or the one after a markdown rule under the header
     if row0 < len(lines) and _RULE.match(lines[row0][1]):
         row0 += 1
-    if _is_p2p(lines, header_at, row0):
+    if _is_p2p(lines, header_at, _row_line(lines, row0, "GPU0") or row0):
         raise ParseError(source, header_at + 1, "this is `nvidia-smi topo -p2p` output (peer-to-peer "
                                                 "capability: OK/CNS/GNS), not the link matrix of `nvidia-smi "
                                                 "topo -m`")
@@ -453,12 +486,16 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
 
     rows: list[list[Link]] = []
     values: list[dict[str, tuple[int, str] | None]] = []
+    row_at: list[int] = []   # the line index of each row
+    next_at = row0
     for r, label in enumerate(labels):
-        ln = row0 + r
-        if ln >= len(lines) or not lines[ln][1].strip() or lines[ln][1].strip().startswith("Legend"):
-            at = min(ln, len(lines)) + 1
+        ln = _row_line(lines, next_at, label)
+        if ln is None:
+            at = min(next_at, len(lines)) + 1
             raise ParseError(source, at, f"table ends after {r} of {n} rows; expected the row of {label} "
                                          "(truncated paste?)")
+        row_at.append(ln)
+        next_at = ln + 1
         off, content = lines[ln]
         toks = _tokens(content, off)
         col0, first = toks[0]
@@ -518,11 +555,11 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     for i in range(n):
         for j in range(i + 1, n):
             if rows[i][j] != rows[j][i]:
-                raise ParseError(source, row0 + 1 + j,
+                raise ParseError(source, row_at[j] + 1,
                                  f"matrix not symmetric: {labels[i]}->{labels[j]} is {rows[i][j].token} but "
                                  f"{labels[j]}->{labels[i]} is {rows[j][i].token} (misaligned paste?)")
 
-    legend, after_legend = _nic_legend(lines, row0 + n, source)
+    legend, after_legend = _nic_legend(lines, next_at, source)
     unnamed = [label for label in labels if re.fullmatch(r"NIC[0-9]{1,9}", label) and int(label[3:]) not in legend]
     if legend and unnamed:
         raise ParseError(source, after_legend, f"the NIC Legend names no {', '.join(unnamed)} (cut short, or a "
@@ -541,7 +578,7 @@ def parse_topo_matrix(text: str, source: str = "<nvidia-smi topo -m>") -> TopoMa
     if legend:
         extra = ", ".join(f"NIC{k}" for k in sorted(legend))
         raise ParseError(source, None, f"NIC Legend names {extra}, which the matrix does not have")
-    pcie_only = not any(c.kind == "NV" for r in rows for c in r) and _pcie_only(lines, header_at, row0 + n)
+    pcie_only = not any(c.kind == "NV" for r in rows for c in r) and _pcie_only(lines, header_at, next_at)
     return TopoMatrix(source, tuple(devices), tuple(tuple(r) for r in rows), tuple(columns), pcie_only)
 
 
@@ -549,10 +586,19 @@ _MP_COMMAND = re.compile(r"\btopo\s+(?:-mp|--matrix_pci)\b")
 _LEGEND_ENTRY = re.compile(r"^\s*(X|SOC|SYS|NODE|PHB|PXB|PIX|NV#)\s*=")
 
 
+# The legend of a driver from before NVLink (Kepler/Maxwell era, e.g. 2x K80): every entry of its time, the SMP
+# link still called SOC, and no NV#. NVLink-era drivers that still said SOC list NV# (`NV# = Connection traversing
+# a bonded set of # NVLinks`), and `topo -mp` of a later one says SYS and NODE.
+_PRE_NVLINK_LEGEND = frozenset({"X", "SOC", "PHB", "PXB", "PIX"})
+
+
 def _pcie_only(lines: list[tuple[int, str]], header_at: int, after: int) -> bool:
     """Whether the matrix is `nvidia-smi topo -mp` (`--matrix_pci`): the link classes of the PCIe tree only, with
     no NV# cell even between NVLinked GPUs. It says so on the command line pasted above it, or by its legend,
-    which has no `NV#` entry (`topo -m` has listed one since there were NVLinks)."""
+    which has no `NV#` entry (`topo -m` has listed one since there were NVLinks). A whole legend of a driver from
+    before NVLink (see _PRE_NVLINK_LEGEND) has no `NV#` entry either: that driver shows no NVLink because the GPUs
+    it drives have none, so its matrix is read as `topo -m` (no NV# cell: no NVLink). A partial one (a paste that
+    kept a few entries) does not tell the driver's age, and stays `topo -mp`."""
     if any(_MP_COMMAND.search(content) for _, content in lines[:header_at]):
         return True
     entries: set[str] = set()
@@ -566,6 +612,8 @@ def _pcie_only(lines: list[tuple[int, str]], header_at: int, after: int) -> bool
             m = _LEGEND_ENTRY.match(content)
             if m:
                 entries.add(m.group(1))
+    if entries == _PRE_NVLINK_LEGEND:
+        return False
     return "PIX" in entries and "NV#" not in entries
 
 
@@ -689,26 +737,39 @@ def _short_row_placement(rest, names, label, source, lineno, tail) -> dict[str, 
 
 
 def _nic_legend(lines, start, source) -> tuple[dict[int, str], int]:
-    """NIC number -> device name from the `NIC Legend:` block, and the line after its last entry."""
+    """NIC number -> device name from the legend under the matrix, and the line after its last entry.
+
+    nvidia-smi prints one `NICn: name` per line under `NIC Legend:`; pastes also put several on one line
+    (`NIC0: rocep177s0f0    NIC1: rocep177s0f1`) or drop the `NIC Legend:` title. So every line from `start` on
+    that starts with `NICn:` is read as a run of `NICn: name` pairs (after a `NIC Legend:` title on the same line,
+    if any), up to the next table (a line starting with a GPU or NIC label, as a row or header does). A line that
+    starts so but holds something else besides pairs is refused at it: which name belongs to which NIC is then
+    not certain."""
     legend: dict[int, str] = {}
-    in_legend = False
     after = start + 1
     for n in range(start, len(lines)):
-        content = lines[n][1]
-        if content.strip() == "NIC Legend:":
-            in_legend = True
-            after = n + 2
+        off, content = lines[n]
+        text = content.lstrip()
+        if _NEXT_TABLE.match(text):
+            break
+        title = _NIC_LEGEND_TITLE.match(text)
+        if title:
+            text = text[title.end():].lstrip()
+        if not _NIC_PAIR.match(text):
             continue
-        if in_legend:
-            m = _NIC_LEGEND.match(content)
-            if m:
-                k = int(m.group(1))
-                if k in legend:
-                    raise ParseError(source, n + 1, f"NIC{k} appears twice in the NIC Legend")
-                legend[k] = m.group(2)
-                after = n + 2
-            elif content.strip():
-                break
+        col = off + len(content) - len(text) + 1
+        at = 0
+        while at < len(text):
+            m = _NIC_PAIR.match(text, at)
+            if not m:
+                raise ParseError(source, n + 1, f"expected `NIC<n>: <device name>` pairs on a NIC Legend line, "
+                                                f"found {text[at:at + 40]!r}", col + at)
+            k = int(m.group(1))
+            if k in legend:
+                raise ParseError(source, n + 1, f"NIC{k} appears twice in the NIC Legend", col + at)
+            legend[k] = m.group(2)
+            at = m.end()
+        after = n + 2
     return legend, after
 
 
@@ -718,11 +779,12 @@ def _nic_legend(lines, start, source) -> tuple[dict[int, str], int]:
 class GpuNvlinks:
     """One GPU's NVLinks from `nvidia-smi nvlink -s`: per link its GB/s, None when inactive. `state` is "listed"
     (the links, if any, are the lines under the GPU), "inactive" (NVML said all links are inactive and not how
-    many there are) or "unsupported" (NVML said the GPU has no NVLink)."""
+    many there are) or "unsupported" (NVML said the GPU has no NVLink). `uuid` is None where the output has none:
+    older drivers print `GPU 0: Quadro RTX 8000` alone, and pastes trim it for privacy."""
 
     index: int
     name: str
-    uuid: str
+    uuid: str | None
     links: tuple[tuple[int, float | None], ...] = field(default=())
     state: str = "listed"
     line: int = field(default=0, compare=False)   # the `GPU <n>:` line, for messages naming it
@@ -736,7 +798,18 @@ class GpuNvlinks:
         return sum(s for _, s in self.links if s is not None)
 
 
-_GPU_LINE = re.compile(r"^GPU ([0-9]{1,9}): (.*?) \(UUID: ([^)]*)\)\s*$")
+# `GPU 0: <name> (UUID: GPU-...)`, or without the UUID (older drivers, trimmed pastes); matched against the
+# stripped line (no `\s*$` after the lazy name: on a line of 200,000 blanks each try scanned them all). A name
+# that holds a `(UUID` the pattern did not take (`(UUID: GPU-1` cut short) is no name (see _gpu_line).
+_GPU_LINE = re.compile(r"^GPU ([0-9]{1,9}): (\S.*?)(?: \(UUID: ([^)]*)\))?$")
+
+
+def _gpu_line(s: str) -> re.Match | None:
+    """`s` (a stripped line) as `GPU <n>: <name>` with or without its UUID; None for anything else."""
+    m = _GPU_LINE.match(s)
+    return m if m and "(UUID" not in m.group(2) else None
+
+
 # Older drivers print an inactive link as `<inactive>`, some newer ones and health-check rewrites of the output as
 # `Inactive` (Azure/azhpc-diagnostics#73, Azure/azurehpc-health-checks#132).
 _LINK_LINE = re.compile(r"^Link ([0-9]{1,9}): (?:([0-9]{1,9}(?:\.[0-9]{1,9})?) GB/s|(<inactive>|[Ii]nactive))\s*$")
@@ -745,26 +818,29 @@ _LINK_LINE = re.compile(r"^Link ([0-9]{1,9}): (?:([0-9]{1,9}(?:\.[0-9]{1,9})?) G
 _NVML_NO_LINKS = re.compile(r"^NVML: ?Unable to retrieve NVLink information(?: as all links are inactive|"
                             r"(: Not Supported))\.?\s*$", re.I)
 # A line that starts one GPU's output, or continues it, behind a capture prefix (srun -l, pdsh, timestamps).
-_STATUS_START = re.compile(r"GPU [0-9]{1,9}: .*\(UUID: ")
-_STATUS_LINE = re.compile(r"^\s*(?:GPU [0-9]{1,9}: |Link [0-9]{1,9}: |NVML: )")
+_STATUS_START = re.compile(r"GPU [0-9]{1,9}: \S")
+# A line of the output itself; the output starts at the first (see _output_start).
+_STATUS_LINE = re.compile(r"^\s*(?:GPU [0-9]{1,9}: |Link [0-9]{1,9}: |NVML:)")
 
 
 def parse_nvlink_status(text: str, source: str = "<nvidia-smi nvlink -s>") -> tuple[GpuNvlinks, ...]:
     """Read `nvidia-smi nvlink -s`. Elided lines (`[...]`) are refused: the link count would be wrong. So are a
     GPU listed twice and links not numbered from 0 (`-l` output, or two runs in one file): each would make a
-    link count no node has."""
+    link count no node has. What a paste puts above the output (the command, a doc's `Output:` banner) is not
+    read, as above a topo -m header (`_output_start`)."""
     lines = _lines(text)
-    if not any(_GPU_LINE.match(c.strip()) for _, c in lines):
+    if not any(_gpu_line(c.strip()) for _, c in lines):
         lines = _unprefix(lines, source, _STATUS_START, _STATUS_LINE, "`nvlink -s` output") or lines
     gpus: list[GpuNvlinks] = []
     cur: dict | None = None
     seen: dict[int, int] = {}
-    for n, (off, content) in enumerate(lines, start=1):
+    start = _output_start(lines, _STATUS_LINE)
+    for n, (off, content) in enumerate(lines[start:] if start is not None else [], start=(start or 0) + 1):
         s = content.strip()
         if not s or s.startswith("$") or "nvidia-smi" in s:
             continue
         col = off + len(content) - len(content.lstrip()) + 1
-        m = _GPU_LINE.match(s)
+        m = _gpu_line(s)
         if m:
             if cur:
                 gpus.append(GpuNvlinks(**cur))
@@ -787,7 +863,8 @@ def parse_nvlink_status(text: str, source: str = "<nvidia-smi nvlink -s>") -> tu
             continue
         m = _LINK_LINE.match(s)
         if not m or cur is None:
-            raise ParseError(source, n, "expected `GPU <n>: <name> (UUID: ...)` or `Link <n>: <GB/s> GB/s`", col)
+            raise ParseError(source, n, "expected `GPU <n>: <name>` (with or without ` (UUID: ...)`) or "
+                                        "`Link <n>: <GB/s> GB/s`", col)
         if cur.get("state"):
             raise ParseError(source, n, f"a link line after NVML said GPU {cur['index']} has no NVLink "
                                         f"information", col)
@@ -1032,6 +1109,8 @@ def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, 
             if layer is None:
                 topology.mark_unknown(host, "nic_link_layer")
             topology.add_nic(host, d.name, link_layer=layer, parent=parent[d.label])
+    if m.unnamed_nics:   # NIC0... are the matrix's labels, not device names: nothing may bind by them as if real
+        topology.mark_unknown(host, "nic_names")
     if not gpu_type and not names:
         topology.mark_unknown(host, "gpu_model")
     gpus = [d.label for d in m.gpus]
