@@ -137,6 +137,8 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
         "oversubscription_by": "bandwidth" if rated else "cable count",
         "unknown": list(t.fabric_unknown),
         "nvlink_domains": {"count": len(domains), "multi_node": [asdict(d) for d in domains if d.multi_node]},
+        "blocks": [{"name": n, "hosts": compress(h) if h else ""} for n, h in t.declared_blocks()],
+        "block_sizes": list(t.block_sizes),
     }
     if json_out:
         print_json(info)
@@ -149,6 +151,11 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
         rates = f"{lv.down_gbytes:g} GB/s down, {lv.up_gbytes:g} GB/s up, " if rated else ""
         typer.echo(f"  level {lv.level}: {lv.switches} switches, {rates}{ratio}")
     multi = [d for d in domains if d.multi_node]
+    if info["blocks"]:   # declared by a topology file: groups of hosts, whatever joins them
+        sizes = ",".join(map(str, t.block_sizes)) or "not given"
+        typer.echo(f"  blocks: {len(info['blocks'])} declared (BlockSizes {sizes}): "
+                   + ", ".join(f"{b['name']} {b['hosts'] or '(empty)'}" for b in info["blocks"][:4])
+                   + (f" and {len(info['blocks']) - 4} more" if len(info["blocks"]) > 4 else ""))
     typer.echo(f"  NVLink domains: {len(domains)} ({len(multi)} spanning hosts)")
     for d in multi:
         typer.echo(f"    {d.name}: {compress(d.hosts)}, {d.gpus} GPUs")

@@ -303,10 +303,6 @@ def _slurm_topology(kind: str, text: str, path: str, topology_name: Optional[str
                  f"imported {chosen.name} ({chosen.kind}, {why})")
     for w in conf.warnings():
         warn(w)
-    if conf.blocks:
-        sizes = ",".join(map(str, conf.block_sizes)) or "not given"
-        warn(f"{path}: {len(conf.blocks)} blocks (BlockSizes {sizes}): the graph holds their hosts, not the blocks "
-             "(the file does not say what joins a block's hosts: an NVLink domain, a leaf switch)")
     return stc.to_topology(conf, name)
 
 
@@ -325,7 +321,8 @@ def _summary(t) -> dict:
     return {"name": t.name, "hosts": t.count("host"),
             "switches_by_level": {str(k): v for k, v in sorted(Counter(levels.values()).items())},
             "gpus": t.count("gpu"), "nics": t.count("nic"), "nvswitches": t.count("nvswitch"),
-            "nvlink_domains": t.count("nvlink_domain")}
+            "nvlink_domains": t.count("nvlink_domain"), "blocks": t.count("block"),
+            "block_sizes": list(t.block_sizes)}
 
 
 def import_cmd(file: str = typer.Argument(..., help="The provider's input file (.gz is read too)"),
@@ -402,7 +399,9 @@ def _import(kind, file, host, hostname_pattern, exclude_hca, exclude_switch, nvl
     by_level = ", ".join(f"{n} at level {k}" for k, n in info["switches_by_level"].items()) or "none"
     typer.echo(f"{file} ({kind}): {info['hosts']} hosts, switches {by_level}, {info['gpus']} GPUs, "
                f"{info['nics']} NICs, {info['nvswitches']} NVSwitch vertices, {info['nvlink_domains']} NVLink "
-               f"domains" + (f"; graph written to {out}" if out else ""))
+               f"domains" + (f", {info['blocks']} blocks (BlockSizes "
+                             f"{','.join(map(str, t.block_sizes)) or 'not given'})" if info["blocks"] else "")
+               + (f"; graph written to {out}" if out else ""))
     if len(inside) <= 4:   # one-node captures: the screen to check against the capture
         for d in inside:
             for line in host_lines(d):

@@ -215,9 +215,24 @@ class NvlinkDomain:
         return f"nvdomain:{self.name}"
 
 
+@dataclass(frozen=True)
+class Block:
+    """A block of Slurm's topology/block as a topology file declares it: hosts (its members) the scheduler places a
+    job's nodes within, and `position`, its place in the file, which Slurm aggregates by (block i joins the
+    level-k block i // 2^k). It claims nothing about what joins its hosts (an NVLink domain, a leaf, a rack):
+    the file does not say."""
+    kind: ClassVar[str] = "block"
+    name: str
+    position: int
+
+    @property
+    def vid(self) -> str:
+        return f"block:{self.name}"
+
+
 VERTEX_TYPES: dict[str, type] = {t.kind: t for t in (Cluster, Switch, Host, Cpu, PcieBridge, PcieSwitch, Gpu, Nic,
-                                                      NvSwitch, NvlinkDomain)}
-Vertex = Cluster | Switch | Host | Cpu | PcieBridge | PcieSwitch | Gpu | Nic | NvSwitch | NvlinkDomain
+                                                      NvSwitch, NvlinkDomain, Block)}
+Vertex = Cluster | Switch | Host | Cpu | PcieBridge | PcieSwitch | Gpu | Nic | NvSwitch | NvlinkDomain | Block
 
 
 # ------------------------------------------------------------------------------------------------ edge kinds
@@ -290,6 +305,8 @@ class Topology:
         #: facts about the whole fabric its source did not state (`FABRIC_UNKNOWN_FACTS`): a reader shows them as
         #: unknown, never the stand-in the graph's edges need (a cable of unknown rate is stored at 4xNDR)
         self.fabric_unknown: tuple[str, ...] = ()
+        #: BlockSizes= of the declared blocks (`Block` vertices), as the topology file gave them; () when not given
+        self.block_sizes: tuple[int, ...] = ()
 
     def mark_fabric_unknown(self, *facts: str) -> None:
         """Record facts about the whole fabric that its source does not state (names from `FABRIC_UNKNOWN_FACTS`)."""
@@ -521,6 +538,14 @@ class Topology:
         """Hosts in name order (sorted once per change of the graph)."""
         return list(self._sorted("host"))
 
+    def declared_blocks(self) -> list[tuple[str, list[str]]]:
+        """(name, hosts in name order) of the blocks a topology file declared (`Block`), in the file's order."""
+        out = []
+        for b in sorted(self.of_kind("block"), key=lambda b: b.position):
+            hosts = [w[5:] for w, d in self.g.adj[b.vid].items() if w.startswith("host:")]
+            out.append((b.name, sorted(hosts, key=_natural)))
+        return out
+
     def host_names(self) -> list[str]:
         names = self._cache.get("host_names")
         if names is None:
@@ -571,6 +596,8 @@ class Topology:
         out = {"format": FORMAT, "name": self.name, "vertices": vertices, "edges": edges}
         if self.fabric_unknown:
             out["fabric_unknown"] = list(self.fabric_unknown)
+        if self.block_sizes:
+            out["block_sizes"] = list(self.block_sizes)
         return out
 
     def to_json(self, indent: int | None = None) -> str:
@@ -587,6 +614,11 @@ class Topology:
             raise ParseError(source, None, f"fabric_unknown: expected a list of {', '.join(FABRIC_UNKNOWN_FACTS)}, "
                                            f"got {facts!r}")
         t.fabric_unknown = tuple(dict.fromkeys(facts))
+        sizes = data.get("block_sizes", [])
+        if not isinstance(sizes, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0
+                                                  for n in sizes):
+            raise ParseError(source, None, f"block_sizes: expected a list of node counts, got {sizes!r}")
+        t.block_sizes = tuple(sizes)
         for i, d in enumerate(data.get("vertices", [])):
             v = _decode(VERTEX_TYPES, d, source, f"vertices[{i}]")
             if v.vid in t.g:
@@ -615,7 +647,7 @@ class Topology:
         """Same vertices with the same data and the same edges with the same data."""
         if self.name != other.name or dict(self.g.nodes(data="v")) != dict(other.g.nodes(data="v")):
             return False
-        if set(self.fabric_unknown) != set(other.fabric_unknown):
+        if set(self.fabric_unknown) != set(other.fabric_unknown) or self.block_sizes != other.block_sizes:
             return False
         if self.g.number_of_edges() != other.g.number_of_edges():
             return False

@@ -464,14 +464,14 @@ def _refuse_loops(switches: dict[str, ConfSwitch], source: str) -> None:
 
 def add_to(topology, conf: TopologyConf, link: str | None = None) -> None:
     """Copy the declared tree into a `Topology`: switches with their levels and LinkSpeed=, hosts cabled to their
-    leaves; and the hosts of the blocks, without the blocks themselves.
+    leaves; and the blocks (`Block`, their hosts its members, in the file's order) with BlockSizes=.
 
     topology.conf names no link rates (LinkSpeed= is a relative weight, kept on the switch), so a cable is stored
     at `link` when the caller knows the fabric's rate, and otherwise at 4xNDR with the topology marked as not
     knowing its `link_rates`: readers show that as unknown, never the stand-in. A block does not say what joins its
-    hosts (an NVLink domain, a leaf switch, a rack), so the graph claims neither: its hosts are there,
-    `conf.blocks` keeps the blocks."""
-    from slurmtools.topology.graph import ib_link
+    hosts (an NVLink domain, a leaf switch, a rack), so the graph claims none of them: a block is a group of hosts.
+    """
+    from slurmtools.topology.graph import Block, Member, ib_link
 
     cable = ib_link(link or "4xNDR")
     if link is None and conf.switches:
@@ -486,10 +486,14 @@ def add_to(topology, conf: TopologyConf, link: str | None = None) -> None:
             topology.link(f"host:{h}", f"switch:{sw.name}", cable)
         for child in sw.switches:
             topology.link(f"switch:{child}", f"switch:{sw.name}", cable)
-    for b in conf.blocks.values():
+    for position, b in enumerate(conf.blocks.values()):
+        vid = topology.add(Block(b.name, position))
         for h in b.nodes:
             if f"host:{h}" not in topology:
                 topology.add_host(h)
+            topology.link(f"host:{h}", vid, Member())
+    if conf.blocks:
+        topology.block_sizes = tuple(conf.block_sizes)
 
 
 def to_topology(conf: TopologyConf, name: str = "cluster", link: str | None = None):

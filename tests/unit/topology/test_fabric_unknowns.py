@@ -169,3 +169,31 @@ def test_show_names_an_ibnetdiscover_ports_report_as_import_does(tmp_path):
     r = _cli("topo", "show", str(p))
     assert r.exit_code != 0
     assert "this is an `ibnetdiscover -p` ports report, not a topology dump" in str(r.exception)
+
+
+def test_declared_blocks_are_kept_in_order_and_written_back(tmp_path):
+    """A topology/block file's blocks were left out of the graph (its hosts kept, with a warning): `topo show`
+    said 0 of them and `topo export -f block` refused. Now each is a `Block` of its hosts, in the file's order (Slurm
+    aggregates blocks by position), with BlockSizes=, through the graph JSON too; nothing claims what joins them."""
+    p = tmp_path / "topology.conf"
+    # out of name order, an empty placeholder block between (Slurm 25.05 and later)
+    p.write_text("BlockName=rack2 Nodes=n[5-8]\nBlockName=rack1 Nodes=n[1-4]\nBlockName=spare\n"
+                 "BlockName=rack3 Nodes=n[9-12]\nBlockSizes=4,16\n")
+    t = build("topology.conf", str(p))
+    assert t.declared_blocks() == [("rack2", ["n5", "n6", "n7", "n8"]), ("rack1", ["n1", "n2", "n3", "n4"]),
+                                   ("spare", []), ("rack3", ["n9", "n10", "n11", "n12"])]
+    assert t.block_sizes == (4, 16) and t.count("nvlink_domain") == 0 and t.fabric_unknown == ()
+    r = _cli("topo", "export", str(p), "-f", "block")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[1:] == ["BlockName=rack2 Nodes=n[5-8]", "BlockName=rack1 Nodes=n[1-4]",
+                                         "BlockName=spare", "BlockName=rack3 Nodes=n[9-12]", "BlockSizes=4,16"]
+    back = Topology.from_json(t.to_json())
+    assert back.same_as(t) and back.declared_blocks() == t.declared_blocks() and back.block_sizes == (4, 16)
+    r = _cli("topo", "show", str(p))
+    assert "blocks: 4 declared (BlockSizes 4,16): rack2 n[5-8], rack1 n[1-4], spare (empty), rack3 n[9-12]" \
+        in r.stdout
+    info = json.loads(_cli("topo", "show", str(p), "--json").stdout)
+    assert [b["name"] for b in info["blocks"]] == ["rack2", "rack1", "spare", "rack3"]
+    assert info["block_sizes"] == [4, 16]
+    r = _cli("topo", "import", str(p), "--from", "topology.conf", "--json")
+    assert json.loads(r.stdout)["blocks"] == 4 and r.stderr == ""
