@@ -138,9 +138,11 @@ def _mask(value: str, source: str, el: _El) -> tuple[int, ...]:
 
 
 _PCI_CLASS = re.compile(r"0x[0-9a-f]{6}")
-#: The `target=` NCCL writes for NVLinks whose far end the dumping host cannot see (NVSwitches hidden from a VM),
-#: with tclass 0x068000; NCCL reads them as links into an NVSwitch (graph/xml.cc).
-HIDDEN_NVLINK_TARGET = "fffffff:ffff:ff"
+#: The `target=` of NVLinks whose far end the dumping host cannot see (NVSwitches hidden from a VM, every GPU of a
+#: GB200/GB300 NVL72 tray), with tclass 0x068000: the all-ones bus id, as NCCL's reader compares it
+#: (`fffffff:ffff:ff`, graph/xml.cc) and as its dumps write it (`fffffff:ff:ff.0`: real VM and NVL72 dumps). NCCL
+#: reads them as links into an NVSwitch.
+HIDDEN_NVLINK_TARGET = re.compile(r"f{4,}:f{2,4}:f{2}(?:\.[0f])?")
 #: Elements that hold devices, each read where NCCL reads it (system > cpu > pci... > gpu > nvlink, nic > net);
 #: one anywhere else is refused, as NCCL would skip it and all it holds.
 _DEVICE_TAGS = ("system", "cpu", "pci", "gpu", "nic", "net", "nvlink")
@@ -178,7 +180,7 @@ def _pci_id(el: _El, key: str, source: str, required: bool = True) -> str:
         if required:
             raise ParseError(source, el.line, f"<{el.tag}> needs {key}=", el.column)
         return value
-    if key == "target" and value == HIDDEN_NVLINK_TARGET:
+    if key == "target" and HIDDEN_NVLINK_TARGET.fullmatch(value):
         return value
     if key.endswith("class"):
         ok, example = _PCI_CLASS.fullmatch(value), "a PCI class like 0x030200"

@@ -219,6 +219,13 @@ def test_nvswitches_hidden_from_a_vm_are_one_nvswitch():
     assert [d.name for d in t.of_kind("nvlink_domain")] == ["vm"] and q.nearest_nics(t, "vm")[1] == ["mlx5_ib1"]
     with pytest.raises(ParseError, match="<pci> busid= expects a PCI bus id"):   # a target's marker, not a slot's
         parse_nccl_xml(GPU_PAIR.replace("busid='0000:08:00.0'", "busid='fffffff:ffff:ff'"), "x.xml")
+    # NCCL's dumps write the same all-ones bus id as `fffffff:ff:ff.0` (an H200 VM's dump, NVIDIA/nccl-tests#256,
+    # and GB300 NVL72 trays, where every GPU's NVSwitch is hidden): refused as no bus id, it is the same marker
+    real = read_data("handwritten_h100-vm_hidden-nvswitch_nccl-topo.xml").replace("fffffff:ffff:ff", "fffffff:ff:ff.0")
+    y = to_topology(parse_nccl_xml(real, "vm.xml"), "vm")
+    assert len(list(y.of_kind("nvswitch"))) == 1 and q.nvlink_matrix(y, "vm") == [[-1, 18], [18, -1]]
+    with pytest.raises(ParseError, match="<nvlink> target= expects a PCI bus id"):   # not all ones: damage
+        parse_nccl_xml(real.replace("fffffff:ff:ff.0", "fffffff:ff:fe.0", 1), "vm.xml")
 
 
 def test_nvlink_targets_match_gpus_whatever_the_domain_width():
