@@ -127,8 +127,13 @@ def _event_time(v: str, label: str, required: bool):
     return t
 
 
-def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=None) -> pd.DataFrame:
+def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=None, cluster: str | None = None,
+                     notes: list | None = None) -> pd.DataFrame:
     """Every event row (node and cluster-wide; a cluster-wide one has an empty node), times parsed.
+
+    A dump with a Cluster column (`sacctmgr show event` of several clusters, or of another) keeps `cluster`'s rows
+    (the site's: another cluster's first record or node down time is not this one's) and says in `notes` how many
+    it left out; one without any of `cluster`'s rows is refused (`parsable.pick_cluster`), as the sacct reader does.
 
     A row that is torn (fields missing), holds a time that is not YYYY-MM-DDTHH:MM:SS or lies outside 1970-2200,
     ends before it starts, or has bytes that are not UTF-8 (kept as surrogates by the reader) in a field the
@@ -145,7 +150,8 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=No
                 if ln.strip()]
     if not numbered:
         return pd.DataFrame({k: pd.Series(dtype=v) for k, v in cols.items()})
-    h = read_header(_shown(numbered[0][1]), source)
+    h = read_header(_shown(numbered[0][1]), source, "|".join(EVENT_FIELDS),
+                    f"`sacctmgr -P show event format={','.join(EVENT_FIELDS)}`")
     h.missing(("NodeName", "TimeStart", "TimeEnd", "State"), source,
               f"use sacctmgr -P show event format={','.join(EVENT_FIELDS)}")
     if len(h.delimiter) != 1:
@@ -153,6 +159,8 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=No
                                     f"`sacctmgr -P` output ('|')")
     head = h.lower() + ([""] if h.trailing else [])
     at = {k: head.index(k) for k in ("nodename", "timestart", "timeend", "state")}
+    at_cluster = head.index("cluster") if "cluster" in head and cluster is not None else None
+    clusters: dict[str, int] = {}
     reason_last = "reason" in head and head.index("reason") == len(head) - 1 - (1 if h.trailing else 0)
     rows, lines = [], []
     for n, line in numbered[1:]:
@@ -183,10 +191,24 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=No
                 raise ParseError(source, n, str(exc)) from None
             bad.rows.append(BadRow(source, n, str(exc), _shown(line)))
             continue
+        if at_cluster is not None:
+            name = f[at_cluster].strip()
+            clusters[name] = clusters.get(name, 0) + 1
+            if name != cluster:
+                continue
         rows.append((node, start, end, state))
         lines.append((n, line))
+    if clusters and cluster not in clusters:
+        from slurmtools.slurm.parsable import pick_cluster
+
+        pick_cluster(source, clusters, cluster, what="events",
+                     command="sacctmgr -P show event clusters={} format=" + ",".join(EVENT_FIELDS))
+    left = sum(k for name, k in clusters.items() if name != cluster)
+    if left and notes is not None:
+        notes.append(f"{source}: {left} event row(s) of other clusters ({', '.join(sorted(set(clusters) - {cluster}))})"
+                     f" left out: the site file names cluster {cluster}")
     if bad is not None:
-        bad.total += len(numbered) - 1
+        bad.total += len(numbered) - 1 - left
     df = pd.DataFrame(rows, columns=list(cols)) if rows else pd.DataFrame({k: pd.Series(dtype=v)
                                                                            for k, v in cols.items()})
     df = df.astype(cols)
@@ -228,12 +250,13 @@ def _instants(df: pd.DataFrame, lines: list, zone, source: str, bad: BadRows | N
     return out[ok].reset_index(drop=True).astype({"start": "datetime64[s]", "end": "datetime64[s]"})
 
 
-def parse_events(text: str, source: str = "sacctmgr show event", zone=None
-                 ) -> tuple[pd.DataFrame, pd.Timestamp | None, BadRows]:
+def parse_events(text: str, source: str = "sacctmgr show event", zone=None, cluster: str | None = None,
+                 notes: list | None = None) -> tuple[pd.DataFrame, pd.Timestamp | None, BadRows]:
     """(node events as `read_events` gives them, the cluster's first record as `first_event` gives it, the rows
-    skipped as bad): the report's one pass over an event dump. With `zone`, times are UTC instants."""
+    skipped as bad): the report's one pass over an event dump. With `zone`, times are UTC instants; with `cluster`,
+    only its rows of a dump with a Cluster column (`_read_event_rows`)."""
     bad = BadRows(source, "rows")
-    df = _read_event_rows(text, source, bad, zone)
+    df = _read_event_rows(text, source, bad, zone, cluster, notes)
     return _node_events(df), (pd.Timestamp(df["start"].min()) if len(df) else None), bad
 
 
@@ -247,19 +270,22 @@ def _node_events(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype({"node": "str"}).reset_index(drop=True)
 
 
-def read_events(text: str, source: str = "sacctmgr show event", zone=None) -> pd.DataFrame:
+def read_events(text: str, source: str = "sacctmgr show event", zone=None, cluster: str | None = None
+                ) -> pd.DataFrame:
     """`sacctmgr -P show event format=NodeName,TimeStart,TimeEnd,State,Reason` -> node, start, end, state.
 
     Cluster-wide events (no NodeName) are dropped (see `first_event`); an open event (TimeEnd `Unknown`) has
     end NaT. A bad row raises a ParseError (`parse_events` skips and lists them instead). With `zone`, times are
-    UTC instants."""
-    return _node_events(_read_event_rows(text, source, zone=zone))
+    UTC instants; with `cluster`, only its rows of a dump with a Cluster column."""
+    return _node_events(_read_event_rows(text, source, zone=zone, cluster=cluster))
 
 
-def first_event(text: str, source: str = "sacctmgr show event", zone=None) -> pd.Timestamp | None:
+def first_event(text: str, source: str = "sacctmgr show event", zone=None, cluster: str | None = None
+                ) -> pd.Timestamp | None:
     """The start of the earliest event in `sacctmgr show event` text, cluster-wide ones included: slurmdbd
-    records `Cluster Registered TRES` when a cluster first registers, so this is the cluster's first record."""
-    df = _read_event_rows(text, source, zone=zone)
+    records `Cluster Registered TRES` when a cluster first registers, so this is the cluster's first record (of
+    `cluster`, in a dump with a Cluster column)."""
+    df = _read_event_rows(text, source, zone=zone, cluster=cluster)
     return pd.Timestamp(df["start"].min()) if len(df) else None
 
 

@@ -202,11 +202,13 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
     """(capacity table, node events, notes). Capacity counts from the cluster's first record (its first
     accounting event, or `first_job` (an instant), whichever is earlier) when that is inside the window, never
     before. Event rows skipped as bad are appended to `bad_rows` (without it, a bad row raises a ParseError).
-    `zone`: the window's and sacctmgr's zone; the events' times come back as UTC instants."""
+    `zone`: the window's and sacctmgr's zone; the events' times come back as UTC instants. Of an event dump with a
+    Cluster column only the site's cluster's rows count (`site.cluster_name`)."""
     from slurmtools.reports.capacity import (capacity_table, counted_from, first_event, nodes_from_backend,
                                              nodes_from_site, parse_events, read_events)
     from slurmtools.reports.zone import get
 
+    cluster = getattr(site, "cluster_name", None)
     notes = []
     nodes = None
     if site is not None and site.fabric_path is not None:
@@ -231,10 +233,10 @@ def load_capacity(site, since: datetime, until: datetime, *, backend=None, event
     first_ev = None
     if events_text is not None:
         if bad_rows is None:
-            events = read_events(events_text, events_source, zone)
-            first_ev = first_event(events_text, events_source, zone)
+            events = read_events(events_text, events_source, zone, cluster)
+            first_ev = first_event(events_text, events_source, zone, cluster)
         else:
-            events, first_ev, ebad = parse_events(events_text, events_source, zone)
+            events, first_ev, ebad = parse_events(events_text, events_source, zone, cluster, notes)
             bad_rows.append(ebad)
     start = counted_from(since, first_ev, first_job, zone=zone)
     if nodes and start is not None:

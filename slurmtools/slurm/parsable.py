@@ -51,13 +51,18 @@ class Header:
             raise ParseError(source, 1, f"the header line lacks {what}field(s) {', '.join(lack)} ({read}); {hint}")
 
 
-def read_header(line: str, source: str) -> Header:
+def read_header(line: str, source: str, fields: str = "JobID|State|...",
+                writer: str = "`sacct -P` or `sacct -p --delimiter=X`") -> Header:
     """The delimiter and field names of a parsable dump's first line; one line naming the file when the line is
-    not field names separated by one delimiter."""
+    not field names separated by one delimiter. `fields` and `writer`, for the messages: what such a header looks
+    like and what writes one (sacct's by default; `sacctmgr -P show event ...` for event dumps)."""
     text = line.rstrip("\r\n")
     first = _NAME.match(text)
     if not first:
-        raise ParseError(source, 1, f"expected a header line of field names (JobID|State|...), got {text[:60]!r}")
+        # a first line of values: the dump was written without its header (`-n`, `--noheader`)
+        nohead = " (written with -n / --noheader? write it with the header)" if "|" in text else ""
+        raise ParseError(source, 1, f"expected a header line of field names ({fields}), got {text[:60]!r}{nohead}; "
+                                    f"as {writer} writes it")
     if first.end() == len(text):
         return Header([text], "|", False)  # one field: nothing to tell the delimiter by
     delim = _SEP.match(text, first.end()).group(0)
@@ -69,7 +74,7 @@ def read_header(line: str, source: str) -> Header:
     if bad is not None:
         raise ParseError(source, 1, f"cannot tell the delimiter: {delim!r} follows {names[0]!r} but then "
                                     f"{bad[:40]!r} is not a field name; expected field names separated by one "
-                                    f"delimiter, as `sacct -P` or `sacct -p --delimiter=X` writes them")
+                                    f"delimiter, as {writer} writes them")
     seen: dict[str, int] = {}
     for i, n in enumerate(names, 1):
         if n.lower() in seen:   # readers take fields by lower-case name: a second one would hide the first
@@ -355,16 +360,18 @@ def _fits(kind: str, value: str, d: str, ordered: bool = False) -> bool | None:
 
 # ------------------------------------------------------------------------------- dumps of several clusters
 
-def pick_cluster(source: str, clusters, wanted: str | None, who: str = "the site file") -> str:
-    """The one cluster a reader keeps of a dump holding jobs of several (`sacct -L`, `sacct -M a,b`, a federation's
-    `--federation`): job ids are per cluster, and a site (a report's capacity, a policy's QoS, a sandbox's lab) is
-    one of them. `wanted` when the dump holds it; else one line naming what the dump holds and how to dump one."""
+def pick_cluster(source: str, clusters, wanted: str | None, who: str = "the site file", what: str = "jobs",
+                 command: str = "sacct -M {}") -> str:
+    """The one cluster a reader keeps of a dump holding `what` (jobs, events) of several (`sacct -L`, `sacct -M a,b`,
+    a federation's `--federation`, `sacctmgr show event` of all clusters): job ids are per cluster, and a site (a
+    report's capacity, a policy's QoS, a sandbox's lab) is one of them. `wanted` when the dump holds it; else one
+    line naming what the dump holds and how to dump one (`command` with the cluster's name in its `{}`)."""
     names = sorted(set(clusters))
     if wanted is not None and wanted in names:
         return wanted
-    held = ", ".join(names)
+    held = f"{len(names)} clusters ({', '.join(names)})" if len(names) > 1 else f"cluster {names[0]} only"
     if wanted is None:
-        raise ParseError(source, None, f"the dump holds jobs of {len(names)} clusters ({held}) and job ids are per "
-                                       f"cluster: dump one with `sacct -M NAME`")
-    raise ParseError(source, None, f"the dump holds jobs of {len(names)} clusters ({held}) and none of {wanted}, "
-                                   f"the cluster {who} names (cluster_name): dump it with `sacct -M {wanted}`")
+        raise ParseError(source, None, f"the dump holds {what} of {held} and job ids are per cluster: dump one with "
+                                       f"`{command.format('NAME')}`")
+    raise ParseError(source, None, f"the dump holds {what} of {held} and none of {wanted}, the cluster {who} names "
+                                   f"(cluster_name): dump it with `{command.format(wanted)}`")
