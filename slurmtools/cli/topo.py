@@ -102,6 +102,7 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
 
     from slurmtools.hostlist import compress
     from slurmtools.topology import queries as q
+    from slurmtools.topology.graph import FABRIC_UNKNOWN_FACTS
 
     t = load_topology(source, site)
     if host is not None:   # --host "" is a host not found, not the whole fabric
@@ -126,15 +127,14 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
     levels = q.oversubscription(t)
     domains = q.nvlink_domains(t)
     hosts = t.host_names()
-    # without the cables' rates (Slurm's topology files) every cable is one stand-in: the ratios hold by cable
-    # count, the GB/s are not known
+    # Slurm's topology files state neither the cables' rates nor how many join two switches: the graph's one
+    # stand-in cable per link says nothing of the bandwidth, so neither GB/s nor oversubscription is shown
     rated = "link_rates" not in t.fabric_unknown
     info = {
         "name": t.name, "hosts": len(hosts), "hostlist": compress(hosts) if hosts else "",
         "gpus": t.count("gpu"), "switches": len(t.switches()),
-        "levels": [asdict(lv) if rated else {**asdict(lv), "down_gbytes": None, "up_gbytes": None}
-                   for lv in levels],
-        "oversubscription_by": "bandwidth" if rated else "cable count",
+        "levels": [asdict(lv) if rated else {**asdict(lv), "down_gbytes": None, "up_gbytes": None, "ratio": None,
+                                             "worst": None} for lv in levels],
         "unknown": list(t.fabric_unknown),
         "nvlink_domains": {"count": len(domains), "multi_node": [asdict(d) for d in domains if d.multi_node]},
         "blocks": [{"name": n, "hosts": compress(h) if h else ""} for n, h in t.declared_blocks()],
@@ -144,12 +144,16 @@ def show(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
         print_json(info)
         return
     typer.echo(f"topology {t.name}: {info['hosts']} hosts ({info['hostlist']}), {info['gpus']} GPUs, "
-               f"{info['switches']} switches" + ("" if rated else "; link rates unknown (oversubscription by cable "
-                                                                  "count)"))
+               f"{info['switches']} switches")
     for lv in levels:
+        if not rated:
+            typer.echo(f"  level {lv.level}: {lv.switches} switches")
+            continue
         ratio = f"{lv.ratio:.3g}:1 oversubscribed (worst switch {lv.worst:.3g}:1)" if lv.ratio else "top level"
-        rates = f"{lv.down_gbytes:g} GB/s down, {lv.up_gbytes:g} GB/s up, " if rated else ""
-        typer.echo(f"  level {lv.level}: {lv.switches} switches, {rates}{ratio}")
+        typer.echo(f"  level {lv.level}: {lv.switches} switches, {lv.down_gbytes:g} GB/s down, "
+                   f"{lv.up_gbytes:g} GB/s up, {ratio}")
+    for f in t.fabric_unknown:
+        typer.echo(f"  unknown: {f}: {FABRIC_UNKNOWN_FACTS[f]}")
     multi = [d for d in domains if d.multi_node]
     if info["blocks"]:   # declared by a topology file: groups of hosts, whatever joins them
         sizes = ",".join(map(str, t.block_sizes)) or "not given"

@@ -84,8 +84,8 @@ def diff(declared: Topology, discovered: Topology) -> list[Finding]:
                                                    f"declared {_r(dc[g.index])}"))
 
     for h in both:
-        if "nic_names" in discovered.unknown(h):   # NIC0... are a matrix's labels: no name to compare by
-            continue
+        if "nic_names" in discovered.unknown(h) or "nic_names" in declared.unknown(h):
+            continue   # NIC0... are a matrix's labels: no name to compare by
         dn, xn = q.nic_numa(declared, h), q.nic_numa(discovered, h)
         for nic, numa in xn.items():
             if nic not in dn:
@@ -520,7 +520,8 @@ def read_gres_conf(text: str, source: str = "gres.conf") -> GresConf:
             bad = files[devices.index(None)]
             bad = bad if len(bad) <= 60 else f"{bad[:60]}... ({len(bad)} characters)"
             why = ("is a MIG instance (/dev/nvidia-caps), not a whole GPU: not compared"
-                   if all("nvidia-caps/" in f for f in files) else "is not an NVIDIA device /dev/nvidiaN, so no GPU index")
+                   if all("nvidia-caps/" in f for f in files)
+                   else "is not an NVIDIA device /dev/nvidiaN, so no GPU index")
             out.skipped.append((lineno, f"{file_key}={bad} {why}"))
             continue
         try:
@@ -586,14 +587,14 @@ class GresCheck:
         if self.left_to_driver:
             auto = ",".join(sorted(set(self.conf.autodetect.values()) - {"off"}))
             parts.append(f"{self.left_to_driver} GPU(s) without a line left to AutoDetect={auto}")
-        return one_line("; ".join(parts))
+        return one_line("; ".join(parts))   # names and values from the file may hold \x85, \u2028, a CR
 
     @property
     def nothing_to_compare(self) -> bool:
         """The file leaves every GPU to the driver (AutoDetect= alone, or with other GRES): nothing of it can
         disagree with the topology, which is not the file failing to match it."""
         return (not self.conf.gpus and not self.conf.skipped and not self.absent
-                and any(v != "off" for v in self.conf.autodetect.values()))   # names and values from the file may hold \x85, \u2028, a CR
+                and any(v != "off" for v in self.conf.autodetect.values()))
 
 
 def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck:

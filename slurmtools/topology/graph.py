@@ -46,8 +46,8 @@ UNKNOWN_FACTS = {
 
 # Facts about the fabric as a whole that a source may not state; `Topology.fabric_unknown` lists the ones it did not.
 FABRIC_UNKNOWN_FACTS = {
-    "link_rates": "the cables' rates (Slurm's topology files name none: LinkSpeed= is a relative weight), so the "
-                  "fabric's bandwidth and oversubscription are not known in GB/s",
+    "link_rates": "the cables' rates and counts (Slurm's topology files name neither: LinkSpeed= is a relative "
+                  "weight), so the fabric's bandwidth and oversubscription are not known",
     "adapter_hosts": "which host some adapters belong to (their node descriptions name none; --hostname-pattern "
                      "reads them)",
 }
@@ -610,7 +610,7 @@ class Topology:
             raise ParseError(source, None, f'not a slurmtools topology (expected "format": "{FORMAT}")')
         t = cls(str(data.get("name", "cluster")))
         facts = data.get("fabric_unknown", [])
-        if not isinstance(facts, list) or any(f not in FABRIC_UNKNOWN_FACTS for f in facts):
+        if not isinstance(facts, list) or any(not isinstance(f, str) or f not in FABRIC_UNKNOWN_FACTS for f in facts):
             raise ParseError(source, None, f"fabric_unknown: expected a list of {', '.join(FABRIC_UNKNOWN_FACTS)}, "
                                            f"got {facts!r}")
         t.fabric_unknown = tuple(dict.fromkeys(facts))
@@ -623,6 +623,9 @@ class Topology:
             v = _decode(VERTEX_TYPES, d, source, f"vertices[{i}]")
             if v.vid in t.g:
                 raise ParseError(source, None, f"vertices[{i}]: duplicate vertex {v.vid!r}")
+            why = _field_types(v)
+            if why:
+                raise ParseError(source, None, f"vertices[{i}].{why}")
             t.g.add_node(v.vid, v=v)
         for i, d in enumerate(data.get("edges", [])):
             where = f"edges[{i}]"
@@ -673,6 +676,22 @@ def _merged(old: Edge, edge: Edge) -> Edge | None:
 
 def _plain(d: dict) -> dict:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+def _field_types(v: Vertex) -> str | None:
+    """What is wrong with the fields a reader computes with (a block's place, a switch's level and LinkSpeed=),
+    as `field: why`; None when they are what the dataclass says. A JSON document can hold anything there."""
+    def whole(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    if isinstance(v, Block) and not whole(v.position):
+        return f"position: expected a whole number, got {v.position!r}"
+    if isinstance(v, Switch):
+        for name in ("level", "link_speed"):
+            x = getattr(v, name)
+            if x is not None and not whole(x):
+                return f"{name}: expected a whole number or null, got {x!r}"
+    return None
 
 
 def _decode(types: dict[str, type], d: Any, source: str, where: str):

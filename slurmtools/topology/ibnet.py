@@ -773,7 +773,9 @@ def _check_one_adapter_each(fabric: IbFabric, hcas: list[Hca]) -> None:
             raise ParseError(fabric.source, b.line, f"adapters {g} (line {a.line}, \"{a.description}\") and "
                                                     f"{h.guid} (\"{b.description}\") both read as adapter {h.name} "
                                                     f"of host {h.host}: two adapters cannot be one (set each node's "
-                                                    "description, or give a --hostname-pattern that tells them apart)")
+                                                    "description to its host's name, or leave them out with a "
+                                                    "--hostname-pattern they do not match, e.g. "
+                                                    f"'^(?!{re.escape(h.host)}\\s)(?P<host>\\S+)\\s+(?P<hca>\\S+)$')")
 
 
 def _mixed_bundle(key: tuple[str, str], entry: list) -> MixedBundle:

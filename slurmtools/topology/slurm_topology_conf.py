@@ -462,19 +462,19 @@ def _refuse_loops(switches: dict[str, ConfSwitch], source: str) -> None:
                 stack.append((child, iter(switches[child].switches)))
 
 
-def add_to(topology, conf: TopologyConf, link: str | None = None) -> None:
+def add_to(topology, conf: TopologyConf) -> None:
     """Copy the declared tree into a `Topology`: switches with their levels and LinkSpeed=, hosts cabled to their
     leaves; and the blocks (`Block`, their hosts its members, in the file's order) with BlockSizes=.
 
-    topology.conf names no link rates (LinkSpeed= is a relative weight, kept on the switch), so a cable is stored
-    at `link` when the caller knows the fabric's rate, and otherwise at 4xNDR with the topology marked as not
-    knowing its `link_rates`: readers show that as unknown, never the stand-in. A block does not say what joins its
+    topology.conf names no link rates nor how many cables join two switches (LinkSpeed= is a relative weight, kept
+    on the switch), so each link is one stand-in cable at 4xNDR and the topology is marked as not knowing its
+    `link_rates`: readers show that as unknown, never the stand-in. A block does not say what joins its
     hosts (an NVLink domain, a leaf switch, a rack), so the graph claims none of them: a block is a group of hosts.
     """
     from slurmtools.topology.graph import Block, Member, ib_link
 
-    cable = ib_link(link or "4xNDR")
-    if link is None and conf.switches:
+    cable = ib_link("4xNDR")
+    if conf.switches:
         topology.mark_fabric_unknown("link_rates")
     levels = conf.levels()
     for sw in conf.switches.values():
@@ -496,9 +496,9 @@ def add_to(topology, conf: TopologyConf, link: str | None = None) -> None:
         topology.block_sizes = tuple(conf.block_sizes)
 
 
-def to_topology(conf: TopologyConf, name: str = "cluster", link: str | None = None):
+def to_topology(conf: TopologyConf, name: str = "cluster"):
     from slurmtools.topology.graph import Topology
 
     t = Topology(name)
-    add_to(t, conf, link)
+    add_to(t, conf)
     return t

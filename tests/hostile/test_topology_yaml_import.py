@@ -51,7 +51,7 @@ BLOCK = "- topology: nvl\n  block:\n"
      "nvl.block.block_sizes[0]: expected a whole number of nodes, found '-4'"),
     # hostile: a key that clears the screen and breaks the line is shown escaped, on the one line
     ('- topology: ib\n  "\\e[2J\\u2028x": 1\n  flat: true\n', ":2:3:",
-     "[0].\\x1b[2J\\u2028x: unknown key (keys here: topology, cluster_default, tree, block, flat)"),
+     "[0].\\x1b[2J\\u2028x: unknown key (keys here: topology, cluster_default, tree, block, flat, ring, torus3d)"),
     # hostile: an alias bomb is refused at its first alias, before anything is expanded
     ("- topology: a\n  flat: &a [x, x]\n  tree: &b [*a, *a]\n", ":3:13:",
      "a YAML alias (*name): Slurm does not read aliases"),

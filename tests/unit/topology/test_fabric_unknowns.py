@@ -49,14 +49,16 @@ def test_topology_conf_link_rates_are_unknown_not_ndr(tmp_path):
     assert "unknown: link_rates: the cables' rates" in r.stdout
     r = _cli("topo", "import", str(p), "--from", "topology.conf", "--strict")
     assert r.exit_code == 3 and "--strict: the input leaves unknown: link_rates" in r.stderr
-    # show: the ratio by cable count, no GB/s; JSON: no GB/s figures
+    # show: the levels, no GB/s and no oversubscription (the file states neither rates nor cable counts: one
+    # stand-in cable per link made a non-blocking tree read 4:1); JSON alike
     r = _cli("topo", "show", str(p))
     assert r.exit_code == 0, r.output
-    assert "GB/s" not in r.stdout and "link rates unknown (oversubscription by cable count)" in r.stdout
-    assert "level 0: 2 switches, 4:1 oversubscribed" in r.stdout
+    assert "GB/s" not in r.stdout and "oversubscribed" not in r.stdout
+    assert "  level 0: 2 switches\n  level 1: 1 switches\n" in r.stdout
+    assert "  unknown: link_rates: the cables' rates and counts" in r.stdout
     info = json.loads(_cli("topo", "show", str(p), "--json").stdout)
-    assert info["unknown"] == ["link_rates"] and info["oversubscription_by"] == "cable count"
-    assert {lv["down_gbytes"] for lv in info["levels"]} == {None} and info["levels"][0]["ratio"] == 4
+    assert info["unknown"] == ["link_rates"]
+    assert [(lv["down_gbytes"], lv["ratio"], lv["worst"]) for lv in info["levels"]] == [(None, None, None)] * 2
     # path: the hops, no bottleneck
     r = _cli("topo", "path", "tux0", "tux5", str(p))
     assert r.stdout.strip() == "tux0 -> tux5: 4 hops via s0 -> s2 -> s1, bottleneck unknown (the link rates are " \
@@ -76,7 +78,7 @@ def test_topology_conf_link_rates_are_unknown_not_ndr(tmp_path):
 def test_a_site_fabric_keeps_its_rates():
     r = _cli("topo", "show", "--json")
     info = json.loads(r.stdout)
-    assert info["unknown"] == [] and info["oversubscription_by"] == "bandwidth"
+    assert info["unknown"] == [] and info["levels"][0]["ratio"] == 2
     assert all(lv["down_gbytes"] > 0 for lv in info["levels"])
 
 
@@ -95,9 +97,11 @@ def test_two_adapters_that_read_as_one_are_refused(tmp_path):
     assert f"adapters {a.guid} (line " in msg and f'and {b.guid} ("localhost HCA-1") both read as adapter HCA-1 ' \
                                                   "of host localhost: two adapters cannot be one" in msg
     assert "\n" not in msg
-    # a pattern without (?P<hca>...) names each adapter by its GUID: two adapters of one host
-    t = build("ibnetdiscover", str(p), hostname_pattern=r"(?P<host>\S+) \S+\Z")
-    assert sorted(n.name for n in t.nics("localhost")) == sorted([a.guid, b.guid])
+    # the pattern the message offers leaves them out (their hosts unknown): here that is every adapter, refused
+    pattern = msg[msg.index("e.g. '") + 6:-2]
+    assert pattern == r"^(?!localhost\s)(?P<host>\S+)\s+(?P<hca>\S+)$"
+    with pytest.raises(ParseError, match="no host to import: the node descriptions of its 2 adapter"):
+        build("ibnetdiscover", str(p), hostname_pattern=pattern)
 
 
 def test_an_import_that_keeps_no_host_is_refused_saying_why(tmp_path):
@@ -197,3 +201,37 @@ def test_declared_blocks_are_kept_in_order_and_written_back(tmp_path):
     assert info["block_sizes"] == [4, 16]
     r = _cli("topo", "import", str(p), "--from", "topology.conf", "--json")
     assert json.loads(r.stdout)["blocks"] == 4 and r.stderr == ""
+    # a file without BlockSizes= is written back without one: Slurm then aggregates 1, 2, 4 and 8 blocks, which
+    # BlockSizes=4 (the blocks' size, what an NVLink domain export writes) would take away
+    p.write_text("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\n")
+    r = _cli("topo", "export", str(p), "-f", "block")
+    assert r.stdout.splitlines()[1:] == ["BlockName=b1 Nodes=n[1-4]", "BlockName=b2 Nodes=n[5-8]"]
+
+
+@pytest.mark.parametrize("vertex, why", [
+    ({"kind": "block", "name": "b", "position": None}, "vertices[0].position: expected a whole number, got None"),
+    ({"kind": "block", "name": "b", "position": "x"}, "vertices[0].position: expected a whole number, got 'x'"),
+    ({"kind": "switch", "name": "s", "link_speed": "fast"},
+     "vertices[0].link_speed: expected a whole number or null, got 'fast'"),
+    ({"kind": "switch", "name": "s", "level": -1}, "vertices[0].level: expected a whole number or null, got -1"),
+])
+def test_a_graph_json_with_a_field_of_the_wrong_type_is_refused_in_one_line(vertex, why):
+    with pytest.raises(ParseError) as err:
+        Topology.from_dict({"format": "slurmtools.topology/1", "vertices": [vertex]}, "t.json")
+    assert str(err.value) == f"t.json: {why}"
+    with pytest.raises(ParseError, match=r"fabric_unknown: expected a list of"):
+        Topology.from_dict({"format": "slurmtools.topology/1", "fabric_unknown": [["link_rates"]]}, "t.json")
+
+
+def test_exports_that_would_write_nothing_are_refused(tmp_path):
+    """A graph without GPUs (a block or tree topology file) exported as gres.conf wrote `AutoDetect=off` alone,
+    exit 0: installed, slurmd would find no GPU on any node. And features of hosts that have none wrote a blank
+    line."""
+    p = tmp_path / "topology.conf"
+    p.write_text("BlockName=b1 Nodes=n[1-4]\n")
+    r = _cli("topo", "export", str(p), "-f", "gres.conf")
+    assert r.exit_code != 0 and "no host with GPUs in the topology to write gres.conf for" in str(r.exception)
+    r = _cli("topo", "export", str(p), "-f", "features")
+    assert r.exit_code != 0 and "no host has a feature the topology can tell" in str(r.exception)
+    p.write_text(CONF)   # a tree's leaves are features
+    assert _cli("topo", "export", str(p), "-f", "features").stdout.splitlines()[0] == "NodeName=tux[0-3] Features=s0"

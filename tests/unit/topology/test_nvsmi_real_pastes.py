@@ -96,6 +96,7 @@ def test_nics_without_a_legend_have_unknown_names(tmp_path):
     assert [h["name"] for h in host_facts(named, "n1")["hcas"]] == ["mlx5_0", "mlx5_1"]
     assert [f.code for f in diff(named, named)] == []
     assert not [f for f in diff(named, t) if f.code in ("missing-nic", "nic-numa")]
+    assert not [f for f in diff(t, named) if f.code in ("missing-nic", "nic-numa")]   # either side unnamed
     # NICs named in the header (old drivers: `mlx4_0` as the column) are device names, known
     old = parse_topo_matrix("\tGPU0\tmlx4_0\tCPU Affinity\nGPU0\t X \tPHB\t0-11\nmlx4_0\tPHB\t X \n")
     assert not old.unnamed_nics and "nic_names" not in to_topology(old, "k").unknown("k")
