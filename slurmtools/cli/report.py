@@ -259,7 +259,7 @@ def _hosts_check(site, jobs, cap, sacct_file, site_path) -> list[str]:
     if not out.runs:
         return []
     shown = compress(out.hosts[:200]) + (f" and {len(out.hosts) - 200} more" if len(out.hosts) > 200 else "")
-    if out.runs == out.placed and site.fabric_path is not None:
+    if out.entirely == out.placed and site.fabric_path is not None:   # not one GPU-hour on the site's nodes
         raise BadInput(f"{source}: none of its GPU runs ran on a node of the site's partitions (its hosts "
                        f"{shown} are not among them; site file {find_site_path(site_path)}): report it with that "
                        "cluster's site file (--site)")

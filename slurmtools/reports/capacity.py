@@ -34,6 +34,7 @@ class HostsOutside:
     hosts: tuple[str, ...]   # the hosts, in name order
     runs: int                # runs that ran on at least one of them
     placed: int              # runs with a host at all (a pending run has none)
+    entirely: int = 0        # runs that ran on none of the capacity's hosts
 
 
 #: NodeList values that name no host: a run that never started (sacct's `None assigned`, an empty field)
@@ -47,7 +48,7 @@ def hosts_outside(runs_by_nodelist, known) -> HostsOutside:
     from slurmtools.hostlist import expand
 
     outside: set[str] = set()
-    runs = placed = 0
+    runs = placed = entirely = 0
     for nodelist, n in runs_by_nodelist.items():
         if nodelist is None or nodelist != nodelist or str(nodelist).strip() in NO_HOST:
             continue
@@ -60,9 +61,11 @@ def hosts_outside(runs_by_nodelist, known) -> HostsOutside:
         if out:
             outside.update(out)
             runs += n
+            if len(out) == len(hosts):
+                entirely += n
     from slurmtools.topology.names import natural
 
-    return HostsOutside(tuple(sorted(outside, key=natural)), runs, placed)
+    return HostsOutside(tuple(sorted(outside, key=natural)), runs, placed, entirely)
 
 
 def nodes_from_site(site, fabric) -> list[NodeGpus]:

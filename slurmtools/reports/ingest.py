@@ -165,20 +165,15 @@ def _range(a: date, b: date) -> list[date]:
 
 
 def gpu_runs_by_nodelist(jobs) -> dict[str, int]:
-    """NodeList -> how many runs that held GPUs ran there, of a frame of runs or a `columnar.RunSource` (whose
-    cached day files are read for that one column)."""
-    frames = [jobs] if isinstance(jobs, pd.DataFrame) else [jobs.fresh]
-    counts: dict[str, int] = {}
-    if not isinstance(jobs, pd.DataFrame) and jobs.files:
-        import pyarrow.parquet as pq
+    """NodeList -> how many runs that held GPUs ran there, of a frame of runs or a `columnar.RunSource` (counted
+    by DuckDB over its day files, as that engine counts runs)."""
+    if not isinstance(jobs, pd.DataFrame):
+        from slurmtools.reports.columnar import gpu_runs_by_nodelist as over_files
 
-        for p in jobs.files:
-            frames.append(pq.read_table(p, columns=["nodelist", "gpus"]).to_pandas())
-    for f in frames:
-        if len(f) and "nodelist" in f.columns and "gpus" in f.columns:
-            for k, n in f.loc[f["gpus"] > 0, "nodelist"].value_counts(dropna=True).items():
-                counts[k] = counts.get(k, 0) + int(n)
-    return counts
+        return over_files(jobs)
+    if not len(jobs) or "nodelist" not in jobs.columns or "gpus" not in jobs.columns:
+        return {}
+    return {str(k): int(n) for k, n in jobs.loc[jobs["gpus"] > 0, "nodelist"].value_counts(dropna=True).items()}
 
 
 def first_job(jobs: pd.DataFrame, history: pd.DataFrame | None = None, zone=None) -> pd.Timestamp | None:

@@ -159,6 +159,10 @@ def test_cached_days_plus_fresh_runs(tmp_path, site, fabric):
     assert r.summary["runs"] > 1000
     # the same source through the report's own path: first job and history from the cache
     assert columnar.first_job(src) == ingest.first_job(_merged(src))
+    # the runs per NodeList (the report's check of hosts outside its capacity) alike over the files and the frame,
+    # a run both cached and fresh once
+    assert ingest.gpu_runs_by_nodelist(src) == ingest.gpu_runs_by_nodelist(_merged(src))
+    assert sum(ingest.gpu_runs_by_nodelist(src).values()) == int((_merged(src)["gpus"] > 0).sum())
     # every day cached, nothing fresh: the old engine gets the cached days in file order, unsorted
     only = columnar.RunSource(files=src.files)
     both(only, site, since, datetime(2026, 10, 19), capacity=_cap(site, since, datetime(2026, 10, 19)))

@@ -54,7 +54,17 @@ def test_gpu_runs_on_hosts_the_site_lacks(tmp_path):
            "hosts' GPUs do not (retired nodes, or missing from the site's partitions?)" in notes
 
 
+def test_runs_partly_on_the_sites_hosts_are_not_refused(tmp_path):
+    """A run that spans a site node and one the site lacks (a node added before the site file knew it) ran on the
+    site: every run so is a note, not a refusal."""
+    _p, r = _report(tmp_path, DUMP.read_text().replace("|gpu01|", "|gpu[16-17]|").replace("|gpu02|", "|gpu[01,17]|"))
+    assert r.exit_code == 0, r.output
+    notes = json.loads((tmp_path / "out" / "report.json").read_text())["notes"]
+    assert any(n.startswith("2 of 2 GPU run(s) ran on host(s) the capacity does not hold (gpu17)") for n in notes)
+
+
 def test_hosts_outside_reads_hostlists_and_skips_runs_never_placed():
-    got = hosts_outside({"gpu[01-02]": 3, "gpu[16-17]": 2, "None assigned": 5, "": 1, "odd[": 1},
+    got = hosts_outside({"gpu[01-02]": 3, "gpu[16-17]": 2, "gpu[20-21]": 4, "None assigned": 5, "": 1, "odd[": 1},
                         {f"gpu{i:02d}" for i in range(1, 17)})
-    assert got.hosts == ("gpu17", "odd[") and got.runs == 3 and got.placed == 6
+    assert got.hosts == ("gpu17", "gpu20", "gpu21", "odd[") and got.runs == 7 and got.placed == 10
+    assert got.entirely == 5   # gpu[20-21] and odd[: none of their hosts is the site's
