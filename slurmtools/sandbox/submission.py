@@ -85,6 +85,8 @@ def _options(j: TraceJob, scale: Clock, site, name: str | None = None, shape: tu
          f"--time={scale.limit_minutes(limit)}", "--requeue", "--output=/dev/null", "--chdir=/tmp"]
     if j.partition:
         o.append(f"--partition={j.partition}")
+    if j.exclusive:
+        o.append("--exclusive")
     if shape is not None:
         return o + list(shape)
     o.append(f"--nodes={j.nodes}")

@@ -73,6 +73,8 @@ class TraceJob:
     state: str = ""             # how it ended in history
     start: float | None = None  # when its last run started in history (the 1x reference for accuracy)
     synthetic: str | None = None  # the campaign or forecast that added it; None for recorded jobs
+    exclusive: bool = False     # it held whole nodes: more GPUs allocated than asked (--exclusive, or a partition
+    #                             that gives whole nodes), so it is submitted with --exclusive
 
     @property
     def gpus_per_node(self) -> int:
@@ -213,6 +215,7 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
     for r in allocs:
         by_key.setdefault(r.job_id, []).append(r)
     jobs, skipped_pending, skipped_never, skipped_running = [], 0, 0, 0
+    wider, whole = [], []    # jobs that ran on more nodes than they asked; jobs that held more GPUs than asked
     for key, runs in by_key.items():
         runs.sort(key=lambda r: (_epoch(r.start) or float("inf")))
         last = runs[-1]
@@ -238,13 +241,26 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
             if not value:
                 raise ParseError(source, None, f"job {key}: {what} is empty; the sandbox submits every job as its "
                                                f"user, account and QoS")
-        req = parse_tres(last.req_tres) if last.req_tres else parse_tres(last.alloc_tres)
-        shares = [f"{k}={v}" for k, v in {**parse_tres(last.alloc_tres).other, **req.other}.items()
+        if not last.req_tres and not last.alloc_tres:
+            # a record from before Slurm kept TRES (15.08), or a field emptied: its GPUs would read as none
+            raise ParseError(source, None, f"job {key}: ReqTRES and AllocTRES are both empty, so its GPUs and nodes "
+                                           "are not known (a record from before Slurm kept TRES?)")
+        alloc = parse_tres(last.alloc_tres)
+        req = parse_tres(last.req_tres) if last.req_tres else alloc
+        shares = [f"{k}={v}" for k, v in {**alloc.other, **req.other}.items()
                   if _SHARE.fullmatch(k) and v.strip("0")]
         if shares:
             raise ParseError(source, None, f"job {key}: {', '.join(shares)} is a share of a GPU; the sandbox replays "
                                            f"whole GPUs")
-        nodes = req.nodes or len(last.nodelist) or 0
+        # ReqTRES node= is the fewest nodes asked for: a job Slurm spread wider (`-n 24` on 12-CPU nodes) is
+        # replayed on the nodes it ran on, or its shape would fit nowhere
+        ran_on = max(alloc.nodes, len(last.nodelist))
+        nodes = max(req.nodes, ran_on)
+        if ran_on > req.nodes > 0:
+            wider.append(key)
+        exclusive = alloc.gpus > req.gpus   # Slurm adds GPUs to none but a whole-node allocation
+        if exclusive:
+            whole.append(key)
         if nodes <= 0:
             raise ParseError(source, None, f"job {key}: no node count (ReqTRES node=, NodeList)")
         types = {t: n for t, n in req.gpus_by_type.items() if t != "untyped"}
@@ -275,8 +291,14 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
                              partition=(last.partition.split(",")[0] or None) if last.partition else None,
                              nodes=nodes, gpus=req.gpus, gpu_type=gpu_type, cpus=req.cpu or None,
                              run_s=end - start, limit_s=float(limit), array_job=array_job,
-                             array_task=array_task, state=last.state, start=start))
+                             array_task=array_task, state=last.state, start=start, exclusive=exclusive))
     notes = list(cluster_notes)
+    if wider:
+        notes.append(f"{len(wider)} job(s) ran on more nodes than they asked for (NodeList or AllocTRES node= above "
+                     f"ReqTRES node=; first: job {wider[0]}): replayed on the nodes they ran on")
+    if whole:
+        notes.append(f"{len(whole)} job(s) held more GPUs than they asked for (AllocTRES above ReqTRES: --exclusive "
+                     f"or a whole-node partition; first: job {whole[0]}): replayed with --exclusive")
     if revoked:
         notes.append(f"{revoked} federation sibling record(s) REVOKED (the job ran on another cluster): not replayed")
     if skipped_never:

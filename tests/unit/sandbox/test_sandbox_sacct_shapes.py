@@ -119,3 +119,50 @@ def test_times_written_with_a_blank_are_read_like_the_reports_read_them(tmp_path
     blank = load_trace(p)
     assert [(j.key, j.submit, j.start, j.run_s) for j in blank.jobs] == \
         [(j.key, j.submit, j.start, j.run_s) for j in plain.jobs]
+
+
+def _edit_job(ln: str, fields: dict[str, str]) -> str:
+    """A line of the STATES dump with job 3001's allocation record's fields replaced (by header name)."""
+    head = STATES.read_text().splitlines()[0].split("|")
+    f = ln.split("|")
+    if f[0] == "3001":
+        for k, v in fields.items():
+            f[head.index(k)] = v
+    return "|".join(f)
+
+
+def test_what_a_job_held_beyond_its_request_is_replayed_as_it_ran(tmp_path):
+    """Real records (a simulator's, jobstats#6): a job Slurm spread over more nodes than ReqTRES node= (`-n 24` on
+    12-CPU nodes) was replayed on one node, where it fits nowhere; an --exclusive job (ReqTRES 1 CPU, AllocTRES 36
+    CPUs and 4 GPUs) was replayed as a 1-CPU job. Each is replayed as it ran now, and said."""
+    from slurmtools.sandbox.submission import _options
+
+    wide = _without(tmp_path, STATES, "3005", "3015", change=lambda ln: _edit_job(ln, {
+        "NodeList": "gpu[01-02]", "AllocTRES": "billing=16,cpu=16,gres/gpu:h100=4,gres/gpu=4,mem=128G,node=2",
+        "ReqTRES": "billing=16,cpu=16,gres/gpu:h100=4,gres/gpu=4,mem=128G,node=1"}))
+    t = load_trace(wide)
+    j = next(j for j in t.jobs if j.key == "3001")
+    assert (j.nodes, j.gpus, j.exclusive) == (2, 4, False)
+    assert "1 job(s) ran on more nodes than they asked for (NodeList or AllocTRES node= above ReqTRES node=; " \
+           "first: job 3001): replayed on the nodes they ran on" in t.notes
+    whole = _without(tmp_path, STATES, "3005", "3015", change=lambda ln: _edit_job(ln, {
+        "AllocTRES": "billing=36,cpu=36,gres/gpu:h100=4,gres/gpu=4,mem=500G,node=1",
+        "ReqTRES": "billing=2,cpu=1,mem=5G,node=1"}))
+    t = load_trace(whole)
+    j = next(j for j in t.jobs if j.key == "3001")
+    assert (j.nodes, j.gpus, j.cpus, j.exclusive) == (1, 0, 1, True)
+    assert any(n.startswith("1 job(s) held more GPUs than they asked for") for n in t.notes)
+    assert "--exclusive" in _options(j, _Clock(), None)
+    assert not [x for x in t.jobs if x.key != "3001" and x.exclusive]
+
+
+class _Clock:
+    """The scaled clock at 1x, as `_options` asks it."""
+    def limit_minutes(self, s):
+        return max(1, round(s / 60))
+
+
+def test_a_record_without_tres_is_refused_not_replayed_without_gpus(tmp_path):
+    p = _without(tmp_path, STATES, "3005", "3015", change=lambda ln: _edit_job(ln, {"AllocTRES": "", "ReqTRES": ""}))
+    refused(p, "job 3001: ReqTRES and AllocTRES are both empty, so its GPUs and nodes are not known (a record from "
+               "before Slurm kept TRES?)")
