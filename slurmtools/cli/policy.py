@@ -308,6 +308,12 @@ def _submissions(records: list, cluster: str, source: str) -> tuple[list, list[s
         if k not in last or (when(r), i) >= last[k][0]:
             last[k] = ((when(r), i), r)
     kept = [r for _, r in sorted(last.values(), key=lambda x: x[0][1])]
+    blank = next((r for r in kept if not r.req_tres and not r.alloc_tres), None)
+    if blank is not None:   # a record from before Slurm kept TRES: replayed, it would ask for no GPU at all
+        from slurmtools.errors import ParseError
+
+        raise ParseError(source, None, f"job {blank.job_id}: ReqTRES and AllocTRES are both empty, so what it asked "
+                                       "for (GPUs, nodes) is not known (a record from before Slurm kept TRES?)")
     if len(kept) < len(allocs):
         notes.append(f"{len(allocs) - len(kept)} earlier run(s) of requeued or resized jobs (sacct -D) left out: "
                      f"each job is replayed once, as its last run (what sacct lists without --duplicates)")

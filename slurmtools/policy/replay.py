@@ -33,7 +33,7 @@ REPLAY_FIELDS = (("JobID", "JobIDRaw"), "User", "Account", "Partition", "QOS", "
 
 
 def request_from_record(r: AcctRecord) -> JobRequest:
-    req = parse_tres(r.req_tres)
+    req = parse_tres(r.req_tres or r.alloc_tres)   # an empty ReqTRES: what it was given (readers refuse both empty)
     nodes = req.nodes or max(1, len(r.nodelist))
     gres = ",".join(f"gres:gpu:{n}" if t == "untyped" else f"gres:gpu:{t}:{n}" for t, n in req.gpus_by_type.items())
     mem_per_node = -(-int(req.mem_mb) // nodes) if req.mem_mb else None

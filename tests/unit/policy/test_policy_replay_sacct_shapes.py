@@ -61,3 +61,37 @@ def test_a_federation_replays_the_sites_cluster_without_revoked_siblings(tmp_pat
     assert res.exit_code != 0
     assert str(res.exception) == (f"{FED}: the dump holds jobs of 2 clusters (fedA, fedB) and none of lab, the "
                                   f"cluster --site names (cluster_name): dump it with `sacct -M lab`")
+
+
+def test_a_record_without_tres_is_refused_and_an_empty_reqtres_reads_the_allocation(tmp_path):
+    """A record from before Slurm kept TRES (ReqTRES and AllocTRES empty) was replayed as a request for no GPU at
+    all, its GPU-hours 0; refused now, naming the job. A job whose ReqTRES alone is empty is asked as allocated."""
+    head = STATES.read_text().splitlines()[0].split("|")
+    req, alloc = head.index("ReqTRES"), head.index("AllocTRES")
+
+    def edit(blank_alloc: bool) -> Path:
+        out = []
+        for ln in STATES.read_text().splitlines():
+            f = ln.split("|")
+            if f[0] == "3001":
+                f[req] = ""
+                if blank_alloc:
+                    f[alloc] = ""
+            out.append("|".join(f))
+        p = tmp_path / f"d{int(blank_alloc)}.txt"
+        p.write_text("\n".join(out) + "\n")
+        return p
+
+    p = edit(True)
+    res = _replay(str(find_site_path(None)), p)
+    assert res.exit_code != 0
+    assert str(res.exception) == (f"{p}: job 3001: ReqTRES and AllocTRES are both empty, so what it asked for (GPUs, "
+                                  "nodes) is not known (a record from before Slurm kept TRES?)")
+    from dataclasses import replace
+
+    from slurmtools.policy.replay import request_from_record
+    from slurmtools.slurm.commands import parse_sacct
+
+    r = next(r for r in parse_sacct(STATES.read_text(), "d") if r.job_id == "3001" and r.step is None)
+    assert request_from_record(replace(r, req_tres="")).tres_per_job == "gres:gpu:h100:2"
+    assert _replay(str(find_site_path(None)), edit(False)).exit_code == 0
