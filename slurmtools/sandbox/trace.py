@@ -334,7 +334,7 @@ def trace_from_text(text: str, source: str, *, partition_limits: dict[str, float
         raise ParseError(source, 1, "empty; expected `sacct " + " ".join(SACCT_OPTIONS[:3]) + " -o ...` output "
                                     "with its header line")
     records, notes = parse_in_zone(text, source, TRACE_FIELDS, _zone(), check=_row_checker(source),
-                                   what="the history")
+                                   what="the history", hint=f"dump with `sacct {' '.join(SACCT_OPTIONS)}`")
     trace = trace_from_records(records, source, partition_limits=partition_limits, cluster=cluster)
     return Trace(trace.jobs, trace.source, trace.notes + notes) if notes else trace
 

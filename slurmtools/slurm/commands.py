@@ -507,10 +507,12 @@ def _time(row: dict, name: str, source: str, lineno: int) -> datetime | None:
 
 
 def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID", "JobIDRaw"),),
-                check: Callable[[dict[str, str], int], None] | None = None) -> list[AcctRecord]:
+                check: Callable[[dict[str, str], int], None] | None = None, hint: str | None = None
+                ) -> list[AcctRecord]:
     """`sacct --parsable2` text with a header line -> records (any column order; unknown columns kept in extra).
     The delimiter is read from the header (`-p`, `-P`, `--delimiter=X`); a header without the `required` fields
-    (a tuple: any one of them) fails in one line naming them and `source`. Without a JobID field, JobIDRaw is the
+    (a tuple: any one of them) fails in one line naming them and `source`, and `hint` (how to dump them; by default
+    the sacct command for every field read here). Without a JobID field, JobIDRaw is the
     job's id. `check(row, line number)`, when given, sees each line's values (by field name as Slurm spells it)
     before they are read, and may refuse the line (a reader that needs them exact: the sandbox's trace). A NodeList
     that is not a hostlist, a time that is not one (2026-02-30) or that a datetime cannot hold in this time zone, a
@@ -522,7 +524,7 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
     if not lines:
         return []
     h = read_header(lines[0], source)
-    h.missing(required, source, f"dump with `sacct --parsable2 -o {','.join(ACCT_FIELDS)}`", "sacct ")
+    h.missing(required, source, hint or f"dump with `sacct --parsable2 -o {','.join(ACCT_FIELDS)}`", "sacct ")
     known = {f.lower(): f for f in (*ACCT_FIELDS, "Elapsed", "Timelimit", "Cluster")}
     header = [known.get(n.lower(), n) for n in h.names]  # the spelling the fields are read by below
     splitter = Splitter(h, source)

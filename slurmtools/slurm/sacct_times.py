@@ -49,14 +49,14 @@ def wall_clock(row: dict[str, str], lineno: int) -> tuple | None:
 
 
 def parse_in_zone(text: str, source: str, required: Sequence, zone, check: Callable | None = None,
-                  what: str = "the dump") -> tuple[list, tuple[str, ...]]:
-    """(`parse_sacct(text, source, required, check)`'s records with their job lines' times read in `zone` (a
+                  what: str = "the dump", hint: str | None = None) -> tuple[list, tuple[str, ...]]:
+    """(`parse_sacct(text, source, required, check, hint)`'s records with their job lines' times read in `zone` (a
     `reports.zone.Zone`, this process's or another: `--tz`; None: as parse_sacct reads them, in this process's
     zone), notes). `what` names the input in the note (`the history has no ElapsedRaw or Elapsed`)."""
     from slurmtools.slurm.commands import parse_sacct
 
     if zone is None:
-        return parse_sacct(text, source, required, check), ()
+        return parse_sacct(text, source, required, check, hint), ()
     seen: list = []
 
     def keep(row: dict[str, str], lineno: int) -> None:
@@ -64,7 +64,7 @@ def parse_in_zone(text: str, source: str, required: Sequence, zone, check: Calla
             check(row, lineno)
         seen.append(wall_clock(row, lineno))
 
-    records = parse_sacct(text, source, required, keep)
+    records = parse_sacct(text, source, required, keep, hint)
     return read_in_zone(records, seen, zone, source, what)
 
 

@@ -166,3 +166,14 @@ def test_a_record_without_tres_is_refused_not_replayed_without_gpus(tmp_path):
     p = _without(tmp_path, STATES, "3005", "3015", change=lambda ln: _edit_job(ln, {"AllocTRES": "", "ReqTRES": ""}))
     refused(p, "job 3001: ReqTRES and AllocTRES are both empty, so its GPUs and nodes are not known (a record from "
                "before Slurm kept TRES?)")
+
+
+def test_a_history_without_the_needed_fields_names_the_sandboxs_own_sacct_command(tmp_path):
+    """The refusal gave the report's field list without -X -D and the trace's own fields."""
+    p = tmp_path / "h.txt"
+    p.write_text("JobID|User\n1|a\n")
+    with pytest.raises(ParseError) as e:
+        load_trace(str(p))
+    assert str(e.value).endswith("; dump with `sacct -X -D --parsable2 -o JobID,JobIDRaw,JobName,User,Account,"
+                                 "Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,ElapsedRaw,TimelimitRaw,"
+                                 "NodeList,AllocTRES,ReqTRES,AllocCPUS`")
