@@ -99,6 +99,9 @@ elif what in ("build", "report", "report_old"):
         site = load_site(None)
         first = columnar.first_job(jobs, history) if lazy else ingest.first_job(jobs, history)
         cap, events, cn = ingest.load_capacity(site, since, until, first_job=first)
+        # as `slurmtools report` does: the GPU runs per NodeList against the capacity's hosts
+        from slurmtools.reports.capacity import hosts_outside
+        hosts_outside(ingest.gpu_runs_by_nodelist(jobs), set(cap["node"]) if cap is not None else set())
         compute = columnar.compute if lazy else metrics.compute
         r = compute(jobs, site, since, until, capacity=cap, notes=notes + cn, history=history,
                     fabric=load_fabric(site.fabric_path))
