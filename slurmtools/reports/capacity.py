@@ -174,6 +174,11 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=No
                 f = f[:k] + [h.delimiter.join(f[k:len(f) - (1 if h.trailing else 0)])] + ([""] if h.trailing else [])
             if len(f) != len(head):
                 raise ValueError(f"torn: {len(f)} fields, expected {len(head)}")
+            if at_cluster is not None:   # another cluster's rows are not read at all, their faults not the site's
+                name = f[at_cluster].strip()
+                clusters[name] = clusters.get(name, 0) + 1
+                if name != cluster:
+                    continue
             node, state = f[at["nodename"]].strip(), f[at["state"]].strip()
             for label, v in (("NodeName", node), ("State", state), ("TimeStart", f[at["timestart"]]),
                              ("TimeEnd", f[at["timeend"]])):
@@ -194,11 +199,6 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=No
                 raise ParseError(source, n, str(exc)) from None
             bad.rows.append(BadRow(source, n, str(exc), _shown(line)))
             continue
-        if at_cluster is not None:
-            name = f[at_cluster].strip()
-            clusters[name] = clusters.get(name, 0) + 1
-            if name != cluster:
-                continue
         rows.append((node, start, end, state))
         lines.append((n, line))
     if clusters and cluster not in clusters:
@@ -208,8 +208,9 @@ def _read_event_rows(text: str, source: str, bad: BadRows | None = None, zone=No
                      command="sacctmgr -P show event clusters={} format=" + ",".join(EVENT_FIELDS))
     left = sum(k for name, k in clusters.items() if name != cluster)
     if left and notes is not None:
-        notes.append(f"{source}: {left} event row(s) of other clusters ({', '.join(sorted(set(clusters) - {cluster}))})"
-                     f" left out: the site file names cluster {cluster}")
+        others = ", ".join(n or "(no name)" for n in sorted(set(clusters) - {cluster}))
+        notes.append(f"{source}: {left} event row(s) of other clusters ({others}) left out: the site file names "
+                     f"cluster {cluster}")
     if bad is not None:
         bad.total += len(numbered) - 1 - left
     df = pd.DataFrame(rows, columns=list(cols)) if rows else pd.DataFrame({k: pd.Series(dtype=v)

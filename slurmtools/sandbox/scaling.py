@@ -259,4 +259,8 @@ def scale_job(job, model: SiteScale):
                            f"({model.max_cpus_per_node})")
     if f == 1:
         return job
+    if job.exclusive and gmax:
+        # it held whole real nodes: in the model, those nodes' GPUs; --exclusive would take whole emulated nodes,
+        # F real ones each
+        job = replace(job, exclusive=False, gpus=job.nodes * gmax)
     return replace(job, nodes=math.ceil(job.nodes / f))

@@ -85,10 +85,12 @@ def _options(j: TraceJob, scale: Clock, site, name: str | None = None, shape: tu
          f"--time={scale.limit_minutes(limit)}", "--requeue", "--output=/dev/null", "--chdir=/tmp"]
     if j.partition:
         o.append(f"--partition={j.partition}")
-    if j.exclusive:
-        o.append("--exclusive")
+    # it held whole nodes in history: last, so that a planner shape's own --exclusive=topo does not take it back
+    # (sbatch keeps the last)
+    whole = ["--exclusive"] if j.exclusive else []
     if shape is not None:
-        return o + list(shape)
+        return o + list(shape) + whole
+    o += whole
     o.append(f"--nodes={j.nodes}")
     if j.gpus:
         typed = f"{j.gpu_type}:" if j.gpu_type else ""

@@ -256,11 +256,17 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
         # replayed on the nodes it ran on, or its shape would fit nowhere
         ran_on = max(alloc.nodes, len(last.nodelist))
         nodes = max(req.nodes, ran_on)
+        gpus = req.gpus
         if ran_on > req.nodes > 0:
             wider.append(key)
-        exclusive = alloc.gpus > req.gpus   # Slurm adds GPUs to none but a whole-node allocation
+        # more GPUs per node than it asked per node: Slurm adds GPUs to none but a whole-node allocation. (ReqTRES
+        # counts GPUs asked per node over the nodes asked, so a --gres=gpu:2 job spread over 2 nodes holds 4 and
+        # asked 2 per node: not exclusive, and replayed with the 4 it held)
+        exclusive = req.nodes > 0 and alloc.gpus * req.nodes > req.gpus * ran_on
         if exclusive:
             whole.append(key)
+        elif ran_on > req.nodes > 0 and alloc.gpus > req.gpus:
+            gpus = alloc.gpus
         if nodes <= 0:
             raise ParseError(source, None, f"job {key}: no node count (ReqTRES node=, NodeList)")
         types = {t: n for t, n in req.gpus_by_type.items() if t != "untyped"}
@@ -289,7 +295,7 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
                 array_job, array_task = a, int(t)
         jobs.append(TraceJob(key=key, submit=submit, user=last.user, account=last.account, tier=last.qos,
                              partition=(last.partition.split(",")[0] or None) if last.partition else None,
-                             nodes=nodes, gpus=req.gpus, gpu_type=gpu_type, cpus=req.cpu or None,
+                             nodes=nodes, gpus=gpus, gpu_type=gpu_type, cpus=req.cpu or None,
                              run_s=end - start, limit_s=float(limit), array_job=array_job,
                              array_task=array_task, state=last.state, start=start, exclusive=exclusive))
     notes = list(cluster_notes)

@@ -44,3 +44,15 @@ def test_a_dump_without_its_header_names_the_event_fields():
                               "Reason), got '|2026-09-24T20:45:24|Unknown||Cluster Registered TRES|' (written with -n "
                               "/ --noheader? write it with the header); as `sacctmgr -P show event format=NodeName,"
                               "TimeStart,TimeEnd,State,Reason` writes it")
+
+
+def test_another_clusters_faulty_rows_are_not_the_sites_bad_rows():
+    """Rows of another cluster were checked before they were left out: their faults counted against the site's
+    bad-row share (3 of 13, failing the report at 1 %), and a strict read refused the whole dump for them."""
+    text = ("Cluster|NodeName|TimeStart|TimeEnd|State|Reason\n"
+            + "".join(f"lab|gpu{i:02d}|2026-11-24T00:00:00|2026-11-24T02:00:00|DOWN|x\n" for i in range(1, 11))
+            + "other|n1|2026-11-24T05:00:00|2026-11-24T02:00:00|DOWN|backwards\n" * 3
+            + "other|n2|2026-11-24T00:00:00|2026-11-24T02:00:00|DOWN|fine\n" * 20)
+    events, _first, bad = parse_events(text, "ev.txt", cluster="lab", notes=[])
+    assert len(events) == 10 and bad.rows == [] and bad.total == 10
+    assert len(read_events(text, "ev.txt", cluster="lab")) == 10

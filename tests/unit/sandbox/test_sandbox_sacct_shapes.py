@@ -177,3 +177,25 @@ def test_a_history_without_the_needed_fields_names_the_sandboxs_own_sacct_comman
     assert str(e.value).endswith("; dump with `sacct -X -D --parsable2 -o JobID,JobIDRaw,JobName,User,Account,"
                                  "Partition,QOS,State,ExitCode,Submit,Eligible,Start,End,ElapsedRaw,TimelimitRaw,"
                                  "NodeList,AllocTRES,ReqTRES,AllocCPUS`")
+
+
+def test_gpus_per_node_spread_wider_is_not_exclusive(tmp_path):
+    """ReqTRES counts the GPUs asked per node over the nodes asked: `-n 24 --gres=gpu:2` spread over 2 nodes holds
+    4 GPUs and asked 2 per node. It was taken as an --exclusive job replayed with 2 GPUs over 2 nodes; it is
+    replayed on its 2 nodes with the 4 it held. A job that held more per node than it asked is still exclusive."""
+    from slurmtools.sandbox.submission import _options
+
+    wide = _without(tmp_path, STATES, "3005", "3015", change=lambda ln: _edit_job(ln, {
+        "NodeList": "gpu[01-02]", "AllocTRES": "billing=24,cpu=24,gres/gpu:h100=4,gres/gpu=4,mem=128G,node=2",
+        "ReqTRES": "billing=24,cpu=24,gres/gpu=2,mem=128G,node=1"}))
+    j = next(j for j in load_trace(wide).jobs if j.key == "3001")
+    assert (j.nodes, j.gpus, j.exclusive) == (2, 4, False)
+    assert "--gres=gpu:2" in _options(j, _Clock(), None) and "--exclusive" not in _options(j, _Clock(), None)
+    # a planner shape's own --exclusive=topo does not take the history's whole nodes back: sbatch keeps the last
+    whole = _without(tmp_path, STATES, "3005", "3015", change=lambda ln: _edit_job(ln, {
+        "AllocTRES": "billing=36,cpu=36,gres/gpu:h100=8,gres/gpu=8,mem=500G,node=1",
+        "ReqTRES": "billing=8,cpu=8,gres/gpu:h100=2,gres/gpu=2,mem=64G,node=1"}))
+    j = next(j for j in load_trace(whole).jobs if j.key == "3001")
+    assert j.exclusive and j.gpus == 2
+    assert _options(j, _Clock(), None, shape=("--nodes=1", "--exclusive=topo"))[-2:] == ["--exclusive=topo",
+                                                                                          "--exclusive"]

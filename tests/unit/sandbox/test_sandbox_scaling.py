@@ -118,6 +118,11 @@ def test_jobs_keep_their_gpus_and_divide_their_nodes(tmp_path):
     assert scaling.scale_job(one, model) == one
     same = scaling.scale_site(site, doc, fabric, 1)
     assert scaling.scale_job(_job(nodes=4, gpus=32), same).nodes == 4
+    # a job that held whole real nodes (--exclusive in history) holds their GPUs in the model, not whole emulated
+    # nodes (4 real ones each: it took 32 GPUs for the 8 it held)
+    ex = scaling.scale_job(_job(nodes=1, gpus=2, exclusive=True), model)
+    assert (ex.nodes, ex.gpus, ex.exclusive) == (1, 8, False)
+    assert scaling.scale_job(_job(nodes=1, gpus=2, exclusive=True), same).exclusive   # 1:1 keeps --exclusive
 
 
 def test_jobs_production_would_refuse_are_refused_before_the_model_accepts_them(tmp_path):
