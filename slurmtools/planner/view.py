@@ -193,6 +193,8 @@ def _states(rows: Iterable[tuple[str, str, NodeType]], live: Mapping[str, NodeIn
         elif used:
             free -= used[kind]
         cpus, mem = n.cpus - n.cpus_alloc, n.memory_mb - n.memory_alloc_mb
+        if (cpus <= 0 or mem <= 0) and ((cpus <= 0 < n.cpus) or (mem <= 0 < n.memory_mb)):
+            free = 0   # no CPU or memory left: its GPUs start no job
         hosts[h] = new(HostState, (h, leaf, name, gpus, (gpus if free > gpus else free) if free > 0 else 0,
                                    cpus if cpus > 0 else 0, mem if mem > 0 else 0))
     return hosts

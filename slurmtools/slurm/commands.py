@@ -20,7 +20,8 @@ from slurmtools.hostlist import expand
 from slurmtools.slurm.backend import Backend
 from slurmtools.slurm.model import (USER_NAME_RULE, AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo,
                                     QosInfo, UserAssociations, is_user_name)
-from slurmtools.slurm.readers.common import check_errors as _check_errors, num as _num, ts as _ts
+from slurmtools.slurm.readers.common import check_errors as _check_errors, check_shape as _check_shape, num as _num
+from slurmtools.slurm.readers.common import ts as _ts
 from slurmtools.slurm.tres import parse_tres
 
 _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out",
@@ -186,6 +187,7 @@ class CommandBackend(Backend):
             argv += ["--user", user]
         data = json.loads(self.run(argv))
         _check_errors("squeue", data)
+        _check_shape(f"{argv[0]} {rel.json_flag()}", data, "jobs", rel)
         wanted = set(job_ids) if job_ids else None
         out = []
         for j in data.get("jobs", []):
@@ -215,6 +217,7 @@ class CommandBackend(Backend):
         argv = reader.nodes_argv(rel.json_flag())
         data = json.loads(self.run(argv))
         _check_errors(argv[0], data)
+        _check_shape(" ".join(argv), data, "nodes", rel)
         seen: dict[str, NodeInfo] = {}
         for n in reader.nodes(data):
             try:
@@ -309,13 +312,6 @@ def _command_zone(env: Mapping[str, str]):
         raise SlurmtoolsError(f"TZ={tz} in the environment Slurm's commands run with is not a zone name this "
                               "process can read (an IANA name such as Europe/Berlin), so a time window cannot be "
                               "given to sacct in it; run them with this process's TZ") from None
-
-
-def _check_errors(cmd: str, data: dict) -> None:
-    errs = [e for e in data.get("errors", []) if e]
-    if errs:
-        e = errs[0]
-        raise SlurmError(cmd, f"{cmd}: error: {e.get('error') or e.get('description') or e}")
 
 
 def parse_associations(user: str, assoc_text: str, user_text: str) -> UserAssociations:

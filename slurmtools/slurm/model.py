@@ -55,7 +55,12 @@ class NodeInfo:
 
     @property
     def gpus_free(self) -> int:
-        return 0 if not self.schedulable else self.gpus - self.gpus_used
+        """GPUs a job could start on now: none on a node that takes no job, or whose CPUs or memory are all
+        allocated (a GPU job needs a CPU and some memory: a MIG node's idle slices behind 48 of 48 CPUs are not
+        free)."""
+        if not self.schedulable or self.cpus_alloc >= self.cpus > 0 or self.memory_alloc_mb >= self.memory_mb > 0:
+            return 0
+        return self.gpus - self.gpus_used
 
     @property
     def schedulable(self) -> bool:

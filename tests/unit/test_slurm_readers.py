@@ -232,7 +232,8 @@ def test_untyped_gpus_given_by_file_read_as_untyped():
                                         ("alloc_cpus", -1), ("name", None)])
 def test_a_node_count_that_is_absent_or_not_a_count_is_refused(reader, key, value):
     """Absent, null or `٣` CPUs or memory were read as 0 or as 3 (`int()`), a missing name was a KeyError."""
-    for node in ({**NODE, key: value}, {k: v for k, v in NODE.items() if k != key}):
+    base = NODE if reader is data_parser else {**NODE, "state": "idle"}   # each reader's own state shape
+    for node in ({**base, key: value}, {k: v for k, v in base.items() if k != key}):
         with pytest.raises(ValueError, match=key):
             reader.node(node)
 
@@ -266,3 +267,69 @@ def test_a_null_name_account_or_partition_reads_as_empty(reader):
            "partition": None, "qos": None}
     j = reader.job(job)
     assert (j.name, j.user, j.account, j.partition, j.qos) == ("", "", "", "", "")
+
+
+# -- real captures of other sites (a helper's probe of 16, 2026-11-28) -------------------------------------------
+JOB = {"job_id": 4716, "job_state": ["RUNNING"], "node_count": {"set": True, "infinite": False, "number": 2},
+       "tasks": {"set": True, "infinite": False, "number": 4}, "tres_alloc_str": "cpu=1,mem=512M,node=1,billing=1",
+       "tres_req_str": "cpu=1,mem=512M,node=1,billing=1", "tres_per_job": "", "tres_per_node": "", "tres_per_task": ""}
+
+
+@pytest.mark.parametrize("fields, gpus, by_type", [
+    ({"gres_detail": ["gpu:h100:1(IDX:0)", "gpu:h100:1(IDX:3)"], "tres_per_node": "gres/gpu:h100:1"}, 2, {"h100": 2}),
+    ({"tres_per_node": "gres/gpu:h100:1"}, 2, {"h100": 2}),          # pending: per node x its 2 nodes
+    ({"tres_per_job": "gres/gpu:6"}, 6, {"untyped": 6}),
+    ({"tres_per_task": "gres/gpu:1"}, 4, {"untyped": 4}),            # per task x its 4 tasks
+    ({"tres_per_node": "gres/shard:2"}, 0, {}),                      # no GPU asked
+    ({}, 0, {}),
+])
+def test_a_jobs_gpus_without_gpu_tres_come_from_what_it_holds_or_asked(fields, gpus, by_type):
+    """Slurm leaves gres/gpu out of a job's TRES strings unless AccountingStorageTRES lists it (its default): a job
+    holding an H100 (Slurm-web's 25.11 capture) read as 0 GPUs, beside its node's 1 in use; a pending `--gpus=6`
+    job (its 23.11 capture) too, so the slack's demand ahead missed them."""
+    for reader in (data_parser, v0038):
+        j = reader.job({**JOB, **fields, "job_state": "RUNNING" if reader is v0038 else ["RUNNING"]})
+        assert (j.gpus, j.gpus_by_type) == (gpus, by_type), reader
+    # GPUs in the TRES (the site tracks gres/gpu) are read from there, as before
+    j = data_parser.job({**JOB, "tres_alloc_str": "cpu=2,gres/gpu:a100=3,gres/gpu=3,node=1",
+                         "tres_per_job": "gres/gpu:9"})
+    assert (j.gpus, j.gpus_by_type) == (3, {"a100": 3})
+    with pytest.raises(ValueError, match="tres_per_task 'gres/gpu:1' with no task count"):
+        data_parser.job({**JOB, "tres_per_task": "gres/gpu:1", "tasks": {"set": False}})
+
+
+def test_json_of_another_shape_than_the_releases_is_refused_in_one_line(monkeypatch):
+    """A `sinfo --version` of one release and commands of another (a client installed beside the controller's)
+    read 21.08's state word letter by letter (`state='a'`) or failed with an AttributeError on 22.05's reader."""
+    from slurmtools.errors import ParseError
+    from slurmtools.slurm.commands import CommandBackend
+
+    with pytest.raises(ValueError, match="state 'allocated' is one word, not data_parser's list"):
+        data_parser.node({**NODE, "state": "allocated"})
+    with pytest.raises(ValueError, match="state is a list, as data_parser writes it"):
+        v0038.node({**NODE, "state_flags": []})
+    with pytest.raises(ValueError, match="features is a list"):
+        v0038.node({**NODE, "state": "idle", "features": ["a100"]})
+    with pytest.raises(ValueError, match="job_state is a list"):
+        v0038.job({**JOB, "job_state": ["RUNNING"]})
+    b = CommandBackend()
+    monkeypatch.setattr(b, "slurm_release", lambda: release_for("23.11"))
+    meta = {"plugin": {"data_parser": "data_parser/v0.0.41"}}
+    monkeypatch.setattr(b, "run", lambda argv, *a, **k: json.dumps({"meta": meta, "nodes": [NODE]}))
+    with pytest.raises(ParseError) as err:
+        b.nodes()
+    assert str(err.value) == ("scontrol show nodes --json=v0.0.40: its JSON was written by data_parser v0.0.41, and "
+                              "Slurm 23.11 (as sinfo --version says) is read as v0.0.40: the commands on PATH are of "
+                              "another Slurm release than the one found")
+    # `sinfo -N --json` holds its records under "sinfo": not an empty cluster
+    monkeypatch.setattr(b, "run", lambda argv, *a, **k: json.dumps({"sinfo": [NODE], "meta": {}}))
+    with pytest.raises(ParseError, match=r"no 'nodes' list in its JSON output \(it holds: sinfo, meta\)"):
+        b.nodes()
+
+
+def test_gpus_behind_all_cpus_or_memory_taken_are_not_free():
+    """A MIG node with 48 of 48 CPUs allocated and 20 idle slices counted 20 free GPUs (talapas, 23.11): no job
+    can start there. The planner's view and the slack say 0."""
+    full = data_parser.node({**NODE, "alloc_cpus": 112})
+    assert full.gpus_free == 0 and data_parser.node(NODE).gpus_free == 2
+    assert data_parser.node({**NODE, "alloc_memory": 2000000}).gpus_free == 0

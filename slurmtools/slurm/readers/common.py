@@ -82,6 +82,26 @@ def text(record: dict, key: str) -> str:
     return value
 
 
+def check_shape(cmd: str, data, key: str, release) -> None:
+    """The JSON holds the `key` list, written by the parser `release`'s reader reads (`meta.plugin.data_parser`,
+    where Slurm names it): a command of another release (a client installed beside the controller's, a PATH that
+    finds another build) writes another shape, which the reader would read into nonsense (a state word split into
+    letters). ParseError in one line naming both."""
+    from slurmtools.errors import ParseError
+
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        held = ", ".join(map(str, list(data)[:6])) if isinstance(data, dict) else type(data).__name__
+        raise ParseError(cmd, None, f"no {key!r} list in its JSON output (it holds: {held})")
+    meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+    plugin = meta.get("plugin") if isinstance(meta.get("plugin"), dict) else {}
+    written = str(plugin.get("data_parser") or "").rpartition("/")[2]
+    expected = release.json_parser or "v0.0.38"
+    if written and written != expected:
+        raise ParseError(cmd, None, f"its JSON was written by data_parser {written}, and Slurm {release.name} (as "
+                                    f"sinfo --version says) is read as {expected}: the commands on PATH are of "
+                                    "another Slurm release than the one found")
+
+
 def check_errors(cmd: str, data: dict) -> None:
     """Slurm reports some failures inside the JSON (`errors: [...]`) with exit code 0."""
     errs = [e for e in data.get("errors", []) if e]
@@ -89,3 +109,35 @@ def check_errors(cmd: str, data: dict) -> None:
         e = errs[0]
         msg = e.get("error") or e.get("description") or e if isinstance(e, dict) else e
         raise SlurmError(cmd, f"{cmd}: error: {msg}")
+
+
+def job_gpus(j: dict, tres) -> tuple[int, dict[str, int]]:
+    """A job's GPUs (total, by type): its TRES (allocated, else requested) where they count GPUs. A site whose
+    AccountingStorageTRES leaves gres/gpu out has none there (Slurm's default), so then what the job holds on its
+    nodes (`gres_detail`, one entry per node: `gpu:h100:1(IDX:0)`) or asked for (`tres_per_job`, `tres_per_node` x
+    its nodes, `tres_per_task` x its tasks: `gres/gpu:h100:1`); (0, {}) when it names no GPU anywhere. ValueError
+    for a per-task request without a task count: its GPUs would be a guess."""
+    from slurmtools.slurm.tres import gpus_in, parse_gres
+
+    if tres.gpus:
+        return tres.gpus, dict(tres.gpus_by_type)
+
+    def add(into: dict[str, int], by_type: dict[str, int], times: int = 1) -> None:
+        for t, n in by_type.items():
+            if n:
+                into[t] = into.get(t, 0) + n * times
+
+    held: dict[str, int] = {}
+    for per_node in j.get("gres_detail") or []:
+        add(held, {(g.type or "untyped"): max(g.count, len(g.indexes))
+                   for g in parse_gres(str(per_node)) if g.name == "gpu"})
+    if not held:
+        add(held, gpus_in(j.get("tres_per_job") or ""))
+    if not held:
+        add(held, gpus_in(j.get("tres_per_node") or ""), num(j.get("node_count")) or 1)
+    if not held and gpus_in(j.get("tres_per_task") or ""):
+        tasks = num(j.get("tasks"))
+        if not tasks:
+            raise ValueError(f"tres_per_task {j.get('tres_per_task')!r} with no task count: its GPUs are not known")
+        add(held, gpus_in(j["tres_per_task"]), tasks)
+    return sum(held.values()), held

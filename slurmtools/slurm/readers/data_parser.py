@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from slurmtools.hostlist import expand
 from slurmtools.slurm.model import JobInfo, NodeInfo
-from slurmtools.slurm.readers.common import count, num, text, ts
+from slurmtools.slurm.readers.common import count, job_gpus, num, text, ts
 from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
 
 _BASE_STATES = {"IDLE", "MIXED", "ALLOCATED", "DOWN", "ERROR", "FUTURE", "UNKNOWN", "COMPLETING"}
@@ -43,6 +43,7 @@ def nodes_argv(flag: str) -> list[str]:
 
 def job(j: dict) -> JobInfo:
     tres = parse_tres(j.get("tres_alloc_str") or j.get("tres_req_str") or "")
+    gpus, by_type = job_gpus(j, tres)
     limit = num(j.get("time_limit"))
     arr = num(j.get("array_job_id"))
     task = num(j.get("array_task_id"))
@@ -54,7 +55,7 @@ def job(j: dict) -> JobInfo:
         account=j.get("account") or "", partition=j.get("partition") or "", qos=j.get("qos") or "",
         state=job_state(j.get("job_state")),
         reason=j.get("state_reason", "") or "", nodes=tuple(expand(j.get("nodes") or "")),
-        num_nodes=num(j.get("node_count")) or 0, gpus=tres.gpus, gpus_by_type=tres.gpus_by_type,
+        num_nodes=num(j.get("node_count")) or 0, gpus=gpus, gpus_by_type=by_type,
         time_limit_s=limit * 60 if limit is not None else None, restarts=num(j.get("restart_cnt")) or 0,
         submit_time=ts(j.get("submit_time")), start_time=ts(j.get("start_time")), end_time=ts(j.get("end_time")),
         array_job_id=arr or None, array_task_id=task if arr else None,
@@ -83,6 +84,8 @@ def node(n: dict) -> NodeInfo:
     idx: list[int] = []
     for g in used:
         idx.extend(g.indexes)
+    if isinstance(n.get("state"), str):   # 22.05's one word ("allocated") would read letter by letter
+        raise ValueError(f"state {n['state'][:20]!r} is one word, not data_parser's list (JSON of Slurm 22.05?)")
     states = [str(s).upper() for s in (n.get("state") or ["UNKNOWN"])]
     base = next((s for s in states if s in _BASE_STATES), states[0])
     flags = tuple(s for s in states if s != base)

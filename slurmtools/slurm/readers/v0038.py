@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from slurmtools.hostlist import expand
 from slurmtools.slurm.model import JobInfo, NodeInfo
-from slurmtools.slurm.readers.common import count, num, text, ts
+from slurmtools.slurm.readers.common import count, job_gpus, num, text, ts
 from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
 
 
@@ -22,8 +22,16 @@ def nodes_argv(flag: str) -> list[str]:
 NO_VAL = 0xFFFFFFFE
 
 
+def _one_word(record: dict, key: str) -> None:
+    """22.05 writes `key` as one word; data_parser's list (23.02 and later) would read as its Python text."""
+    if isinstance(record.get(key), list):
+        raise ValueError(f"{key} is a list, as data_parser writes it (Slurm 23.02 or later), not 22.05's word")
+
+
 def job(j: dict) -> JobInfo:
+    _one_word(j, "job_state")
     tres = parse_tres(j.get("tres_alloc_str") or j.get("tres_req_str") or "")
+    gpus, by_type = job_gpus(j, tres)
     limit = num(j.get("time_limit"))
     if limit == NO_VAL:   # no limit of its own, as data_parser's {"set": false} reads (not 8,171 years)
         limit = None
@@ -33,7 +41,7 @@ def job(j: dict) -> JobInfo:
         account=j.get("account") or "", partition=j.get("partition") or "", qos=j.get("qos") or "",
         state=j.get("job_state") or "UNKNOWN",
         reason=j.get("state_reason", "") or "", nodes=tuple(expand(j.get("nodes") or "")),
-        num_nodes=num(j.get("node_count")) or 0, gpus=tres.gpus, gpus_by_type=tres.gpus_by_type,
+        num_nodes=num(j.get("node_count")) or 0, gpus=gpus, gpus_by_type=by_type,
         time_limit_s=limit * 60 if limit is not None else None, restarts=num(j.get("restart_cnt")) or 0,
         submit_time=ts(j.get("submit_time")), start_time=ts(j.get("start_time")), end_time=ts(j.get("end_time")),
         array_job_id=arr or None, array_task_id=num(j.get("array_task_id")),
@@ -45,6 +53,8 @@ def nodes(data: dict) -> list[dict]:
 
 
 def node(n: dict) -> NodeInfo:
+    for key in ("state", "features", "active_features"):
+        _one_word(n, key)
     used = parse_gres(n.get("gres_used") or "")
     idx: list[int] = []
     for g in used:
