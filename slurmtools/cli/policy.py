@@ -308,12 +308,21 @@ def _submissions(records: list, cluster: str, source: str) -> tuple[list, list[s
         if k not in last or (when(r), i) >= last[k][0]:
             last[k] = ((when(r), i), r)
     kept = [r for _, r in sorted(last.values(), key=lambda x: x[0][1])]
-    blank = next((r for r in kept if not r.req_tres and not r.alloc_tres), None)
-    if blank is not None:   # a record from before Slurm kept TRES: replayed, it would ask for no GPU at all
-        from slurmtools.errors import ParseError
+    from slurmtools.errors import ParseError
+    from slurmtools.slurm.tres import record_tres
 
-        raise ParseError(source, None, f"job {blank.job_id}: ReqTRES and AllocTRES are both empty, so what it asked "
-                                       "for (GPUs, nodes) is not known (a record from before Slurm kept TRES?)")
+    blank = None
+    for r in kept:
+        try:
+            if record_tres(r) is None:
+                blank = r
+                break
+        except ValueError as exc:
+            raise ParseError(source, None, f"job {r.job_id}: {exc}") from None
+    if blank is not None:   # a record from before Slurm kept TRES: replayed, it would ask for no GPU at all
+        raise ParseError(source, None, f"job {blank.job_id}: ReqTRES and AllocTRES are both empty and no GRES column "
+                                       "says its GPUs, so what it asked for is not known (a record from before Slurm "
+                                       "kept TRES?)")
     if len(kept) < len(allocs):
         notes.append(f"{len(allocs) - len(kept)} earlier run(s) of requeued or resized jobs (sacct -D) left out: "
                      f"each job is replayed once, as its last run (what sacct lists without --duplicates)")

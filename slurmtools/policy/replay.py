@@ -23,7 +23,7 @@ from slurmtools.policy.base import Decision, PolicyContext, evaluate, load_polic
 from slurmtools.policy.request import JobRequest
 from slurmtools.policy.usage import uncharged_tiers
 from slurmtools.slurm.model import AcctRecord
-from slurmtools.slurm.tres import parse_tres
+from slurmtools.slurm.tres import parse_tres, record_tres
 
 #: policies that need the batch script, which sacct does not keep
 NEEDS_SCRIPT = ("checkpoint_signal",)
@@ -33,7 +33,7 @@ REPLAY_FIELDS = (("JobID", "JobIDRaw"), "User", "Account", "Partition", "QOS", "
 
 
 def request_from_record(r: AcctRecord) -> JobRequest:
-    req = parse_tres(r.req_tres or r.alloc_tres)   # an empty ReqTRES: what it was given (readers refuse both empty)
+    req = parse_tres(record_tres(r) or "")   # the readers refuse a record whose request is not known
     nodes = req.nodes or max(1, len(r.nodelist))
     gres = ",".join(f"gres:gpu:{n}" if t == "untyped" else f"gres:gpu:{t}:{n}" for t, n in req.gpus_by_type.items())
     mem_per_node = -(-int(req.mem_mb) // nodes) if req.mem_mb else None

@@ -204,7 +204,7 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
     cluster), and is refused in one line without it. A federation's REVOKED records (a sibling job withdrawn
     because the job ran on another cluster) are not runs: left out and counted."""
     from slurmtools.slurm.commands import one_cluster
-    from slurmtools.slurm.tres import parse_tres
+    from slurmtools.slurm.tres import parse_tres, record_tres
 
     allocs = [r for r in records if r.step is None]
     ran, cluster_notes = one_cluster([r for r in allocs if r.state != "REVOKED"], cluster, source, "--site")
@@ -241,12 +241,17 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
             if not value:
                 raise ParseError(source, None, f"job {key}: {what} is empty; the sandbox submits every job as its "
                                                f"user, account and QoS")
-        if not last.req_tres and not last.alloc_tres:
-            # a record from before Slurm kept TRES (15.08), or a field emptied: its GPUs would read as none
-            raise ParseError(source, None, f"job {key}: ReqTRES and AllocTRES are both empty, so its GPUs and nodes "
-                                           "are not known (a record from before Slurm kept TRES?)")
-        alloc = parse_tres(last.alloc_tres)
-        req = parse_tres(last.req_tres) if last.req_tres else alloc
+        try:
+            asked = record_tres(last)
+        except ValueError as exc:
+            raise ParseError(source, None, f"job {key}: {exc}") from None
+        if asked is None:
+            # a record from before Slurm kept TRES (15.08), or fields emptied: its GPUs would read as none
+            raise ParseError(source, None, f"job {key}: ReqTRES and AllocTRES are both empty and no GRES column "
+                                           "says its GPUs, so they are not known (a record from before Slurm kept "
+                                           "TRES?)")
+        req = parse_tres(asked)
+        alloc = parse_tres(last.alloc_tres) if last.alloc_tres else req
         shares = [f"{k}={v}" for k, v in {**alloc.other, **req.other}.items()
                   if _SHARE.fullmatch(k) and v.strip("0")]
         if shares:

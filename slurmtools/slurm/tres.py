@@ -211,3 +211,31 @@ def gpus_in(text: str | None) -> dict[str, int]:
             key = g.type or "untyped"
             out[key] = out.get(key, 0) + g.count
     return out
+
+
+def record_tres(r) -> str | None:
+    """The TRES of an sacct job record (`AcctRecord`) as a request is read from it: ReqTRES, else AllocTRES; for a
+    record that has neither (Slurm before 15.08 kept no TRES; some exports blank them), one built from its GRES
+    columns, node list and CPUs where the dump has ReqGRES or AllocGRES: an empty one states no GPU. None when
+    nothing in the record says what it asked for (its GPUs are unknown): neither TRES nor a GRES column, or GPUs
+    in GRES over several nodes (whether per node or per job, the column does not say). ValueError naming the GRES
+    column that is not one."""
+    if r.req_tres or r.alloc_tres:
+        return r.req_tres or r.alloc_tres
+    if "ReqGRES" not in r.extra and "AllocGRES" not in r.extra:
+        return None
+    field = "AllocGRES" if r.extra.get("AllocGRES") else "ReqGRES"
+    try:
+        gpus = gpus_in(r.extra.get(field) or "")
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from None
+    nodes = len(r.nodelist)
+    if sum(gpus.values()) and nodes > 1:
+        return None
+    parts = [f"cpu={r.alloc_cpus}"] if r.alloc_cpus else []
+    parts += [f"gres/gpu:{t}={n}" for t, n in gpus.items() if t != "untyped"]
+    if sum(gpus.values()):
+        parts.append(f"gres/gpu={sum(gpus.values())}")
+    if nodes:
+        parts.append(f"node={nodes}")
+    return ",".join(parts)

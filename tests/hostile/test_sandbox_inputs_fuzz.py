@@ -412,14 +412,15 @@ def test_mutated_campaigns_are_read_or_refused_in_one_line(tmp_path, sample, his
 
 def test_the_samples_as_they_are(tmp_path, history):
     """Every sample unmutated: the traces the sandbox reads are read (the slurm2sql dumps without QOS refused by
-    the same rule), and every campaign file is read."""
+    the same rule; the second one's with QOS too: its records have neither TRES nor a GRES column, so their GPUs are
+    not known), and every campaign file is read."""
     refused = []
     for sample in TRACES:
         p = tmp_path / sample.name
         p.write_bytes(sample.text)
         if read_trace_or_refuse(str(p), f"trace {sample.name} as it is") is None:
             refused.append(sample.name)
-    assert refused == ["slurm2sql_test-data1.csv", "slurm2sql_test-data2.csv"]
+    assert refused == ["slurm2sql_test-data1.csv", "slurm2sql_test-data2.csv", "slurm2sql-2-with-qos.sacct"]
     for sample in CAMPAIGN_FILES:
         p = tmp_path / sample.name
         p.write_bytes(sample.text)

@@ -85,8 +85,8 @@ def test_a_record_without_tres_is_refused_and_an_empty_reqtres_reads_the_allocat
     p = edit(True)
     res = _replay(str(find_site_path(None)), p)
     assert res.exit_code != 0
-    assert str(res.exception) == (f"{p}: job 3001: ReqTRES and AllocTRES are both empty, so what it asked for (GPUs, "
-                                  "nodes) is not known (a record from before Slurm kept TRES?)")
+    assert str(res.exception) == (f"{p}: job 3001: ReqTRES and AllocTRES are both empty and no GRES column says its "
+                                  "GPUs, so what it asked for is not known (a record from before Slurm kept TRES?)")
     from dataclasses import replace
 
     from slurmtools.policy.replay import request_from_record

@@ -164,8 +164,8 @@ class _Clock:
 
 def test_a_record_without_tres_is_refused_not_replayed_without_gpus(tmp_path):
     p = _without(tmp_path, STATES, "3005", "3015", change=lambda ln: _edit_job(ln, {"AllocTRES": "", "ReqTRES": ""}))
-    refused(p, "job 3001: ReqTRES and AllocTRES are both empty, so its GPUs and nodes are not known (a record from "
-               "before Slurm kept TRES?)")
+    refused(p, "job 3001: ReqTRES and AllocTRES are both empty and no GRES column says its GPUs, so they are not "
+               "known (a record from before Slurm kept TRES?)")
 
 
 def test_a_history_without_the_needed_fields_names_the_sandboxs_own_sacct_command(tmp_path):
@@ -199,3 +199,24 @@ def test_gpus_per_node_spread_wider_is_not_exclusive(tmp_path):
     assert j.exclusive and j.gpus == 2
     assert _options(j, _Clock(), None, shape=("--nodes=1", "--exclusive=topo"))[-2:] == ["--exclusive=topo",
                                                                                           "--exclusive"]
+
+
+def test_a_record_without_tres_reads_its_gres_columns_where_the_dump_has_them():
+    """slurm2sql's 2019 dump: empty ReqTRES and AllocTRES beside a ReqGRES column. An empty GRES states no GPU (the
+    trace reads it, a CPU job); GPUs in GRES on one node are read; on several nodes (per node or per job? the
+    column does not say) and without any GRES column they are not known."""
+    from dataclasses import replace
+
+    from slurmtools.slurm.commands import parse_sacct
+    from slurmtools.slurm.tres import record_tres
+
+    r = next(r for r in parse_sacct((DATA / "slurm2sql_test-data1.csv").read_text(), "d")
+             if r.job_id == "43974388" and r.step is None)
+    assert (r.req_tres, r.alloc_tres, r.extra["ReqGRES"]) == ("", "", "")
+    assert record_tres(r) == "cpu=2,node=1"
+    assert record_tres(replace(r, extra={**r.extra, "ReqGRES": "gpu:tesla:2"})) == \
+        "cpu=2,gres/gpu:tesla=2,gres/gpu=2,node=1"
+    assert record_tres(replace(r, extra={**r.extra, "ReqGRES": "gpu:2"}, nodelist=("pe2", "pe3"))) is None
+    assert record_tres(replace(r, extra={})) is None
+    with pytest.raises(ValueError, match="ReqGRES: cannot read GRES"):
+        record_tres(replace(r, extra={**r.extra, "ReqGRES": "+7"}))
