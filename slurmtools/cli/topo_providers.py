@@ -337,7 +337,9 @@ def import_cmd(file: str = typer.Argument(..., help="The provider's input file (
                    None, "--hostname-pattern", help="ibnetdiscover: regex over node descriptions with groups "
                                                     "(?P<host>...) and optionally (?P<hca>...)"),
                exclude_hca: List[str] = typer.Option([], "--exclude-hca", help="ibnetdiscover: glob of adapter "
-                                                                              "names to leave out (storage)"),
+                                                                              "names to leave out (storage), or of "
+                                                                              "the descriptions or GUIDs of adapters "
+                                                                              "that name no host"),
                exclude_switch: List[str] = typer.Option([], "--exclude-switch", help="ibnetdiscover: glob of switch "
                                                                                     "GUIDs or descriptions"),
                nvlink: Optional[str] = typer.Option(None, "--nvlink", help="nvidia-smi: `nvidia-smi nvlink -s` "

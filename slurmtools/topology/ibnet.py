@@ -603,7 +603,8 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
     """Pick the compute fabric out of a dump.
 
     `host_pattern` is a regex over CA descriptions with a named group `host` (and optionally `hca`);
-    `exclude_hca` are shell globs over adapter names (`mlx5_8`, `mlx5_[89]`) for storage or management HCAs;
+    `exclude_hca` are shell globs over adapter names (`mlx5_8`, `mlx5_[89]`) for storage or management HCAs, and
+    over the description or GUID of an adapter whose description names no host (`MT4123 ConnectX6*`);
     `exclude_switch` are globs over switch GUIDs or descriptions. A switch cabled to a host adapter is a leaf
     (level 0); one cabled only to excluded adapters is dropped; the others get their distance from the nearest
     leaf (1 spine, 2 core). Switches not reachable from a leaf are dropped. Whatever is left out or cannot be
@@ -670,7 +671,13 @@ def compute_fabric(fabric: IbFabric, host_pattern: str = DEFAULT_HOST_PATTERN,
             continue
         m = match(node.description)
         if not m:
-            unmapped.append(node)
+            # an adapter no host is read from (a storage appliance's, never given a description) is left out by a
+            # glob over its description or GUID, as a switch is: else its host stays unknown
+            if exclude_hca and any(fnmatch.fnmatchcase(node.description, p) or fnmatch.fnmatchcase(g, p)
+                                   for p in exclude_hca):
+                excluded.append(node)
+            else:
+                unmapped.append(node)
             continue
         name = ((m.group("hca") if has_hca else None) or g)
         if exclude_hca and any(fnmatch.fnmatchcase(name, p) for p in exclude_hca):

@@ -235,3 +235,19 @@ def test_exports_that_would_write_nothing_are_refused(tmp_path):
     assert r.exit_code != 0 and "no host has a feature the topology can tell" in str(r.exception)
     p.write_text(CONF)   # a tree's leaves are features
     assert _cli("topo", "export", str(p), "-f", "features").stdout.splitlines()[0] == "NodeName=tux[0-3] Features=s0"
+
+
+def test_adapters_that_name_no_host_can_be_left_out_by_description_or_guid(tmp_path):
+    """A storage appliance's adapters never given a description left `adapter_hosts` unknown for good: --exclude-hca
+    matched adapter names only, which such adapters do not have. Its globs also match their description or GUID."""
+    p = tmp_path / "fabric.out"
+    anon = ca(3, "MT4123 ConnectX6   Mellanox Technologies")
+    nodes, cables = fabric([anon], [(S_LEAF, 3, anon, 1, "4xEDR")])
+    p.write_text(dump(nodes, cables))
+    for glob in ("MT4123 ConnectX6*", anon.guid):
+        t = build("ibnetdiscover", str(p), exclude_hca=(glob,))
+        assert t.host_names() == ["gpu01", "gpu02"] and t.fabric_unknown == ()
+        r = _cli("topo", "import", str(p), "--from", "ibnetdiscover", "--exclude-hca", glob, "--strict")
+        assert r.exit_code == 0, r.output
+    # a glob of a named host's adapter name does not reach the description of another
+    assert build("ibnetdiscover", str(p), exclude_hca=("mlx5_9",)).fabric_unknown == ("adapter_hosts",)
