@@ -281,6 +281,9 @@ JOB = {"job_id": 4716, "job_state": ["RUNNING"], "node_count": {"set": True, "in
     ({"tres_per_job": "gres/gpu:6"}, 6, {"untyped": 6}),
     ({"tres_per_task": "gres/gpu:1"}, 4, {"untyped": 4}),            # per task x its 4 tasks
     ({"tres_per_node": "gres/shard:2"}, 0, {}),                      # no GPU asked
+    ({"tres_per_task": "cpu=4"}, 0, {}),                             # --cpus-per-task: 25.11's lab writes it so
+    ({"tres_per_task": "cpu=4,gres/gpu=1"}, 4, {"untyped": 4}),
+    ({"tres_per_node": "gres:gpu:h100:2"}, 4, {"h100": 4}),          # 22.05's spelling
     ({}, 0, {}),
 ])
 def test_a_jobs_gpus_without_gpu_tres_come_from_what_it_holds_or_asked(fields, gpus, by_type):

@@ -117,7 +117,7 @@ def job_gpus(j: dict, tres) -> tuple[int, dict[str, int]]:
     nodes (`gres_detail`, one entry per node: `gpu:h100:1(IDX:0)`) or asked for (`tres_per_job`, `tres_per_node` x
     its nodes, `tres_per_task` x its tasks: `gres/gpu:h100:1`); (0, {}) when it names no GPU anywhere. ValueError
     for a per-task request without a task count: its GPUs would be a guess."""
-    from slurmtools.slurm.tres import gpus_in, parse_gres
+    from slurmtools.slurm.tres import parse_gres
 
     if tres.gpus:
         return tres.gpus, dict(tres.gpus_by_type)
@@ -132,12 +132,31 @@ def job_gpus(j: dict, tres) -> tuple[int, dict[str, int]]:
         add(held, {(g.type or "untyped"): max(g.count, len(g.indexes))
                    for g in parse_gres(str(per_node)) if g.name == "gpu"})
     if not held:
-        add(held, gpus_in(j.get("tres_per_job") or ""))
+        add(held, _gpus_asked(j.get("tres_per_job")))
     if not held:
-        add(held, gpus_in(j.get("tres_per_node") or ""), num(j.get("node_count")) or 1)
-    if not held and gpus_in(j.get("tres_per_task") or ""):
+        add(held, _gpus_asked(j.get("tres_per_node")), num(j.get("node_count")) or 1)
+    if not held and _gpus_asked(j.get("tres_per_task")):
         tasks = num(j.get("tasks"))
         if not tasks:
             raise ValueError(f"tres_per_task {j.get('tres_per_task')!r} with no task count: its GPUs are not known")
-        add(held, gpus_in(j["tres_per_task"]), tasks)
+        add(held, _gpus_asked(j["tres_per_task"]), tasks)
     return sum(held.values()), held
+
+
+def _gpus_asked(text) -> dict[str, int]:
+    """GPUs by type in a `tres_per_*` string, which lists every TRES asked that way (`cpu=4` for
+    --cpus-per-task, `gres/gpu:h100:1`, `gres/gpu=2`, 22.05's `gres:gpu:2`): the GPU entries only."""
+    import re
+
+    from slurmtools.slurm.tres import gpus_in, parse_tres
+
+    out: dict[str, int] = {}
+    for item in str(text or "").split(","):
+        item = item.strip()
+        name = re.split(r"[:=]", item, maxsplit=1)[0]
+        if name not in ("gres/gpu", "gpu") and not item.startswith("gres:gpu"):
+            continue
+        got = parse_tres(item).gpus_by_type if "=" in item else gpus_in(item)
+        for t, n in got.items():
+            out[t] = out.get(t, 0) + n
+    return out
