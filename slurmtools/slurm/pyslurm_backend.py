@@ -17,7 +17,7 @@ from slurmtools.errors import SlurmError
 from slurmtools.hostlist import expand
 from slurmtools.slurm.commands import CommandBackend
 from slurmtools.slurm.model import AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo, UserAssociations
-from slurmtools.slurm.tres import gpus_in, parse_tres
+from slurmtools.slurm.tres import gpus_in, gpus_used_of, parse_tres
 
 
 def _ts(epoch) -> datetime | None:
@@ -221,9 +221,9 @@ def node_info(n) -> NodeInfo:
         name=n.name, state=base.lower(), flags=flags, cpus=int(n.total_cpus or 0),
         cpus_alloc=int(n.allocated_cpus or 0), memory_mb=int(n.real_memory or 0),
         memory_alloc_mb=int(n.allocated_memory or 0),
-        gpus_by_type=gpus_in(",".join(f"{k}:{v}" for k, v in (n.configured_gres or {}).items())),
-        gpus_used_by_type=gpus_in(",".join(f"{k}:{v}" for k, v in used.items() if ":" in k)
-                                  or ",".join(f"{k}:{v}" for k, v in used.items())),
+        gpus_by_type=(gpus := gpus_in(",".join(f"{k}:{v}" for k, v in (n.configured_gres or {}).items()))),
+        gpus_used_by_type=gpus_used_of(gpus, gpus_in(",".join(f"{k}:{v}" for k, v in used.items() if ":" in k)
+                                                     or ",".join(f"{k}:{v}" for k, v in used.items()))),
         gpus_used_idx=(), features=tuple(n.active_features or ()), partitions=tuple(n.partitions or ()),
         reason=n.reason or "")
 

@@ -213,6 +213,12 @@ def gpus_in(text: str | None) -> dict[str, int]:
     return out
 
 
+def gpus_used_of(configured: dict[str, int], used: dict[str, int]) -> dict[str, int]:
+    """A node's GPUs in use by type, without a zero count of a type it does not have (Slurm prints `gpu:0` as the
+    GresUsed of a node without GPUs: `{"untyped": 0}` would name GPUs that are not there)."""
+    return {t: n for t, n in used.items() if n or t in configured}
+
+
 def record_tres(r) -> str | None:
     """The TRES of an sacct job record (`AcctRecord`) as a request is read from it: ReqTRES, else AllocTRES; for a
     record that has neither (Slurm before 15.08 kept no TRES; some exports blank them), one built from its GRES

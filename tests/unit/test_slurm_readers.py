@@ -228,6 +228,17 @@ def test_untyped_gpus_given_by_file_read_as_untyped():
 
 
 @pytest.mark.parametrize("reader", [data_parser, v0038])
+def test_a_node_without_gpus_has_none_in_use(reader):
+    """Slurm prints `gpu:0` as the GresUsed of a node without GPUs: it read as `{"untyped": 0}` in use, naming a GPU
+    type the node does not have (`cluster show --json`); a type the node has keeps its count of 0."""
+    base = NODE if reader is data_parser else {**NODE, "state": "idle"}
+    bare = reader.node({**base, "gres": "", "gres_used": "gpu:0"})
+    assert (bare.gpus_by_type, bare.gpus_used_by_type, bare.gpus_free) == ({}, {}, 0)
+    typed = reader.node({**base, "gres": "gpu:h100:8(S:0-1)", "gres_used": "gpu:h100:0(IDX:N/A)"})
+    assert (typed.gpus_by_type, typed.gpus_used_by_type, typed.gpus_free) == ({"h100": 8}, {"h100": 0}, 8)
+
+
+@pytest.mark.parametrize("reader", [data_parser, v0038])
 @pytest.mark.parametrize("key, value", [("cpus", None), ("real_memory", "٣"), ("alloc_memory", {"set": False}),
                                         ("alloc_cpus", -1), ("name", None)])
 def test_a_node_count_that_is_absent_or_not_a_count_is_refused(reader, key, value):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from slurmtools.hostlist import expand
 from slurmtools.slurm.model import JobInfo, NodeInfo
 from slurmtools.slurm.readers.common import count, job_gpus, num, text, ts
-from slurmtools.slurm.tres import gpus_in, parse_gres, parse_tres
+from slurmtools.slurm.tres import gpus_in, gpus_used_of, parse_gres, parse_tres
 
 
 def jobs_argv(flag: str) -> list[str]:
@@ -64,7 +64,7 @@ def node(n: dict) -> NodeInfo:
         name=text(n, "name"), state=str(n.get("state", "unknown")).lower(),
         flags=tuple(str(f).upper() for f in n.get("state_flags", [])),
         cpus=count(n, "cpus"), cpus_alloc=count(n, "alloc_cpus"), memory_mb=count(n, "real_memory"),
-        memory_alloc_mb=count(n, "alloc_memory"), gpus_by_type=gpus_in(n.get("gres") or ""),
-        gpus_used_by_type=gpus_in(n.get("gres_used") or ""), gpus_used_idx=tuple(idx),
+        memory_alloc_mb=count(n, "alloc_memory"), gpus_by_type=(gpus := gpus_in(n.get("gres") or "")),
+        gpus_used_by_type=gpus_used_of(gpus, gpus_in(n.get("gres_used") or "")), gpus_used_idx=tuple(idx),
         features=tuple(f for f in feats.split(",") if f), partitions=tuple(n.get("partitions", [])),
         reason=n.get("reason", "") or "")
