@@ -23,6 +23,10 @@ _NUMBERED = re.compile(r"([^\s\[\],]*?)([0-9]+)")
 MAX_NAMES = _hl.MAX_SIZE
 
 
+#: NodeList values that name no host (sacct's `None assigned`, an empty field): a job with one never ran anywhere
+NO_HOST = frozenset({"", "None assigned", "(null)", "None"})
+
+
 def _shown(expr: str) -> str:
     """The expression as an error message quotes it: at most 60 characters (a garbled one can be a whole line)."""
     return repr(expr) if len(expr) <= 60 else repr(expr[:60]) + f"... ({len(expr)} characters)"

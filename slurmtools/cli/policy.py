@@ -292,10 +292,13 @@ def _submissions(records: list, cluster: str, source: str) -> tuple[list, list[s
     withdrawn because the job ran elsewhere (REVOKED, listed only with -D), and of a dump of several clusters the
     site's (job ids are per cluster). Notes say what was left out."""
     from slurmtools.slurm.commands import one_cluster
+    from slurmtools.slurm.tres import with_gres_requests
 
     allocs = [r for r in records if r.step is None]
     revoked = sum(r.state == "REVOKED" for r in allocs)
     allocs, notes = one_cluster([r for r in allocs if r.state != "REVOKED"], cluster, source, "--site")
+    allocs, gres_notes = with_gres_requests(allocs)
+    notes += gres_notes
     if revoked:
         notes.append(f"{revoked} federation sibling record(s) REVOKED (the job ran on another cluster) left out")
 
@@ -378,11 +381,13 @@ def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate
         from slurmtools.errors import ParseError
         from slurmtools.policy.replay import REPLAY_FIELDS
 
+        from slurmtools.slurm.parsable import decode_dump
+
         try:
-            with open(sacct_file) as fh:
-                text = fh.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"--sacct-file {sacct_file}: {getattr(exc, 'strerror', None) or exc}")
+            with open(sacct_file, "rb") as fh:
+                text, text_notes = decode_dump(fh.read(), sacct_file)
+        except OSError as exc:
+            fail(f"--sacct-file {sacct_file}: {exc.strerror or exc}")
         if not text.strip():
             raise ParseError(sacct_file, 1, "empty; expected `sacct --parsable2` output with its header line")
         try:
@@ -391,7 +396,7 @@ def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate
             raise ParseError(sacct_file, None, f"cannot read sacct output: {exc}") from None
         records = [r for r in records if (r.submit or r.start or r.end) is None or (r.submit or r.start or r.end) >= start]
         records, notes = _submissions(records, s.cluster_name, sacct_file)
-        notes += zone_notes
+        notes += [*zone_notes, *text_notes]
     else:
         records, notes = _live_records(start, end, zone)
     rep = replay(s, fabric, records, zone)

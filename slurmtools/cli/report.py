@@ -189,7 +189,8 @@ def report(
     # columnar.LARGE_RUNS runs on, the DuckDB engine computes the report (proven equal to `metrics.compute`)
     jobs, history, notes, _ = ingest.load_jobs(s, u, history_since=load_since, sacct_file=sacct_file,
                                                backend=backend, cache_dir=cache_dir, progress=progress, bad_rows=bad,
-                                               lazy=cache_dir is not None, cluster=site.cluster_name, zone=zone)
+                                               lazy=cache_dir is not None, cluster=site.cluster_name, zone=zone,
+                                               needs=REPORT_NEEDS)
     compute, first_job = metrics.compute, ingest.first_job
     if cache_dir is not None:
         from slurmtools.reports.columnar import engine_for
@@ -235,6 +236,11 @@ def report(
         typer.echo(f"{out}/*.csv ({tables} tables)")
 
 
+#: fields a saved dump needs for the report's own tables, beyond what the reader needs: without them every run
+#: read as one blank user and account (the headline's user count, the per-account costs and budgets)
+REPORT_NEEDS = ("User", "Account")
+
+
 def _hosts_check(site, jobs, cap, sacct_file, site_path) -> list[str]:
     """GPU runs on hosts the capacity does not hold: refused when it is every one of them and the capacity is the
     site file's (a dump of another cluster, or the bundled example site: nothing of the report would be this
@@ -255,7 +261,10 @@ def _hosts_check(site, jobs, cap, sacct_file, site_path) -> list[str]:
                            "with that cluster's site file (--site)")
     if cap is None or not len(cap):
         return []
-    out = hosts_outside(gpu_runs_by_nodelist(jobs), set(cap["node"]))
+    gpu_runs = gpu_runs_by_nodelist(jobs)
+    if not gpu_runs:
+        _gpus_recorded(jobs, cap, source)
+    out = hosts_outside(gpu_runs, set(cap["node"]))
     if not out.runs:
         return []
     shown = compress(out.hosts[:200]) + (f" and {len(out.hosts) - 200} more" if len(out.hosts) > 200 else "")
@@ -265,6 +274,35 @@ def _hosts_check(site, jobs, cap, sacct_file, site_path) -> list[str]:
                        "cluster's site file (--site)")
     return [f"{out.runs} of {out.placed} GPU run(s) ran on host(s) the capacity does not hold ({shown}): their "
             "GPU-hours count, those hosts' GPUs do not (retired nodes, or missing from the site's partitions?)"]
+
+
+def _gpus_recorded(jobs, cap, source: str) -> None:
+    """Refused: a dump of which no run names a GPU while runs ran on the site's GPU nodes. Slurm writes a job's
+    GPUs into AllocTRES only when slurm.conf's AccountingStorageTRES lists gres/gpu, which its default does not:
+    such a dump does not say which runs held GPUs, and a report of it would show the cluster idle."""
+    from slurmtools.hostlist import compress
+    from slurmtools.reports.capacity import hosts_outside
+    from slurmtools.reports.ingest import gpu_runs_by_nodelist
+
+    gpu_hosts = set(cap.loc[cap["gpus"] > 0, "node"]) if "gpus" in cap.columns else set(cap["node"])
+    every = gpu_runs_by_nodelist(jobs, gpus_only=False)
+    on = hosts_outside(every, gpu_hosts)
+    ran = on.placed - on.entirely
+    if ran:
+        hosts = sorted({h for nl, n in every.items() for h in _hosts(nl) if h in gpu_hosts})
+        raise BadInput(f"{source}: none of its {ran} run(s) on the site's GPU nodes ({compress(hosts[:200])}) names "
+                       "a GPU in AllocTRES: Slurm records a job's GPUs there only when slurm.conf's "
+                       "AccountingStorageTRES lists gres/gpu (its default does not), so the dump does not say which "
+                       "runs held GPUs; add gres/gpu to AccountingStorageTRES (jobs are recorded from then on)")
+
+
+def _hosts(nodelist: str) -> list[str]:
+    from slurmtools.hostlist import expand
+
+    try:
+        return expand(nodelist)
+    except ValueError:
+        return []
 
 
 #: the longest window the right-sizing section reads again (advise's own sacct fields); longer reports say so

@@ -27,9 +27,10 @@ from slurmtools.slurm.tres import parse_tres, record_tres
 
 #: policies that need the batch script, which sacct does not keep
 NEEDS_SCRIPT = ("checkpoint_signal",)
-#: the sacct fields a request is rebuilt from (a tuple: any one of them); a dump without one cannot be replayed
+#: the sacct fields a request is rebuilt from (a tuple: any one of them), and its run time (the GPU-hours a refusal
+#: would have kept off the cluster); a dump without one cannot be replayed
 REPLAY_FIELDS = (("JobID", "JobIDRaw"), "User", "Account", "Partition", "QOS", "ReqTRES",
-                 ("TimelimitRaw", "Timelimit"))
+                 ("TimelimitRaw", "Timelimit"), ("ElapsedRaw", "Elapsed"))
 
 
 def request_from_record(r: AcctRecord) -> JobRequest:

@@ -13,6 +13,7 @@ from datetime import datetime
 import pandas as pd
 
 from slurmtools.errors import ParseError
+from slurmtools.hostlist import NO_HOST
 from slurmtools.reports.badrows import BadRow, BadRows
 from slurmtools.slurm.parsable import read_header
 
@@ -37,8 +38,6 @@ class HostsOutside:
     entirely: int = 0        # runs that ran on none of the capacity's hosts
 
 
-#: NodeList values that name no host: a run that never started (sacct's `None assigned`, an empty field)
-NO_HOST = frozenset({"", "None assigned", "(null)", "None"})
 
 
 def hosts_outside(runs_by_nodelist, known) -> HostsOutside:

@@ -144,13 +144,15 @@ def register_source(con, src: RunSource | pd.DataFrame) -> RunSource:
     return src
 
 
-def gpu_runs_by_nodelist(src: RunSource) -> dict[str, int]:
-    """NodeList -> how many runs that held GPUs ran there, counted as `register_source` counts runs (one both
-    cached and fresh once); one GROUP BY over the day files (a year of 10 M runs: about half a second)."""
+def gpu_runs_by_nodelist(src: RunSource, gpus_only: bool = True) -> dict[str, int]:
+    """NodeList -> how many runs that held GPUs ran there (every run that started, without `gpus_only`), counted
+    as `register_source` counts runs (one both cached and fresh once); one GROUP BY over the day files (a year of
+    10 M runs: about half a second)."""
     con = _connect()
     try:
         register_source(con, src)
-        rows = con.execute("SELECT nodelist, count(*) FROM jobs WHERE gpus > 0 AND nodelist IS NOT NULL "
+        which = "gpus > 0" if gpus_only else "start IS NOT NULL"
+        rows = con.execute(f"SELECT nodelist, count(*) FROM jobs WHERE {which} AND nodelist IS NOT NULL "
                            "GROUP BY nodelist").fetchall()
     finally:
         con.close()
@@ -369,6 +371,7 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
             greatest(least(r.end_s, {hi}) - greatest(r.start_s, {lo}), 0) * r.gpus / 3600.0 AS gpu_hours,
             greatest(least(r.end_s, {hi}) - greatest(r.start_s, {lo}), 0) * r.gpus / 3600.0 * coalesce(p.p, 0.0)
                 AS cost,
+            p.p IS NULL AS unpriced,
             CASE WHEN e.util IS NOT NULL THEN e.util WHEN isnan(r.gpu_util_slurm) THEN NULL
                  ELSE r.gpu_util_slurm END AS util,
             CASE WHEN e.util IS NOT NULL THEN 'epilog' WHEN r.gpu_util_slurm IS NOT NULL AND NOT isnan(r.gpu_util_slurm)
@@ -387,13 +390,14 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
         coalesce(sum(idle) FILTER (WHERE util IS NOT NULL), 0),
         count(*) FILTER (WHERE state = 'FAILED' AND NOT pre),
         count(*) FILTER (WHERE gpu_mem_slurm_mb IS NOT NULL AND NOT isnan(gpu_mem_slurm_mb)),
-        count(*) FILTER (WHERE energy_slurm_j IS NOT NULL AND NOT isnan(energy_slurm_j)) FROM w""").fetchall()[0]
+        count(*) FILTER (WHERE energy_slurm_j IS NOT NULL AND NOT isnan(energy_slurm_j)),
+        coalesce(sum(gpu_hours) FILTER (WHERE unpriced), 0) FROM w""").fetchall()[0]
     n_runs = int(s[0])
     # a job of one row is a job of its own: only the others (runs, rows per GPU type) need a DISTINCT
     jobs = int(s[2]) + int(con.execute("SELECT count(DISTINCT (job_id_raw, cluster)) FROM w WHERE NOT lone"
                                        ).fetchall()[0][0])
     if unknown_types and n_runs:
-        run_notes.append(f"GPU type(s) without a price in the site file, costed at 0: {', '.join(unknown_types)}")
+        run_notes.append(f"GPU type(s) without a price in the site file, left out of the cost: {', '.join(unknown_types)}")
 
     # what does not scale with the runs: metrics.compute on no runs, with this engine's daily usage as history
     hist = usage if history is None or not len(history) else pd.concat([history, usage], ignore_index=True)
@@ -448,7 +452,7 @@ def compute(src: RunSource | pd.DataFrame, site, since: datetime, until: datetim
     summary = dict(base.summary)
     summary.update({
         "runs": n_runs, "jobs": jobs, "users": len(groups["user"]), "accounts": len(groups["account"]),
-        "gpu_hours": total_gh, "cost": float(s[5]),
+        "gpu_hours": total_gh, "cost": float(s[5]), "unpriced_gpu_hours": float(s[11]),
         "utilization_pct": total_gh / cap_avail * 100 if cap_avail else None,
         "idle_capacity_gpu_hours": max(cap_avail - total_gh, 0.0) if cap_avail is not None else None,
         "preempted_runs": int(tables["preemption_by_tier"]["preempted_runs"].sum()),

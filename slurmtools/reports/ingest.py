@@ -52,12 +52,13 @@ def _day(ts) -> date:
 def load_jobs(since: datetime, until: datetime, *, history_since: datetime | None = None,
               sacct_file: str | Path | None = None, backend=None, cache_dir: str | Path | None = None,
               now: datetime | None = None, progress: Progress | None = None, bad_rows: list | None = None,
-              lazy: bool = False, cluster: str | None = None, zone=None
+              lazy: bool = False, cluster: str | None = None, zone=None, needs: tuple = ()
               ) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str], dict]:
     """(runs, history, notes, timings): every run active in [since, until) and whatever else the sources held;
     `history` is the cached daily usage of runs that ended in [history_since, since) and are not among the runs.
     The rows of the fetched dump that were skipped as bad are appended to `bad_rows` (`badrows.BadRows`).
-    `cluster`: the site's, kept of a dump holding several clusters (`sacct.read_sacct`).
+    `cluster`: the site's, kept of a dump holding several clusters (`sacct.read_sacct`); `needs`: fields a saved
+    dump must have beyond the reader's own (`sacct.read_sacct`).
 
     With a cache, only the days not cached yet are fetched (a --sacct-file is trusted to cover the window asked
     for), and the finished days of what was fetched are stored. With `lazy`, the runs come back as a
@@ -105,7 +106,7 @@ def load_jobs(since: datetime, until: datetime, *, history_since: datetime | Non
     t = time.perf_counter()
     if sacct_file is not None:
         progress(f"reading {sacct_file}")
-        acc = read_sacct(sacct_file, on_block=progress.bar, cluster=cluster, zone=zone)
+        acc = read_sacct(sacct_file, on_block=progress.bar, cluster=cluster, zone=zone, needs=needs)
     elif backend is not None:
         dump = getattr(backend, "accounting_dump", None)
         if dump is None:
@@ -164,16 +165,17 @@ def _range(a: date, b: date) -> list[date]:
     return out
 
 
-def gpu_runs_by_nodelist(jobs) -> dict[str, int]:
-    """NodeList -> how many runs that held GPUs ran there, of a frame of runs or a `columnar.RunSource` (counted
-    by DuckDB over its day files, as that engine counts runs)."""
+def gpu_runs_by_nodelist(jobs, gpus_only: bool = True) -> dict[str, int]:
+    """NodeList -> how many runs that held GPUs ran there (every run that started, without `gpus_only`), of a
+    frame of runs or a `columnar.RunSource` (counted by DuckDB over its day files, as that engine counts runs)."""
     if not isinstance(jobs, pd.DataFrame):
         from slurmtools.reports.columnar import gpu_runs_by_nodelist as over_files
 
-        return over_files(jobs)
+        return over_files(jobs, gpus_only)
     if not len(jobs) or "nodelist" not in jobs.columns or "gpus" not in jobs.columns:
         return {}
-    return {str(k): int(n) for k, n in jobs.loc[jobs["gpus"] > 0, "nodelist"].value_counts(dropna=True).items()}
+    keep = (jobs["gpus"] > 0) if gpus_only else jobs["start"].notna()
+    return {str(k): int(n) for k, n in jobs.loc[keep, "nodelist"].value_counts(dropna=True).items()}
 
 
 def first_job(jobs: pd.DataFrame, history: pd.DataFrame | None = None, zone=None) -> pd.Timestamp | None:

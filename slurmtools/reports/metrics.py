@@ -326,8 +326,11 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
     gcat = runs["gpu_type"].cat
     price_of = np.array([prices.get(str(c), 0.0) for c in gcat.categories] + [0.0])
     runs["cost"] = runs["gpu_hours"].to_numpy() * price_of[gcat.codes.to_numpy()]
+    # GPU-hours of types the site file gives no price: the cost leaves them out, and says how many
+    unpriced_of = np.array([str(c) not in prices for c in gcat.categories] + [False])
+    unpriced_gh = float(runs["gpu_hours"].to_numpy()[unpriced_of[gcat.codes.to_numpy()]].sum())
     if unknown_types and len(runs):
-        notes.append(f"GPU type(s) without a price in the site file, costed at 0: {', '.join(unknown_types)}")
+        notes.append(f"GPU type(s) without a price in the site file, left out of the cost: {', '.join(unknown_types)}")
 
     # --- efficiency: epilog utilisation, else Slurm's gres/gpuutil
     util = runs["gpu_util_slurm"].to_numpy(dtype=float).copy()
@@ -570,7 +573,7 @@ def compute(jobs: pd.DataFrame, site, since: datetime, until: datetime, *, capac
         "since": str(pd.Timestamp(since)), "until": str(pd.Timestamp(until)),
         "runs": int(len(runs)), "jobs": _jobs(runs),
         "users": int(runs["user"].nunique()), "accounts": int(runs["account"].nunique()),
-        "gpu_hours": total_gh, "cost": float(runs["cost"].sum()),
+        "gpu_hours": total_gh, "cost": float(runs["cost"].sum()), "unpriced_gpu_hours": unpriced_gh,
         "installed_gpu_hours": cap_total, "available_gpu_hours": cap_avail,
         "down_gpu_hours": (cap_total - cap_avail) if cap_total is not None else None,
         "utilization_pct": total_gh / cap_avail * 100 if cap_avail else None,

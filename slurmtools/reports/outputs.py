@@ -122,6 +122,12 @@ def _md(v) -> str:
     return s
 
 
+def _unpriced(s: dict) -> str:
+    """What the cost leaves out: GPU-hours of types the site file gives no price (not costed at 0 as if free)."""
+    gh = s.get("unpriced_gpu_hours") or 0.0
+    return f", without {fmt.num(gh)} GPU-hours of GPU types the site file gives no price" if gh > 0 else ""
+
+
 def render_md(r: Report, top: int = 5) -> str:
     """A summary short enough for an e-mail or a chat post."""
     s = r.summary
@@ -129,7 +135,7 @@ def render_md(r: Report, top: int = 5) -> str:
              f"- Utilization {fmt.pct(s['utilization_pct'])}: {fmt.num(s['gpu_hours'])} of "
              f"{fmt.num(s['available_gpu_hours'])} available GPU-hours; "
              f"idle capacity {fmt.num(s['idle_capacity_gpu_hours'])} GPU-hours",
-             f"- Cost {_md(fmt.money(s['cost'], r.currency))}; {fmt.count(s['jobs'])} jobs, "
+             f"- Cost {_md(fmt.money(s['cost'], r.currency))}{_unpriced(s)}; {fmt.count(s['jobs'])} jobs, "
              f"{fmt.count(s['users'])} users, {fmt.count(s['failed_runs'])} failed runs",
              f"- Queue wait median {fmt.minutes(s['median_wait_min'])}, p90 {fmt.minutes(s['p90_wait_min'])}",
              f"- Preempted runs {fmt.count(s['preempted_runs'])}, requeued {fmt.count(s['requeued_runs'])}, "

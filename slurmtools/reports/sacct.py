@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from slurmtools.errors import ParseError
+from slurmtools.hostlist import NO_HOST
 from slurmtools.reports.badrows import BadRow, BadRows
 from slurmtools.slurm.parsable import Header, HeaderMismatch, Splitter, read_header
 from slurmtools.slurm.tres import GPU_SHARE_NAME
@@ -210,7 +211,7 @@ class _Runs:
 
 def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | None = None,
                on_block=None, block_bytes: int = BLOCK, cluster: str | None = None, careful: bool = False,
-               zone=None) -> Accounting:
+               zone=None, needs: tuple = ()) -> Accounting:
     """Parse a dump: a path, or (with `text=True` / bytes) the text itself, e.g. `Backend.accounting_dump()`.
 
     A clean dump is read by arrow's streaming CSV reader. A dump with a bad row (too few fields, text in a number
@@ -262,6 +263,8 @@ def read_sacct(src: str | Path | bytes, *, text: bool = False, source: str | Non
     if not first.strip():
         raise ParseError(name, 1, "empty sacct dump (expected a header line such as JobID|State|Start|End|...)")
     header = _header(first, name)
+    # fields a caller needs beyond what every reader needs (the report's tables count users and accounts)
+    header.missing(needs, name, f"dump with `sacct --parsable2 -o {','.join(REPORT_FIELDS)}`", "sacct ")
     hints = zone is not None and not zone.fixed
     include, types, labels = _fields_of(header, hints=hints)
     try:
@@ -1007,7 +1010,7 @@ def _reduce(table: pa.Table, check: bool = False, zone=None) -> tuple[pa.Table, 
         "user": _col(jobs, "user", ""), "account": _col(jobs, "account", ""),
         "partition": _col(jobs, "partition", ""), "qos": _col(jobs, "qos", ""),
         "state": _by_value(jobs["state"], first_word), "exit_code": _col(jobs, "exit_code", ""),
-        "submit": ts("submit"), "eligible": ts("eligible"), "start": ts("start"), "end": ts("end"),
+        "submit": ts("submit"), "eligible": ts("eligible"), "start": _started(jobs, ts("start")), "end": ts("end"),
         "nodelist": _col(jobs, "nodelist", ""),
         "nnodes": pc.cast(pc.fill_null(jobs["nnodes"], 0), pa.int32()) if "nnodes" in jobs.column_names
         else pa.array(np.zeros(n, dtype=np.int32)),
@@ -1019,6 +1022,18 @@ def _reduce(table: pa.Table, check: bool = False, zone=None) -> tuple[pa.Table, 
     }
     return pa.table({k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in out.items()}), \
         use, steps.num_rows, unresolved
+
+
+def _started(jobs: pa.Table, start):
+    """Start, unset for a run whose NodeList names no host: it ran nowhere (Slurm 16.05 wrote a job cancelled while
+    pending with Start = End, the time it was cancelled, which the report counted as a wait and a run). Kept as
+    read without a NodeList field, which cannot tell."""
+    if "nodelist" not in jobs.column_names or not jobs.num_rows:
+        return start
+    hosts = jobs["nodelist"]
+    nowhere = pc.or_(pc.is_null(hosts), pc.is_in(pc.utf8_trim_whitespace(pc.fill_null(hosts, "")),
+                                                 value_set=pa.array(sorted(NO_HOST))))
+    return pc.if_else(nowhere, pa.scalar(None, type=start.type), start)
 
 
 def _finish(table: pa.Table | None, schema, step_ids: np.ndarray, step_utils: np.ndarray,

@@ -204,10 +204,11 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
     cluster), and is refused in one line without it. A federation's REVOKED records (a sibling job withdrawn
     because the job ran on another cluster) are not runs: left out and counted."""
     from slurmtools.slurm.commands import one_cluster
-    from slurmtools.slurm.tres import parse_tres, record_tres
+    from slurmtools.slurm.tres import parse_tres, record_tres, with_gres_requests
 
     allocs = [r for r in records if r.step is None]
     ran, cluster_notes = one_cluster([r for r in allocs if r.state != "REVOKED"], cluster, source, "--site")
+    ran, gres_notes = with_gres_requests(ran)
     mine = {r.extra.get("Cluster", "") for r in ran} if cluster_notes else None
     revoked = sum(r.state == "REVOKED" and (mine is None or r.extra.get("Cluster", "") in mine) for r in allocs)
     allocs = ran
@@ -303,7 +304,7 @@ def trace_from_records(records: Iterable, source: str, *, partition_limits: dict
                              nodes=nodes, gpus=gpus, gpu_type=gpu_type, cpus=req.cpu or None,
                              run_s=end - start, limit_s=float(limit), array_job=array_job,
                              array_task=array_task, state=last.state, start=start, exclusive=exclusive))
-    notes = list(cluster_notes)
+    notes = list(cluster_notes) + gres_notes
     if wider:
         notes.append(f"{len(wider)} job(s) ran on more nodes than they asked for (NodeList or AllocTRES node= above "
                      f"ReqTRES node=; first: job {wider[0]}): replayed on the nodes they ran on")
@@ -327,12 +328,15 @@ def load_trace(path: str, *, partition_limits: dict[str, float] | None = None, c
                ) -> Trace:
     """A `sacct --parsable2` dump with the TRACE_FIELDS (one line naming the file and what it lacks otherwise);
     `cluster`: the one kept of a history of several (`trace_from_records`)."""
+    from slurmtools.slurm.parsable import decode_dump
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ParseError(path, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    return trace_from_text(text, path, partition_limits=partition_limits, cluster=cluster)
+        with open(path, "rb") as fh:
+            text, text_notes = decode_dump(fh.read(), path)
+    except OSError as exc:
+        raise ParseError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    trace = trace_from_text(text, path, partition_limits=partition_limits, cluster=cluster)
+    return Trace(trace.jobs, trace.source, trace.notes + tuple(text_notes)) if text_notes else trace
 
 
 def trace_from_text(text: str, source: str, *, partition_limits: dict[str, float] | None = None,

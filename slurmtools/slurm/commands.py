@@ -16,7 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 from slurmtools.durations import parse_duration
 from slurmtools.errors import ParseError, SlurmError, SlurmtoolsError, SlurmUnavailable, whole_number
-from slurmtools.hostlist import expand
+from slurmtools.hostlist import NO_HOST, expand
 from slurmtools.slurm.backend import Backend
 from slurmtools.slurm.model import (USER_NAME_RULE, AcctRecord, Association, JobInfo, NodeInfo, PartitionInfo,
                                     QosInfo, UserAssociations, is_user_name)
@@ -540,15 +540,18 @@ def parse_sacct(text: str, source: str = "sacct", required: Sequence = (("JobID"
         req = _field(row, "ReqTRES", lambda v: parse_tres(v or ""), source, lineno)
         tl_s = _limit_of(row, source, lineno)
         try:
-            nodes = tuple(expand(row.get("NodeList", "")) if row.get("NodeList") not in ("None assigned", "") else ())
+            nodes = tuple(expand(row["NodeList"])) if row.get("NodeList", "").strip() not in NO_HOST else ()
         except ValueError as exc:
             raise ParseError(source, lineno, f"NodeList: {exc}") from None
+        start = _time(row, "Start", source, lineno)
+        if "NodeList" in row and not nodes:
+            start = None   # ran nowhere: Slurm 16.05 wrote a job cancelled while pending with Start = End
         out.append(AcctRecord(
             job_id=base, job_id_raw=_whole(raw) or 0, step=step or None, name=row.get("JobName", ""),
             user=row.get("User", ""), account=row.get("Account", ""), partition=row.get("Partition", ""),
             qos=row.get("QOS", ""), state=(row.get("State", "").split() or [""])[0], exit_code=row.get("ExitCode", ""),
             submit=_time(row, "Submit", source, lineno), eligible=_time(row, "Eligible", source, lineno),
-            start=_time(row, "Start", source, lineno), end=_time(row, "End", source, lineno),
+            start=start, end=_time(row, "End", source, lineno),
             elapsed_s=_elapsed_of(row, source, lineno), timelimit_s=tl_s,
             nodelist=nodes,
             alloc_gpus=alloc.gpus, alloc_gpus_by_type=alloc.gpus_by_type, req_gpus=req.gpus,

@@ -51,6 +51,24 @@ class Header:
             raise ParseError(source, 1, f"the header line lacks {what}field(s) {', '.join(lack)} ({read}); {hint}")
 
 
+def decode_dump(data: bytes, source: str) -> tuple[str, list[str]]:
+    """A dump's text, and a note when some of its lines held bytes that are not UTF-8 (a job name written in
+    Latin-1): they read as U+FFFD, as the report reads them, so one such name does not refuse the whole dump; a field
+    a reader checks (a user, a time) fails its own check there, naming the line."""
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        first = data.count(b"\n", 0, exc.start) + 1
+    bad = 0
+    for ln in data.split(b"\n"):
+        try:
+            ln.decode("utf-8")
+        except UnicodeDecodeError:
+            bad += 1
+    return data.decode("utf-8", errors="replace"), [
+        f"{source}: {bad} line(s) held bytes that are not UTF-8 (first: line {first}), read as U+FFFD"]
+
+
 def read_header(line: str, source: str, fields: str = "JobID|State|...",
                 writer: str = "`sacct -P` or `sacct -p --delimiter=X`") -> Header:
     """The delimiter and field names of a parsable dump's first line; one line naming the file when the line is
@@ -66,6 +84,11 @@ def read_header(line: str, source: str, fields: str = "JobID|State|...",
     if first.end() == len(text):
         return Header([text], "|", False)  # one field: nothing to tell the delimiter by
     delim = _SEP.match(text, first.end()).group(0)
+    if delim.strip(" ") == "":
+        # field names padded with blanks: sacct's default table (`-o name%width`), which cuts values to their
+        # column's width and pads them with blanks no value can be told from
+        raise ParseError(source, 1, f"a table of blank-padded columns ({text[:40].rstrip()!r}...: the default "
+                                    f"output of sacct and sacctmgr), not a parsable dump: write it with {writer}")
     names = text.split(delim)
     trailing = names[-1] == ""
     if trailing:

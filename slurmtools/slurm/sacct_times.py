@@ -104,6 +104,7 @@ def read_in_zone(records: list, seen: list, zone, source: str, what: str = "the 
     moved = np.zeros(len(rows), dtype=bool)
     for n in TIMES:
         held = np.array([_instant(getattr(records[i], n.lower())) for i in rows], dtype=np.int64)
+        given[n] &= held != _instant(None)   # a time parse_sacct left unset stays so (the Start of a job run nowhere)
         moved |= given[n] & (r.times[n.lower()] != held)
     out = list(records)
     for j in np.flatnonzero(moved):

@@ -219,6 +219,28 @@ def gpus_used_of(configured: dict[str, int], used: dict[str, int]) -> dict[str, 
     return {t: n for t, n in used.items() if n or t in configured}
 
 
+def with_gres_requests(records: list) -> tuple[list, list[str]]:
+    """(records, notes): of a dump whose ReqTRES never names a GRES while its AllocTRES does (Slurm 16.05 and
+    17.02 kept the request's CPUs, memory and nodes but not its GRES), each job record asks for the GRES it held,
+    added to its ReqTRES; a note says so. Otherwise every GPU job of such a dump would read as asking for none:
+    admitted as a CPU job by a policy replay, replayed `--exclusive` by the sandbox. Other dumps come back as
+    they are (a ReqTRES without GRES beside one with them is a job that asked for none)."""
+    from dataclasses import replace
+
+    jobs = [r for r in records if r.step is None]
+    if any("gres/" in (r.req_tres or "") for r in jobs) or not any("gres/" in (r.alloc_tres or "") for r in jobs):
+        return list(records), []
+    out, n = [], 0
+    for r in records:
+        held = [i for i in (r.alloc_tres or "").split(",") if i.startswith("gres/")]
+        if r.step is None and held and r.req_tres:
+            r = replace(r, req_tres=",".join([r.req_tres, *held]), req_gpus=r.alloc_gpus)
+            n += 1
+        out.append(r)
+    return out, [f"ReqTRES names no GRES in the whole dump while AllocTRES does (Slurm before 17.11 kept none "
+                 f"there): {n} job(s) read as asking for the GRES they held"]
+
+
 def record_tres(r) -> str | None:
     """The TRES of an sacct job record (`AcctRecord`) as a request is read from it: ReqTRES, else AllocTRES; for a
     record that has neither (Slurm before 15.08 kept no TRES; some exports blank them), one built from its GRES

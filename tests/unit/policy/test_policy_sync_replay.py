@@ -191,11 +191,12 @@ def test_replay_refuses_a_value_sacct_does_not_write_naming_the_line(tmp_path: P
     from slurmtools.site import find_site_path
 
     site = str(find_site_path(None))
-    header = "JobID|JobIDRaw|User|Account|Partition|QOS|State|Submit|Start|End|TimelimitRaw|ReqTRES|AllocCPUS"
+    header = ("JobID|JobIDRaw|User|Account|Partition|QOS|State|Submit|Start|End|ElapsedRaw|TimelimitRaw|ReqTRES|"
+              "AllocCPUS")
     good = {"JobID": "10", "JobIDRaw": "10", "User": "alice", "Account": "vision", "Partition": "gpu",
             "QOS": "standard", "State": "COMPLETED", "Submit": "2026-11-01T00:00:00", "Start": "2026-11-01T00:00:00",
-            "End": "2026-11-01T01:00:00", "TimelimitRaw": "60", "ReqTRES": "cpu=8,gres/gpu:h100=8,node=1",
-            "AllocCPUS": "8"}
+            "End": "2026-11-01T01:00:00", "ElapsedRaw": "3600", "TimelimitRaw": "60",
+            "ReqTRES": "cpu=8,gres/gpu:h100=8,node=1", "AllocCPUS": "8"}
     for field, value in (("ReqTRES", "cpu=8,gres/gpu:h100=٣,node=1"), ("ReqTRES", "cpu=8,gres/gpu=-1,node=1"),
                          ("ReqTRES", "cpu=8,mem=inf,node=1"), ("TimelimitRaw", "٣"), ("AllocCPUS", "-1"),
                          ("Submit", "2026-02-30T00:00:00")):

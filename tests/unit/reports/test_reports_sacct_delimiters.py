@@ -106,7 +106,8 @@ def test_formatted_sacct_output_is_refused_in_one_line():
     for read in (lambda: read_sacct(p), lambda: parse_sacct(p.read_text(), str(p))):
         with pytest.raises(ParseError) as e:
             read()
-        assert str(e.value).startswith(f"{p}:1: cannot tell the delimiter: ") and "\n" not in str(e.value)
+        assert str(e.value).startswith(f"{p}:1: a table of blank-padded columns ") and "\n" not in str(e.value)
+        assert "sacct -P" in str(e.value)
 
 
 def test_a_field_named_twice_in_the_header_is_refused_in_one_line(tmp_path):
