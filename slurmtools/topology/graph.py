@@ -41,6 +41,8 @@ UNKNOWN_FACTS = {
     "nic_link_layer": "whether each NIC is InfiniBand or Ethernet",
     "nic_names": "the NICs' device names (the file has no NIC legend: NIC0... are the matrix's labels)",
     "nics": "which network adapters the host has and where (the source sees GPUs only)",
+    "nic_locality": "which GPUs and CPUs some NICs are near (an NCCL dump lists a NIC without a PCI device, such "
+                    "as a socket NIC, under a CPU for its own search, not where it sits)",
     "devices": "which GPUs and NICs the host has beyond the file's (it lists PCI slots without devices, or NVLinks "
                "to GPUs it does not list)",
 }
