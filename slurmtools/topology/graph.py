@@ -32,7 +32,8 @@ PCIE_LANE_GBYTES = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 UNKNOWN_FACTS = {
     "host_name": "the host's name (the input does not state it: named after the file; --host names it)",
     "nvlink": "which GPUs NVLink connects (the source lists no GPU links)",
-    "nvlink_speed": "NVLink GB/s per link (no `nvidia-smi nvlink -s`, NVML reading or known GPU model)",
+    "nvlink_speed": "NVLink GB/s per link (no `nvidia-smi nvlink -s`, NVML reading or known GPU model, or a GPU's "
+                    "links run at different rates: a degraded link?)",
     "gpu_model": "the GPU model (Slurm's gres Type=)",
     "local_cpus": "which CPUs are local to each GPU",
     "numa_ids": "which NUMA node ids the GPUs and NICs sit on",
@@ -40,6 +41,8 @@ UNKNOWN_FACTS = {
     "nic_link_layer": "whether each NIC is InfiniBand or Ethernet",
     "nic_names": "the NICs' device names (the file has no NIC legend: NIC0... are the matrix's labels)",
     "nics": "which network adapters the host has and where (the source sees GPUs only)",
+    "nic_locality": "which GPUs and CPUs some NICs are near (an NCCL dump lists a NIC without a PCI device, such "
+                    "as a socket NIC, under a CPU for its own search, not where it sits)",
     "devices": "which GPUs and NICs the host has beyond the file's (it lists PCI slots without devices, or NVLinks "
                "to GPUs it does not list)",
 }

@@ -74,7 +74,7 @@ class XmlDevice:
     index: int                       # GPU dev / NIC position
     name: str                        # GPU<n>, or the net name (mlx5_0, rdmap...), else the PCI bus id
     bus_id: str
-    numa: int | None
+    numa: int | None                 # None: a PCI-less NIC, whose place the file does not state
     bridges: tuple[str, ...]
     speed_gbytes: float | None = None
     nvlinks: tuple[tuple[str, int, str], ...] = ()   # (target bus id, count, target class)
@@ -315,6 +315,7 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
             # <nic> straight under <cpu> (no PCI id) is read by the caller; anything else carries no device
 
     hosts: dict[str, int] = {}   # host_hash -> the line of its first <cpu>
+    pciless: dict[str, dict[str, str]] = {}   # name -> attributes of the PCI-less <net>s read
     for c in top.children:
         if c.tag != "cpu":
             continue
@@ -331,11 +332,20 @@ def parse_nccl_xml(text: str, source: str = "<nccl topology>") -> NcclTopo:
         numa = _int(c, "numaid", source, signed=True)
         cpus.append(XmlCpu(numa, _mask(c.attrs["affinity"], source, c) if "affinity" in c.attrs else (), c.line))
         visit(c, numa, [])
-        for n in c.children:  # NICs NCCL attaches straight to a CPU (no PCI id known)
+        # NICs NCCL attaches straight to a CPU: it knows no PCI device for them (a socket NIC such as eth0), and
+        # puts them under a CPU for its own search, so where they sit is not stated (numa None). NCCL 2.27 writes
+        # one under each <cpu>: the same <net> again is the same device, one of its name with other attributes
+        # another (refused below).
+        for n in c.children:
             if n.tag == "nic":
                 take(n)
                 for net in (x for x in n.children if x.tag == "net"):
-                    add("nic", net, "", numa, [], name=net.attrs.get("name"),
+                    name = net.attrs.get("name")
+                    if name is not None and pciless.get(name) == net.attrs:
+                        continue
+                    if name is not None:
+                        pciless.setdefault(name, net.attrs)
+                    add("nic", net, "", None, [], name=name,
                         speed=_net_speed(net, source) if "speed" in net.attrs else None)
     for parent, el in _walk(top):
         if el.tag in _DEVICE_TAGS:
@@ -433,6 +443,9 @@ def add_to(topology, topo: NcclTopo, host: str, gpu_type: str | None = None,
     gpu_vid: dict[str, str] = {}
     for d in topo.devices:
         parent = sw_vid[d.bridges[-1]] if d.bridges else cpu_vid.get(d.numa)
+        if d.kind == "nic" and not d.bus_id:
+            parent = None   # a PCI-less NIC: in the host, near no GPU or CPU the file could state
+            topology.mark_unknown(host, "nic_locality")
         if d.kind == "gpu":
             gpu_vid[d.bus_id] = topology.add_gpu(host, d.index, pci_bus_id=d.bus_id or None, gpu_type=gpu_type,
                                                  parent=parent)

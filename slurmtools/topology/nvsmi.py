@@ -90,6 +90,9 @@ class TopoMatrix:
                 return i
         raise KeyError(name)
 
+    def gpu_index(self, label: str) -> int:
+        return self.devices[self._pos(label)].index
+
     def gpu(self, index: int) -> Device:
         for d in self.devices:
             if d.kind == "gpu" and d.index == index:
@@ -880,10 +883,22 @@ def parse_nvlink_status(text: str, source: str = "<nvidia-smi nvlink -s>") -> tu
     return tuple(gpus)
 
 
+def gpu_link_rates(status: tuple[GpuNvlinks, ...]) -> dict[int, float | None]:
+    """GB/s per link of each GPU whose `nvlink -s` lists an active link; None where its links run at different
+    rates (a degraded link at 1 GB/s beside 26.562): no one rate is true of them, and the max would hide it."""
+    out: dict[int, float | None] = {}
+    for g in status:
+        rates = {s for _, s in g.links if s}
+        if rates:
+            out[g.index] = rates.pop() if len(rates) == 1 else None
+    return out
+
+
 def check_nvlink_pairing(m: TopoMatrix, status: tuple[GpuNvlinks, ...], status_source: str) -> None:
     """Refuse an `nvlink -s` file that cannot be the same node as the topo -m file: other GPU indices (another
-    node, or `-i` picked some GPUs), or a GPU that topo -m shows on NVLink while the status gives it no active
-    link. Taking its speeds or names for this node would state facts about another."""
+    node, or `-i` picked some GPUs), a GPU that topo -m shows on NVLink while the status gives it no active
+    link, or one whose active links are not what the matrix shows (links down are what an admin must hear).
+    Taking its speeds or names for this node would state facts about another."""
     mine = sorted(g.index for g in m.gpus)
     theirs = sorted(g.index for g in status)
     if mine != theirs:
@@ -894,7 +909,9 @@ def check_nvlink_pairing(m: TopoMatrix, status: tuple[GpuNvlinks, ...], status_s
                                               f"of all GPUs of the topo -m node")
     if m.pcie_only:
         return
-    for g in status:
+    board = is_nvswitch_board(m)
+    # a GPU with no active link first: a file of another node says so more plainly than a count does
+    for g in sorted(status, key=lambda g: g.active > 0):
         a = f"GPU{g.index}"
         peers = [(b.label, m.link(a, b.label).nvlinks) for b in m.gpus if b.label != a]
         peer, most = max(peers, key=lambda p: p[1], default=("", 0))
@@ -904,6 +921,16 @@ def check_nvlink_pairing(m: TopoMatrix, status: tuple[GpuNvlinks, ...], status_s
             raise ParseError(status_source, g.line or None, f"GPU {g.index}: {said}, but {m.source} shows NV{most} "
                                                             f"between {a} and {peer}: the files are of different "
                                                             f"nodes or times")
+        # what the matrix says the GPU has: on an NVSwitch board NV# to each peer is all its links, on a mesh the
+        # peers' NV# add up to them. More active links than a mesh shows may go where the matrix cannot (the CPU
+        # on POWER9, GPUs outside a job's cgroup); fewer are links down, or another node or time.
+        shown = most if board else sum(n for _, n in peers)
+        if most and (g.active < shown or (board and g.active > shown)):
+            how = f"NV{most} to each peer" if board else "NV# to its peers: " + " + ".join(
+                str(n) for _, n in peers if n)
+            raise ParseError(status_source, g.line or None, f"GPU {g.index}: {g.active} active NVLinks, but "
+                                                            f"{m.source} shows {shown} ({how}): links down, or the "
+                                                            f"files are of different nodes or times")
 
 
 # ---------------------------------------------------------------- into the graph
@@ -1018,7 +1045,8 @@ def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, 
     NUMA nodes come from `numa_groups`; within a NUMA node whose devices are NODE apart, PHB groups become PCIe
     host bridges; PCIe switches come from PIX groups nested in PXB groups; NVLink becomes direct GPU-GPU edges,
     or edges into one NVSwitch vertex on NVSwitch boards (see `is_nvswitch_board`). The per-link GB/s comes
-    from `nvlink -s` output when given, else from the GPU model (the names in `nvlink -s`, or `gpu_type`)."""
+    from each GPU's links in `nvlink -s` output when given, else from the GPU model (the names in `nvlink -s`, or
+    `gpu_type`); an edge whose GPUs' links run at different rates states none (nvlink_speed unknown)."""
     from slurmtools.topology import gpu_models
     from slurmtools.topology.cpu_layout import fill_cores
 
@@ -1026,9 +1054,16 @@ def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, 
         topology.add_host(host)
     names = {g.index: g.name for g in nvlink_status}
     model = next(iter(names.values()), None) or gpu_type
-    speeds = [s for g in nvlink_status for _, s in g.links if s]
     gen = gpu_models.nvlink_generation(model) if model else None
-    nvlink_gbytes = max(speeds) if speeds else (gen.gbytes_per_link if gen else None)
+    status_rates = gpu_link_rates(nvlink_status)
+    # a GPU `nvlink -s` gives no rate for: the one rate it gives the others, else the model's
+    told = set(status_rates.values())
+    unstated = (told.pop() if len(told) == 1 else None) if told else (gen.gbytes_per_link if gen else None)
+
+    def rate(*labels: str) -> float | None:
+        """GB/s per link of an edge from these GPUs: each GPU's own rate, None unless they agree."""
+        got = {status_rates.get(m.gpu_index(lb), unstated) for lb in labels}
+        return got.pop() if len(got) == 1 else None
     # CPU groups: one per (PCIe root domain, affinity); see numa_groups
     devs = m.devices
     keys, dom = numa_groups(m)
@@ -1116,20 +1151,21 @@ def add_to(topology, m: TopoMatrix, host: str, nvlink_status: tuple[GpuNvlinks, 
     gpus = [d.label for d in m.gpus]
     if m.pcie_only:
         topology.mark_unknown(host, "nvlink")   # `topo -mp` shows no NVLink cell, whatever the GPUs have
-    any_nvlink = any(m.link(a, b).nvlinks for a in gpus for b in gpus if a != b)
-    if any_nvlink and nvlink_gbytes is None:
-        topology.mark_unknown(host, "nvlink_speed")
+    edges: list[tuple[str, str, int, float | None]] = []
     if is_nvswitch_board(m):
         nvs = topology.add_nvswitch(host, 0)
         for a in gpus:
-            links = max(m.link(a, b).nvlinks for b in gpus if b != a)
-            topology.link_nvlink(gpu_vid[a], nvs, links, nvlink_gbytes)
+            edges.append((gpu_vid[a], nvs, max(m.link(a, b).nvlinks for b in gpus if b != a), rate(a)))
         topology.add_nvlink_domain(host, list(gpu_vid.values()))
     else:
         for i, a in enumerate(gpus):
             for b in gpus[i + 1:]:
                 if m.link(a, b).nvlinks:
-                    topology.link_nvlink(gpu_vid[a], gpu_vid[b], m.link(a, b).nvlinks, nvlink_gbytes)
+                    edges.append((gpu_vid[a], gpu_vid[b], m.link(a, b).nvlinks, rate(a, b)))
+    for a, b, links, gbytes in edges:
+        topology.link_nvlink(a, b, links, gbytes)
+    if any(gbytes is None for *_, gbytes in edges):
+        topology.mark_unknown(host, "nvlink_speed")
     fill_cores(topology, host, threads_per_core)
 
 

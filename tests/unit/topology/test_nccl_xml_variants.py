@@ -82,3 +82,41 @@ def test_two_nets_of_one_name_are_refused():
     with pytest.raises(ParseError) as err:
         parse_nccl_xml(text, "n.xml")
     assert err.value.line == 4 and "second NIC" in str(err.value)
+
+
+# a NIC without a PCI device (a socket NIC NCCL sees only as a name) ------------------------------------------
+
+GB_SOCKET = ("<system version='1'>\n"
+             " <cpu host_hash='0x78ad2c674a35a902' numaid='0' affinity='0000ffff' arch='x86_64'>\n"
+             "  <pci busid='0000:51:00.0' class='0x030200' vendor='0x10de' device='0x2901'>"
+             "<gpu dev='0' sm='100' rank='0' gdr='1'><nvlink target='fffffff:ff:ff.0' count='18' tclass='0x068000'/>"
+             "</gpu></pci>\n"
+             "{nic0}"
+             " </cpu>\n"
+             " <cpu host_hash='0x78ad2c674a35a902' numaid='1' affinity='ffff0000' arch='x86_64'>\n"
+             "  <pci busid='0000:75:00.0' class='0x030200' vendor='0x10de' device='0x2901'>"
+             "<gpu dev='1' sm='100' rank='1' gdr='1'><nvlink target='fffffff:ff:ff.0' count='18' tclass='0x068000'/>"
+             "</gpu></pci>\n"
+             "{nic1}"
+             " </cpu>\n</system>\n")
+ETH0 = ("  <nic><net name='eth0' dev='0' latency='0' speed='10000' port='0' guid='0x0' maxconn='65536' gdr='0'/>"
+        "</nic>\n")
+
+
+def test_a_pciless_nic_under_each_cpu_is_one_nic():
+    """NCCL 2.27.3 writes its socket NIC under each <cpu> (a Vast.ai 8x B200 dump: openfabric-systems/simllm
+    tests/fixtures/nccl_topology/vastai_hgx_b200_8x/nccl_topo.xml @ fea03f00, trimmed here to 2 GPUs): it was
+    refused as a second NIC named 'eth0'. One of that name with other attributes is another device, still refused."""
+    x = parse_nccl_xml(GB_SOCKET.format(nic0=ETH0, nic1=ETH0), "b200.xml")
+    assert [(n.name, n.speed_gbytes) for n in x.nics] == [("eth0", 1.25)]
+    assert [n.name for n in to_topology(x, "b200").nics("b200")] == ["eth0"]
+    with pytest.raises(ParseError, match="b200.xml:8: a second NIC named 'eth0' \\(first at line 4\\)"):
+        parse_nccl_xml(GB_SOCKET.format(nic0=ETH0, nic1=ETH0.replace("speed='10000'", "speed='25000'")), "b200.xml")
+
+
+def test_a_pciless_nic_is_near_no_gpu():
+    """A PCI-less NIC stood under its <cpu>'s NUMA node: local (PHB) to that CPU's GPUs, SYS to the others, where
+    NCCL put it only for its own search. It is the host's, its place unknown, and --strict names that."""
+    t = to_topology(parse_nccl_xml(GB_SOCKET.format(nic0=ETH0, nic1=""), "b200.xml"), "b200")
+    assert q.nearest_nics(t, "b200") == {0: [], 1: []} and q.nic_numa(t, "b200") == {"eth0": []}
+    assert "nic_locality" in t.unknown("b200")

@@ -104,3 +104,65 @@ def test_a_status_file_of_another_node_is_refused(tmp_path, status, line, words)
 def test_a_matching_status_file_is_imported(tmp_path, status):
     r = _import(tmp_path, TOPO_NV6 if status == V100 else TOPO_SYS, status)
     assert r.exit_code == 0, r.output
+
+
+# what `nvlink -s` states per GPU: its links' rate, and how many are active ------------------------------------
+
+H200 = "NVIDIA H200"
+FULL = ["26.562 GB/s"] * 18
+# GPU 0's links 2, 3, 4 and 10 trained down, as an IB health-check script's fixture of a real H200 node shows them
+# (test_check_nvlink_speed_consistency): 1.0 and 1.562 GB/s beside 26.562
+DEGRADED = FULL[:2] + ["1.0 GB/s", "1.562 GB/s", "1.562 GB/s"] + FULL[5:10] + ["1.562 GB/s"] + FULL[11:]
+
+
+def topo_nv(n: int, nv: int) -> str:
+    """`topo -m` of n GPUs with NV{nv} between every two (n >= 3 and 18 < (n-1)*nv: an NVSwitch board)."""
+    head = "\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\tCPU Affinity\tNUMA Affinity\n"
+    return head + "".join(f"GPU{i}\t" + "\t".join(" X " if j == i else f"NV{nv}" for j in range(n)) + "\t0-47\t0\n"
+                          for i in range(n))
+
+
+def _nvlinks(t) -> dict[tuple[str, str], tuple[int, float | None]]:
+    return {(a, b): (e.links, e.gbytes_per_link) for a, b, e in t.g.edges(data="e") if e.kind == "nvlink"}
+
+
+def test_a_gpu_whose_links_run_at_different_rates_is_given_no_rate():
+    """Every NVLink edge got the fastest rate of any link of any GPU: a degraded GPU read as 18 links at 26.562."""
+    from slurmtools.topology.nvsmi import parse_topo_matrix, to_topology
+
+    pair = to_topology(parse_topo_matrix(topo_nv(2, 18), "t.txt"), "n",
+                       parse_nvlink_status(gpu(0, H200) + links(*DEGRADED) + gpu(1, H200) + links(*FULL), "s.txt"))
+    assert _nvlinks(pair) == {("gpu:n:0", "gpu:n:1"): (18, None)} and "nvlink_speed" in pair.unknown("n")
+    # on an NVSwitch board each GPU has its own edge: the others keep the rate their links state
+    board = to_topology(parse_topo_matrix(topo_nv(4, 18), "t.txt"), "n", parse_nvlink_status(
+        gpu(0, H200) + links(*DEGRADED) + "".join(gpu(i, H200) + links(*FULL) for i in (1, 2, 3)), "s.txt"))
+    assert _nvlinks(board) == {("gpu:n:0", "nvswitch:n:0"): (18, None), **{
+        (f"gpu:n:{i}", "nvswitch:n:0"): (18, 26.562) for i in (1, 2, 3)}}
+    assert "nvlink_speed" in board.unknown("n")
+    whole = to_topology(parse_topo_matrix(topo_nv(4, 18), "t.txt"), "n", parse_nvlink_status(
+        "".join(gpu(i, H200) + links(*FULL) for i in range(4)), "s.txt"))
+    assert {r for _, r in _nvlinks(whole).values()} == {26.562} and "nvlink_speed" not in whole.unknown("n")
+
+
+@pytest.mark.parametrize("topo, status, line, words", [
+    # two links of GPU 3 down on an NVSwitch board (a real H200 node's status with two links made inactive)
+    (topo_nv(4, 18), "".join(gpu(i, H200) + links(*(FULL if i != 3 else FULL[:5] + ["<inactive>"] * 2 + FULL[7:]))
+                             for i in range(4)), 58, "GPU 3: 16 active NVLinks, but {topo} shows 18 (NV18 to each peer)"),
+    (topo_nv(4, 12), "".join(gpu(i, H200) + links(*FULL) for i in range(4)), 1,
+     "GPU 0: 18 active NVLinks, but {topo} shows 12 (NV12 to each peer)"),
+    (TOPO_NV6, gpu(0) + links(*["25.781 GB/s"] * 6) + gpu(1) + links(*["25.781 GB/s"] * 5, "<inactive>"), 8,
+     "GPU 1: 5 active NVLinks, but {topo} shows 6 (NV# to its peers: 6)"),
+])
+def test_an_active_link_count_the_matrix_does_not_show_is_refused(tmp_path, topo, status, line, words):
+    """A GPU's active links were never compared with the matrix: two links down read as all 18 up."""
+    r = _import(tmp_path, topo, status)
+    assert isinstance(r.exception, ParseError), r.output
+    assert r.exception.line == line and r.exception.source.endswith("nvl.txt")
+    assert words.format(topo=str(tmp_path / "topo.txt")) in str(r.exception) and "\n" not in str(r.exception)
+
+
+def test_more_active_links_than_a_mesh_shows_are_imported(tmp_path):
+    """A mesh's NV# cover only the GPUs the matrix shows: a job's 2 of a cube mesh's 8, or POWER9's links to its
+    CPU, leave active links the matrix cannot show."""
+    r = _import(tmp_path, TOPO_NV6.replace("NV6", "NV2"), V100)
+    assert r.exit_code == 0, r.output

@@ -212,3 +212,17 @@ def test_cli_user_errors_are_one_line(tmp_path):
         assert r.returncode == 2, (args, r.stderr)
         assert msg in r.stderr and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_diff_counts_no_gpus_a_source_may_list_only_some_of(declared):
+    """A job's NCCL dump lists the GPUs of its ranks (2 of a node's 8, `devices` unknown): "2 GPUs discovered, 8
+    declared" reported a node short of GPUs that has them all."""
+    from slurmtools.topology.nccl_xml import parse_nccl_xml, to_topology
+
+    from ._data import read_data
+
+    seen = to_topology(parse_nccl_xml(read_data("handwritten_dgx1-v100_2-of-8-gpus_nccl-topo.xml"), "x.xml"), "gpu01")
+    assert "devices" in seen.unknown("gpu01") and len(seen.gpus("gpu01")) == 2
+    assert [f.code for f in diff(declared, seen) if f.subject == "gpu01"] == []
+    seen.g.nodes["host:gpu01"]["v"] = seen.vertex("host:gpu01").__class__("gpu01")   # the same, all devices stated
+    assert [f.line() for f in diff(declared, seen) if f.code == "gpu-count"] == ["gpu01: 2 GPUs discovered, 8 declared"]

@@ -222,3 +222,10 @@ def test_the_host_and_gpu_type_an_admin_states_are_one_slurm_word_each():
         assert r.returncode == 2 and r.stdout == "", (opt, value, r.stderr)
         assert r.stderr == (f"slurmtools: error: {opt}: expected a name of letters, digits, '_', '.' or '-' (what "
                             f"Slurm's config takes as one word); got {value!r}\n")
+
+
+def test_strict_names_a_nic_whose_place_is_unknown(tmp_path):
+    # the NCCL dump of Azure NC A100 v4: eth0 without a PCI device under numaid 0
+    r = runner.invoke(app, ["topo", "import", "--from", "nccl-xml", str(data_path("azhpc-images_ncv4-topo.xml")),
+                            "--strict"])
+    assert r.exit_code == 3 and "nic_locality" in r.output
