@@ -60,18 +60,28 @@ def cores_of(cpu_sets: Sequence[Sequence[int]], threads_per_core: int | None = N
     return [tuple(i for i in c if i < s) for c in sets]
 
 
+def _restricted(cpus) -> bool:
+    """Two CPU groups of different NUMA nodes sharing CPU ids: no machine's NUMA nodes do, a cpuset's view does."""
+    return any(a.numa is not None and b.numa is not None and a.numa != b.numa and set(a.cpus) & set(b.cpus)
+               for i, a in enumerate(cpus) for b in cpus[i + 1:])
+
+
 def fill_cores(topology, host: str, threads_per_core: int | None = None) -> None:
     """Give the CPU groups of `host` their Slurm core ids where the layout shows them (see `cores_of`); otherwise
-    record `cores` (and, with no CPU ids at all, `local_cpus`) as unknown on the host."""
+    record `cores` (and, when the CPU lists are not every GPU's whole local set, `local_cpus`) as unknown."""
     from dataclasses import replace
 
     from slurmtools.topology.queries import local_cpus
 
     if not topology.gpus(host):
         return
-    if not all(local_cpus(topology, host).values()):
-        topology.mark_unknown(host, "local_cpus", "cores")
     cpus = [c for c in topology.devices(host, "cpu") if c.cpus]
+    if not all(local_cpus(topology, host).values()) or _restricted(cpus):
+        # some GPU near no listed CPU, or two NUMA nodes listing the same CPUs: the capture saw the CPUs of a
+        # cpuset (`nvidia-smi topo -m` inside a Slurm job lists only the job's), not the NUMA nodes' whole sets,
+        # so no CPU list of it is a GPU's local CPUs and no core ids are numbered from them
+        topology.mark_unknown(host, "local_cpus", "cores")
+        return
     if not cpus or any(c.cores for c in cpus):
         return   # nothing to number, or the source stated the cores
     cores = cores_of([c.cpus for c in cpus], threads_per_core)

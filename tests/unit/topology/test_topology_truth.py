@@ -229,3 +229,28 @@ def test_strict_names_a_nic_whose_place_is_unknown(tmp_path):
     r = runner.invoke(app, ["topo", "import", "--from", "nccl-xml", str(data_path("azhpc-images_ncv4-topo.xml")),
                             "--strict"])
     assert r.exit_code == 3 and "nic_locality" in r.output
+
+
+# a capture taken inside a Slurm job (rapidsai/dask-cuda issue 1381: `srun --gpus=A100_80GB:8 -c32 ... nvidia-smi
+# topo -m`, trimmed to four GPUs, the two NUMA nodes SYS apart): nvidia-smi lists only the job's cpuset, so GPUs of
+# the other NUMA node show no CPU, and those it shows are 32 of NUMA 0's CPUs, not its whole set
+CPUSET_VIEW = """\
+\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID
+GPU0\t X \tNV12\tSYS\tSYS\t0-15,56-71\t0\t\tN/A
+GPU1\tNV12\t X \tSYS\tSYS\t0-15,56-71\t0\t\tN/A
+GPU2\tSYS\tSYS\t X \tNV12\t\t1\t\tN/A
+GPU3\tSYS\tSYS\tNV12\t X \t\t1\t\tN/A
+"""
+
+
+def test_a_capture_inside_a_cpuset_states_no_gpus_local_cpus():
+    """The GPUs that showed CPUs got them as their local CPUs, and gres.conf Cores=0-15 from them (NUMA 0 has 28
+    cores there). A GPU near no listed CPU, or two NUMA nodes listing the same CPUs (a K80 capture in a 4-CPU job:
+    0-3 on both sockets), is the tell-tale: local CPUs and cores unknown, no Cores= written."""
+    t = smi_topology(parse_topo_matrix(CPUSET_VIEW, "cpuset.txt"), "n")
+    assert {"local_cpus", "cores"} <= set(t.unknown("n"))
+    assert not any("Cores=" in ln for ln in gres_lines_for_host(t, "n"))
+    both = CPUSET_VIEW.replace("\t\t1\t\tN/A", "\t0-3\t1\t\tN/A").replace("0-15,56-71", "0-3")
+    t = smi_topology(parse_topo_matrix(both, "k80.txt"), "n", threads_per_core=1)
+    assert {"local_cpus", "cores"} <= set(t.unknown("n"))
+    assert not any("Cores=" in ln for ln in gres_lines_for_host(t, "n"))
