@@ -196,8 +196,10 @@ def export(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
            output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write here instead of stdout"),
            host: Optional[str] = typer.Option(None, "--host", help="svg/png: draw this host's inside instead of "
                                                                    "the fabric"),
-           gres_files: str = typer.Option("/dev/nvidia{index}", "--gres-files",
-                                          help="gres.conf: device file pattern, {index} is the GPU index"),
+           gres_files: str = typer.Option("/dev/nvidia{minor}", "--gres-files",
+                                          help="gres.conf: device file pattern: {minor} is the GPU's device minor "
+                                               "(an NVML capture states it), {index} states that the files follow "
+                                               "the GPU index"),
            block_sizes: Optional[str] = typer.Option(None, "--block-sizes", help="block: BlockSizes, e.g. 18,36"),
            assume_no_nvlink: bool = typer.Option(False, "--assume-no-nvlink",
                                                  help="gres.conf: write Links= with no NVLink for hosts whose "
@@ -334,6 +336,6 @@ def lint(source: Optional[str] = SourceArg, site: Optional[str] = SiteOpt,
         findings += c.findings
         compared = {"summary": summary, "hosts": c.hosts, "gpus": c.gpus, "cores": c.cores, "links": c.links,
                     "absent_nodes": c.absent, "absent_lines": c.absent_lines, "no_gpu_hosts": c.no_gpus,
-                    "left_to_autodetect": c.left_to_driver,
+                    "left_to_autodetect": c.left_to_driver, "matched_by_index": c.by_index,
                     "skipped_lines": [{"line": n, "why": w} for n, w in c.conf.skipped]}
     _report(findings, json_out, f"topology {t.name}: no problems found", compared)

@@ -182,7 +182,8 @@ def site_topology(site: Site, fabric: Fabric, release: SlurmRelease, block_sizes
 
 
 def render_gres_conf(fabric: Fabric, device_dir: str = "/dev") -> str:
-    """Per-GPU lines with File=, Cores= (the GPU's socket) and Links= (NVLinks to each peer), from the graph."""
+    """Per-GPU lines with File=, Cores= (the GPU's socket) and Links= (NVLinks to each peer), from the graph.
+    File= by index: the site declares its GPUs, not their device minors, and the lab's fake devices follow it."""
     from slurmtools.topology.render_slurm import render_gres_conf as render
 
     return render(_graph(fabric), device_dir.rstrip("/") + "/nvidia{index}")

@@ -557,6 +557,8 @@ class GresCheck:
     no_gpus: list[str]  # hosts the file names that have no GPU in the topology (a fabric-only source)
     conf: GresConf
     left_to_driver: int = 0  # GPUs without a line on hosts under AutoDetect (slurmd finds them), not findings
+    #: hosts whose GPUs were matched to File= by index: the source states no device minor (said, not assumed)
+    by_index: list[str] = field(default_factory=list)
 
     def summary(self, topology: str) -> str:
         """One line: what was compared, and what was not and why."""
@@ -589,6 +591,9 @@ class GresCheck:
         if self.left_to_driver:
             auto = ",".join(sorted(set(self.conf.autodetect.values()) - {"off"}))
             parts.append(f"{self.left_to_driver} GPU(s) without a line left to AutoDetect={auto}")
+        if self.by_index:
+            parts.append(f"host(s) {compress(self.by_index)}: /dev/nvidiaN read as GPU index N, as the topology "
+                         "states no device minor (an NVML capture, `slurmtools topo capture`, does)")
         return one_line("; ".join(parts))   # names and values from the file may hold \x85, \u2028, a CR
 
     @property
@@ -601,7 +606,9 @@ class GresCheck:
 
 def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck:
     """A gres.conf against a topology (a capture): per host, every GPU listed, Cores= equal to the cores local to
-    the GPU, Links= equal to its NVLink row; and what was compared (hosts, GPUs, skipped lines)."""
+    the GPU, Links= equal to its NVLink row; and what was compared (hosts, GPUs, skipped lines). A File=
+    /dev/nvidiaN is the GPU whose device minor is N; where the topology states no minor, GPU index N, and the
+    summary says so (`by_index`)."""
     conf = read_gres_conf(text, source)
     out: list[Finding] = []
     known = set(t.host_names())
@@ -617,7 +624,7 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
         for h in targets:
             by_host.setdefault(h, {})[g.index] = g
     absent_lines -= {g.line for g in conf.gpus if g.node in known}  # a line with some nodes in is compared
-    hosts, no_gpus, gpus_n, cores_n, links_n, left = [], [], 0, 0, 0, 0
+    hosts, no_gpus, by_index, gpus_n, cores_n, links_n, left = [], [], [], 0, 0, 0, 0
     for h in sorted(by_host, key=_natural):
         gpus = t.gpus(h)
         listed = by_host[h]
@@ -625,34 +632,44 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
             no_gpus.append(h)  # a fabric-only source: nothing to compare the lines with
             continue
         hosts.append(h)
+        if any(g.minor is None for g in gpus):
+            by_index.append(h)
+
+        def device(g) -> int:
+            return g.index if g.minor is None else g.minor
+
+        def gpu(g) -> str:   # the GPU as findings name it: by index, and its device where that is another number
+            return f"GPU {g.index}" + (f" (/dev/nvidia{g.minor})" if device(g) != g.index else "")
+
         cores = q.local_cores(t, h)
         matrix = None if "nvlink" in t.unknown(h) else q.nvlink_matrix(t, h)  # unstated: nothing to compare to
         detected = conf.autodetect.get(h, conf.autodetect.get(None, "off")) != "off"
         for i, g in enumerate(gpus):
-            line = listed.get(g.index)
+            line = listed.get(device(g))
             if line is None:
                 if detected:     # slurmd adds the GPUs the driver shows that the file does not list
                     left += 1
                 else:
-                    out.append(Finding("gres-missing", h, f"{source}: no line for GPU {g.index}"))
+                    out.append(Finding("gres-missing", h, f"{source}: no line for {gpu(g)}"))
                 continue
             gpus_n += 1
             where = f"{source}:{line.line}"
             if line.cores is not None and cores[g.index]:
                 cores_n += 1
                 if tuple(sorted(line.cores)) != cores[g.index]:
-                    out.append(Finding("gres-cores", h, f"{where}: GPU {g.index} Cores={_r(line.cores)}, the "
+                    out.append(Finding("gres-cores", h, f"{where}: {gpu(g)} Cores={_r(line.cores)}, the "
                                                         f"capture has {_r(cores[g.index])}"))
             if line.links is not None and matrix is not None:
                 links_n += 1
                 if list(line.links) != matrix[i]:
-                    out.append(Finding("gres-links", h, f"{where}: GPU {g.index} Links="
+                    out.append(Finding("gres-links", h, f"{where}: {gpu(g)} Links="
                                                         f"{','.join(map(str, line.links))}, the capture has "
                                                         f"{','.join(map(str, matrix[i]))}"))
-        for idx in sorted(set(listed) - {g.index for g in gpus}):
-            out.append(Finding("gres-extra", h, f"{source}:{listed[idx].line}: GPU {idx} is not in the capture"))
+        for idx in sorted(set(listed) - {device(g) for g in gpus}):
+            what = f"GPU {idx}" if h in by_index else f"/dev/nvidia{idx} (no GPU's device minor)"
+            out.append(Finding("gres-extra", h, f"{source}:{listed[idx].line}: {what} is not in the capture"))
     return GresCheck(out, hosts, gpus_n, cores_n, links_n, sorted(absent, key=_natural), len(absent_lines),
-                     no_gpus, conf, left)
+                     no_gpus, conf, left, by_index)
 
 
 def check_gres(t: Topology, text: str, source: str = "gres.conf") -> list[Finding]:

@@ -161,6 +161,9 @@ class PcieSwitch:
 
 @dataclass(frozen=True)
 class Gpu:
+    """A GPU; `index` is its number in the source (nvidia-smi's and NVML's index, NCCL XML's CUDA ordinal).
+    `minor` is its device minor, the N of /dev/nvidiaN that gres.conf File= names, where the source states it (an
+    NVML capture); None otherwise. The driver assigns minors, which need not follow the index."""
     kind: ClassVar[str] = "gpu"
     host: str
     index: int
@@ -169,6 +172,7 @@ class Gpu:
     pci_bus_id: str | None = None
     memory_mb: int | None = None
     gpu_type: str | None = None  # Slurm GRES type, e.g. "h100"
+    minor: int | None = None
 
     @property
     def vid(self) -> str:
@@ -391,9 +395,10 @@ class Topology:
 
     def add_gpu(self, host: str, index: int, name: str | None = None, uuid: str | None = None,
                 pci_bus_id: str | None = None, memory_mb: int | None = None, gpu_type: str | None = None,
-                parent: str | None = None) -> str:
-        """A GPU of `host`; `parent` (a cpu/pcie vertex id) gets a PCIe edge to it."""
-        vid = self.add(Gpu(host, index, name, uuid, pci_bus_id, memory_mb, gpu_type))
+                parent: str | None = None, minor: int | None = None) -> str:
+        """A GPU of `host`; `parent` (a cpu/pcie vertex id) gets a PCIe edge to it. `minor`: its device minor
+        where the source states it (see `Gpu`)."""
+        vid = self.add(Gpu(host, index, name, uuid, pci_bus_id, memory_mb, gpu_type, minor))
         self._attach(host, vid, parent)
         return vid
 
@@ -589,6 +594,8 @@ class Topology:
             d = {"kind": v.kind, **_plain(asdict(v))}
             if d.get("link_speed", 0) is None:    # a switch without LinkSpeed= is written as before it had one
                 del d["link_speed"]
+            if d.get("minor", 0) is None:         # a GPU of unknown minor likewise: an old graph reads as unknown
+                del d["minor"]
             vertices.append(d)
         edges = []
         for a, b, e in self.g.edges(data="e"):
@@ -622,6 +629,7 @@ class Topology:
                                                   for n in sizes):
             raise ParseError(source, None, f"block_sizes: expected a list of node counts, got {sizes!r}")
         t.block_sizes = tuple(sizes)
+        minors: dict[tuple[str, int], int] = {}
         for i, d in enumerate(data.get("vertices", [])):
             v = _decode(VERTEX_TYPES, d, source, f"vertices[{i}]")
             if v.vid in t.g:
@@ -629,6 +637,11 @@ class Topology:
             why = _field_types(v)
             if why:
                 raise ParseError(source, None, f"vertices[{i}].{why}")
+            if isinstance(v, Gpu) and v.minor is not None:
+                other = minors.setdefault((v.host, v.minor), i)
+                if other != i:   # gres.conf would name one device file for two GPUs: slurmd stops at it
+                    raise ParseError(source, None, f"vertices[{i}].minor: {v.minor}, the same as "
+                                                   f"vertices[{other}]'s (GPUs of host {v.host!r})")
             t.g.add_node(v.vid, v=v)
         for i, d in enumerate(data.get("edges", [])):
             where = f"edges[{i}]"
@@ -682,8 +695,9 @@ def _plain(d: dict) -> dict:
 
 
 def _field_types(v: Vertex) -> str | None:
-    """What is wrong with the fields a reader computes with (a block's place, a switch's level and LinkSpeed=),
-    as `field: why`; None when they are what the dataclass says. A JSON document can hold anything there."""
+    """What is wrong with the fields a reader computes with (a block's place, a switch's level and LinkSpeed=, a
+    GPU's device minor), as `field: why`; None when they are what the dataclass says. A JSON document can hold
+    anything there."""
     def whole(x) -> bool:
         return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
@@ -694,6 +708,8 @@ def _field_types(v: Vertex) -> str | None:
             x = getattr(v, name)
             if x is not None and not whole(x):
                 return f"{name}: expected a whole number or null, got {x!r}"
+    if isinstance(v, Gpu) and v.minor is not None and not whole(v.minor):
+        return f"minor: expected a whole number or null, got {v.minor!r}"
     return None
 
 

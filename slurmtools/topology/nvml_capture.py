@@ -106,9 +106,13 @@ class NvmlCapture:
                                   top.need(g, w, "fabric_cluster_uuid", str, optional=True),
                                   top.count(g, w, "fabric_clique_id", optional=True),
                                   numa if fmt == FORMAT_V1 else top.count(g, w, "gpu_numa_id", optional=True)))
-        for what, key in (("index", lambda g: g.index), ("pci_bus_id", lambda g: pci_key(g.pci_bus_id))):
+        # a minor twice would be one device file for two GPUs in gres.conf (an absent minor is no claim)
+        for what, key in (("index", lambda g: g.index), ("pci_bus_id", lambda g: pci_key(g.pci_bus_id)),
+                          ("minor", lambda g: g.minor)):
             firsts: dict = {}
             for i, g in enumerate(gpus):
+                if key(g) is None:
+                    continue
                 if key(g) in firsts:
                     raise ParseError(source, None, f"gpus[{i}].{what}: the same as gpus[{firsts[key(g)]}]'s")
                 firsts[key(g)] = i
@@ -481,7 +485,7 @@ def add_to(topology, cap: NvmlCapture, host: str | None = None, gpu_type: str | 
     for g in cap.gpus:
         gpu_vid[g.index] = topology.add_gpu(host, g.index, name=g.name, uuid=g.uuid, pci_bus_id=g.pci_bus_id,
                                             memory_mb=g.memory_mb, gpu_type=gpu_type or gpu_models.slurm_type(g.name),
-                                            parent=parent[g.index])
+                                            parent=parent[g.index], minor=g.minor)
     lay = nvlink_layout(cap)
     nvlink_gbytes = nvlink_gbytes_per_link(cap)
     if (lay.peers or lay.switch_links) and nvlink_gbytes is None:

@@ -8,6 +8,7 @@ identical output share one line with a compressed hostlist, as an admin would wr
 from __future__ import annotations
 
 import re
+import string
 from typing import Iterable, Sequence
 
 from slurmtools.errors import ConfigError
@@ -124,12 +125,46 @@ def render_block(t: Topology, block_sizes: Sequence[int] | None = None, header: 
 
 # ------------------------------------------------------------------------------------------------ gres.conf
 
-def gres_lines_for_host(t: Topology, host: str, file_pattern: str = "/dev/nvidia{index}",
-                        assume_no_nvlink: bool = False) -> list[str]:
-    """One `Name=gpu Type=… File=… Cores=… Links=…` line per GPU of `host` (without NodeName=).
+#: gres.conf File= by default: the device file the driver made for the GPU, known where the source states its minor
+GRES_FILES = "/dev/nvidia{minor}"
 
-    `file_pattern` is formatted with the GPU's `index` (the lab uses fake devices `<lab>/dev/nvidia{index}`).
-    Links= is Slurm's row for the GPU: -1 for itself, then the NVLink count to each peer in index order. Type=
+
+def _device_files(t: Topology, host: str, gpus: list, file_pattern: str) -> list[str]:
+    """File= of each GPU. `{minor}` needs every GPU's device minor (an NVML capture states it; `nvidia-smi topo
+    -m` and NCCL XML do not); `{index}` is the admin's statement that the files follow the GPU index, refused
+    where a stated minor says otherwise. Either way a File= naming another GPU's device is never written."""
+    try:
+        names = {re.split(r"[.\[]", f)[0] for _, f, _, _ in string.Formatter().parse(file_pattern) if f}
+    except ValueError:
+        names = set()
+    if "minor" in names:
+        unknown = [g.index for g in gpus if g.minor is None]
+        if unknown:
+            which = ("the GPUs' device files are" if len(unknown) == len(gpus) else
+                     f"GPU {unknown[0]}'s device file is" if len(unknown) == 1 else
+                     f"GPUs {int_ranges(unknown)}' device files are")
+            raise ConfigError(_where(t), f"host {host}",
+                              f"{which} unknown (the source states no device minor; the index is not the minor on "
+                              "every machine), so gres.conf File= cannot be written; capture the "
+                              "node with `slurmtools topo capture`, or pass --gres-files /dev/nvidia{index} if its "
+                              "device files follow the GPU index")
+    if "index" in names:
+        for g in gpus:
+            if g.minor is not None and g.minor != g.index:
+                raise ConfigError(_where(t), f"host {host}",
+                                  f"GPU {g.index} is /dev/nvidia{g.minor} (its device minor), so a --gres-files "
+                                  f"pattern with {{index}} would name another GPU's device; use {{minor}}")
+    return [file_pattern.format(index=g.index, minor=g.minor) for g in gpus]
+
+
+def gres_lines_for_host(t: Topology, host: str, file_pattern: str = GRES_FILES,
+                        assume_no_nvlink: bool = False) -> list[str]:
+    """One `Name=gpu Type=… File=… Cores=… Links=…` line per GPU of `host` (without NodeName=), in index order.
+
+    `file_pattern` is formatted with the GPU's device `minor`, which is unknown unless the source stated it, or,
+    when the admin says the device files follow it, its `index` (a site's declared GPUs; the lab's fake devices
+    `<lab>/dev/nvidia{index}`); see `_device_files`. Links= is Slurm's row for the GPU: -1 for itself, then the
+    NVLink count to each peer in index order (slurmd numbers GPUs in File= order, so the lines' order). Type=
     and Cores= are written where the graph knows them and left out otherwise (`gres_gaps` says which); a host
     whose NVLinks are unknown is refused, because Links= would state "no NVLink", unless `assume_no_nvlink`."""
     gpus = t.gpus(host)
@@ -137,6 +172,7 @@ def gres_lines_for_host(t: Topology, host: str, file_pattern: str = "/dev/nvidia
         raise ConfigError(_where(t), f"host {host}", "which GPUs NVLink connects is unknown (the source lists no GPU "
                                                 "links), so gres.conf Links= cannot be written; capture the node "
                                                 "with NVML or `nvidia-smi topo -m`, or pass --assume-no-nvlink")
+    files = _device_files(t, host, gpus, file_pattern)
     cores = q.local_cores(t, host)
     links = q.nvlink_matrix(t, host)
     out = []
@@ -144,7 +180,7 @@ def gres_lines_for_host(t: Topology, host: str, file_pattern: str = "/dev/nvidia
         parts = ["Name=gpu"]
         if g.gpu_type:
             parts.append(f"Type={g.gpu_type}")
-        parts.append("File=" + file_pattern.format(index=g.index))
+        parts.append("File=" + files[i])
         if cores.get(g.index):
             parts.append("Cores=" + int_ranges(cores[g.index]))
         if len(gpus) > 1:
@@ -174,16 +210,17 @@ def gres_gaps(t: Topology) -> list[str]:
     return out
 
 
-def render_gres_conf(t: Topology, file_pattern: str = "/dev/nvidia{index}", autodetect: str | None = "off",
+def render_gres_conf(t: Topology, file_pattern: str = GRES_FILES, autodetect: str | None = "off",
                      header: bool = True, assume_no_nvlink: bool = False) -> str:
-    """gres.conf for every host with GPUs; hosts whose lines are identical share `NodeName=<hostlist>`."""
+    """gres.conf for every host with GPUs; hosts whose lines are identical share `NodeName=<hostlist>`.
+    `file_pattern`: see `gres_lines_for_host`."""
     try:
-        # a pattern without {index} names one device file for every GPU of a host: refused, not written
-        distinct = file_pattern.format(index=0) != file_pattern.format(index=1)
-    except (KeyError, IndexError, ValueError, AttributeError):
+        # a pattern without {minor} or {index} names one device file for every GPU of a host: refused, not written
+        distinct = file_pattern.format(index=0, minor=0) != file_pattern.format(index=1, minor=1)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
         distinct = False
     if not distinct:
-        raise ConfigError("--gres-files", "", f"expected a pattern with {{index}}, got {file_pattern!r}")
+        raise ConfigError("--gres-files", "", f"expected a pattern with {{minor}} or {{index}}, got {file_pattern!r}")
     groups: dict[tuple[str, ...], list[str]] = {}
     for h in t.host_names():
         lines = tuple(gres_lines_for_host(t, h, file_pattern, assume_no_nvlink))

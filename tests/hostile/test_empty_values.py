@@ -42,7 +42,7 @@ def test_topo_export_block_sizes(sizes):
 def test_gres_files_without_index():
     """Every GPU of a host got the same File= device."""
     assert refusal("topo", "export", "--site", SITE, "-f", "gres.conf", "--gres-files", "/dev/nvidia") == (
-        "--gres-files: expected a pattern with {index}, got '/dev/nvidia'")
+        "--gres-files: expected a pattern with {minor} or {index}, got '/dev/nvidia'")
 
 
 def test_report_empty_until_and_out(tmp_path):

@@ -68,7 +68,9 @@ def _rendered() -> str:
     from slurmtools.topology.render_slurm import render_gres_conf
     from slurmtools.topology.sitefile import load_fabric
 
-    return render_gres_conf(build_site(load_fabric(bundled("topology") / "example" / "fabric.toml")))
+    # the site declares GPUs, not their device minors: File= by index, as `admin render gres-conf` writes it
+    return render_gres_conf(build_site(load_fabric(bundled("topology") / "example" / "fabric.toml")),
+                            "/dev/nvidia{index}")
 
 
 def samples() -> list[Sample]:

@@ -58,11 +58,14 @@ def test_real_site_file_against_a_topology_built_with_its_hosts(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
         f"{BCM}: compared 24 GPU(s) on 3 host(s) (dgxa100,node[1-2]) of topology bcm (Cores= on 0, Links= on 0); "
-        f"AutoDetect=nvml: slurmd takes what the file leaves out from the driver",
+        f"AutoDetect=nvml: slurmd takes what the file leaves out from the driver; host(s) dgxa100,node[1-2]: "
+        f"/dev/nvidiaN read as GPU index N, as the topology states no device minor (an NVML capture, `slurmtools "
+        f"topo capture`, does)",
         "topology bcm: no problems found"]
     r = run("lint", str(src), "--gres", str(BCM), "--json")
     out = json.loads(r.stdout)
     assert (out["findings"], out["gres"]["gpus"], out["gres"]["hosts"]) == ([], 24, ["dgxa100", "node1", "node2"])
+    assert out["gres"]["matched_by_index"] == ["dgxa100", "node1", "node2"]
     # node2 has 7 GPUs: the `nodeName=` line (lower-case key, line 11) declares the eighth
     t = topo_with(["node1", "dgxa100"], name="bcm")
     for i in range(7):
@@ -77,7 +80,9 @@ def test_partly_matching_file_names_what_it_skipped():
     assert (c.gpus, c.hosts, c.absent, c.absent_lines) == (8, ["node1"], ["dgxa100", "node2"], 8)
     assert c.summary("one") == ("compared 8 GPU(s) on 1 host(s) (node1) of topology one (Cores= on 0, Links= on 0); "
                                 "AutoDetect=nvml: slurmd takes what the file leaves out from the driver; node(s) "
-                                "dgxa100,node2 not in the topology (8 line(s) skipped whole)")
+                                "dgxa100,node2 not in the topology (8 line(s) skipped whole); host(s) node1: "
+                                "/dev/nvidiaN read as GPU index N, as the topology states no device minor (an NVML "
+                                "capture, `slurmtools topo capture`, does)")
 
 
 def test_cpus_keyword_is_compared_as_cores():

@@ -246,7 +246,7 @@ def test_a_pre_nvlink_legend_states_no_nvlink(tmp_path):
     assert not m.pcie_only and m.nearest_nics(0) == ("PHB", ("mlx4_0",))
     t = to_topology(m, "k80")
     assert "nvlink" not in t.unknown("k80") and q.nvlink_islands(t, "k80") == [[0], [1], [2], [3]]
-    assert all("Links=" in ln for ln in gres_lines_for_host(t, "k80"))
+    assert all("Links=" in ln for ln in gres_lines_for_host(t, "k80", "/dev/nvidia{index}"))   # no minor in topo -m
     r = _import(tmp_path, _K80 + OLDEST_LEGEND, "--json")
     assert json.loads(r.output)["inside"][0]["nvlink_islands"] == [[0], [1], [2], [3]], r.output
 

@@ -318,13 +318,17 @@ def test_graph_agrees_with_the_matrix(path):
     # gres.conf Links= rows are the matrix's NVLink counts, -1 for the GPU itself, hence symmetric; a one-GPU host
     # has no peers and its line no Links= (the lent H100's capture); `topo -mp` shows no NVLinks at all, so its
     # Links= are not written
+    # `topo -m` states no device minor: File= is refused unless the admin states the files follow the index
+    by_index = "/dev/nvidia{index}"
+    with pytest.raises(ConfigError, match="device files are unknown"):
+        gres_lines_for_host(t, "node1", assume_no_nvlink=True)
     if m.pcie_only:
         assert "nvlink" in t.unknown("node1")
         with pytest.raises(ConfigError, match="NVLink connects is unknown"):
-            gres_lines_for_host(t, "node1")
-        lines = gres_lines_for_host(t, "node1", assume_no_nvlink=True)
+            gres_lines_for_host(t, "node1", by_index)
+        lines = gres_lines_for_host(t, "node1", by_index, assume_no_nvlink=True)
     else:
-        lines = gres_lines_for_host(t, "node1")
+        lines = gres_lines_for_host(t, "node1", by_index)
     if len(m.gpus) == 1:
         assert len(lines) == 1 and "Links=" not in lines[0]
     else:

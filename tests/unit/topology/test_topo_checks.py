@@ -99,7 +99,7 @@ def test_lint(declared):
 
 
 def test_gres_conf_against_a_capture(declared, tmp_path):
-    good = render_gres_conf(declared)
+    good = render_gres_conf(declared, "/dev/nvidia{index}")   # the site declares GPUs, not device minors
     assert check_gres(declared, good) == []
     seen = discovered_with_faults(tmp_path)
     found = check_gres(seen, good, "gres.conf")
@@ -190,7 +190,7 @@ def test_cli_diff_and_lint_exit_non_zero_on_findings(tmp_path, declared):
     assert r.exit_code == 1 and {"code": "extra-host", "subject": "gpu17", "message": "discovered but not declared"} \
         in json.loads(r.output)
     gres = tmp_path / "gres.conf"
-    gres.write_text(render_gres_conf(declared))
+    gres.write_text(render_gres_conf(declared, "/dev/nvidia{index}"))
     r = cli("topo", "lint", str(seen), "--gres", str(gres))
     assert r.exit_code == 1 and "gpu03: " in r.output
     r = cli("topo", "lint", str(EXAMPLE), "--gres", str(gres))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -67,7 +69,10 @@ def hosts_inside(draw) -> Topology:
     for i in range(draw(st.integers(0, 4))):
         parents.append(t.add_pcie_switch("h", i, parent=draw(st.sampled_from(cpus))))
     n_gpus = draw(st.integers(1, 8))
-    gpus = [t.add_gpu("h", g, gpu_type="x", parent=draw(st.sampled_from(parents))) for g in range(n_gpus)]
+    # device minors as an NVML capture states them (the driver's numbering, not the index), or unknown
+    minors = draw(st.one_of(st.none(), st.permutations(range(n_gpus)).map(lambda p: [2 * m + 1 for m in p])))
+    gpus = [t.add_gpu("h", g, gpu_type="x", parent=draw(st.sampled_from(parents)),
+                      minor=None if minors is None else minors[g]) for g in range(n_gpus)]
     for n in range(draw(st.integers(0, 4))):
         t.add_nic("h", f"mlx5_{n}", parent=draw(st.sampled_from(parents)))
     if draw(st.booleans()):
@@ -150,7 +155,12 @@ def test_random_host_queries_and_gres_round_trip(t):
     names = {n.name for n in t.nics("h")}
     for g in gpus:
         assert set(nics[g.index]) <= names and (bool(nics[g.index]) == bool(names))
-    assert check_gres(t, render_gres_conf(t)) == []
+    # File= by minor where the graph knows them, else by index as the admin states
+    known = all(g.minor is not None for g in gpus)
+    text = render_gres_conf(t) if known else render_gres_conf(t, "/dev/nvidia{index}")
+    assert check_gres(t, text) == []
+    files = [int(f) for f in re.findall(r"File=/dev/nvidia(\d+)", text)]
+    assert files == [g.minor if known else g.index for g in gpus]
     assert Topology.from_json(t.to_json()).same_as(t)
 
 

@@ -113,7 +113,7 @@ def test_gres_conf_of_the_example(example):
     assert lines[5].endswith("File=/lab/dev/nvidia5 Cores=56-111 Links=18,18,18,18,18,-1,18,18")
     rows = [[int(x) for x in ln.rsplit("Links=", 1)[1].split(",")] for ln in lines]
     assert all(rows[i][j] == rows[j][i] for i in range(8) for j in range(8))
-    with pytest.raises(ConfigError, match="pattern with {index}"):
+    with pytest.raises(ConfigError, match="pattern with {minor} or {index}"):
         render_gres_conf(example, "/dev/nvidia{n}")
 
 
@@ -124,7 +124,7 @@ def test_gres_conf_groups_hosts_by_identical_lines():
         g0 = t.add_gpu(h, 0, gpu_type="a100", parent=c)
         g1 = t.add_gpu(h, 1, gpu_type="a100", parent=c)
         t.link_nvlink(g0, g1, links)
-    lines = render_gres_conf(t, autodetect=None, header=False).splitlines()
+    lines = render_gres_conf(t, "/dev/nvidia{index}", autodetect=None, header=False).splitlines()
     assert lines == [
         "NodeName=a[1-2] Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-3 Links=-1,2",
         "NodeName=a[1-2] Name=gpu Type=a100 File=/dev/nvidia1 Cores=0-3 Links=2,-1",

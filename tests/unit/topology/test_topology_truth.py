@@ -20,6 +20,7 @@ from slurmtools.topology.nccl_xml import parse_nccl_xml
 from slurmtools.topology.nccl_xml import to_topology as xml_topology
 from slurmtools.topology.nvsmi import parse_nvlink_status, parse_topo_matrix
 from slurmtools.topology.nvsmi import to_topology as smi_topology
+from slurmtools.topology.graph import Topology
 from slurmtools.topology.render_slurm import gres_lines_for_host, render_gres_conf
 
 from ._data import REPO, data_path, read_data
@@ -40,6 +41,7 @@ V100_LINKS = "lukolszewski-llamacpp_vast-v100x8-sxm2_nvlink-s.txt"
 B300 = "xe9780-perftest_dell-xe9780-b300x7_topo-m.txt"
 B300_LINKS = "xe9780-perftest_dell-xe9780-b300x7_nvlink-status.txt"
 ROCE = "unknown-repo_hgx-a100x4-80gb_roce-nic-rocep49s0.txt"
+BY_INDEX = "/dev/nvidia{index}"   # the admin's statement that device files follow the index (no source states it)
 
 
 def smi(name: str, nvlink: str | None = None, **kw):
@@ -62,9 +64,9 @@ def test_grace_hopper_gpus_keep_their_cpus_with_multi_value_numa_affinity():
     gb = smi(GB200)
     assert q.local_cpus(gb, "n")[1] == tuple(range(0, 72)) and q.local_cpus(gb, "n")[2] == tuple(range(72, 144))
     # Grace has one thread per core, but the capture does not say so: Cores= only when the admin states it
-    assert "Cores=" not in gres_lines_for_host(t, "n")[0]
+    assert "Cores=" not in gres_lines_for_host(t, "n", BY_INDEX)[0]
     t1 = smi(GH200, threads_per_core=1)
-    assert "Cores=72-143" in gres_lines_for_host(t1, "n")[1]
+    assert "Cores=72-143" in gres_lines_for_host(t1, "n", BY_INDEX)[1]
 
 
 # 2. nearest NIC by path class, not by edge count ------------------------------------------------------------
@@ -119,8 +121,19 @@ def test_gpus_without_stated_nvlinks_are_unknown_and_gres_refuses(name, tmp_path
     r = runner.invoke(app, ["topo", "export", str(tmp_path / "g.json"), "-f", "gres.conf"])
     assert isinstance(r.exception, ConfigError) and "Links=-1" not in r.output
     assert "which GPUs NVLink connects is unknown" in str(r.exception) and "\n" not in str(r.exception)
+    # NCCL XML states no device minor either (its GPUs are the run's CUDA ordinals): File= is not written ...
     r = runner.invoke(app, ["topo", "export", str(tmp_path / "g.json"), "-f", "gres.conf", "--assume-no-nvlink"])
-    assert r.exit_code == 0 and "Links=-1,0,0,0,0,0,0,0" in r.output
+    assert isinstance(r.exception, ConfigError) and "File=" not in r.output
+    host = Topology.from_json((tmp_path / "g.json").read_text()).host_names()[0]
+    assert str(r.exception).endswith(
+        f": host {host}: the GPUs' device files are unknown (the source states no device minor; the index is not "
+        "the minor on every machine), so gres.conf File= cannot be written; capture the node with `slurmtools "
+        "topo capture`, or pass --gres-files /dev/nvidia{index} if its device files follow the GPU index")
+    assert "\n" not in str(r.exception)
+    # ... until the admin states that the device files follow the index
+    r = runner.invoke(app, ["topo", "export", str(tmp_path / "g.json"), "-f", "gres.conf", "--assume-no-nvlink",
+                            "--gres-files", BY_INDEX])
+    assert r.exit_code == 0 and "File=/dev/nvidia7 " in r.output and "Links=0,0,0,0,0,0,0,-1" in r.output
     # a dump of a probed PCIe-only node states its GPUs have no NVLink
     assert "nvlink" not in xml(RWKV).unknown("n")
 
@@ -134,14 +147,14 @@ def test_slots_without_devices_are_reported_unknown():
 # 5. gres.conf Cores= and Type= ------------------------------------------------------------------------------
 
 def test_gres_gets_cores_from_the_sibling_layout_and_type_from_the_model():
-    lines = gres_lines_for_host(smi(NPS4, gpu_type="a100"), "n")
+    lines = gres_lines_for_host(smi(NPS4, gpu_type="a100"), "n", BY_INDEX)
     assert lines[0].startswith("Name=gpu Type=a100 File=/dev/nvidia0 Cores=48-63 Links=")
     assert "Cores=16-31" in lines[2]
     t = smi(V100, V100_LINKS)   # the model comes from `nvidia-smi nvlink -s`
-    assert gres_lines_for_host(t, "n")[0].startswith("Name=gpu Type=tesla_v100-sxm2-32gb File=/dev/nvidia0 "
-                                                     "Cores=0-19 ")
-    assert "Type=" not in gres_lines_for_host(xml(SIMAI), "n")[0] and "Cores=0-31" in gres_lines_for_host(
-        xml(SIMAI), "n")[0]
+    assert gres_lines_for_host(t, "n", BY_INDEX)[0].startswith("Name=gpu Type=tesla_v100-sxm2-32gb "
+                                                               "File=/dev/nvidia0 Cores=0-19 ")
+    assert "Type=" not in gres_lines_for_host(xml(SIMAI), "n", BY_INDEX)[0] and "Cores=0-31" in gres_lines_for_host(
+        xml(SIMAI), "n", BY_INDEX)[0]
     r = runner.invoke(app, ["topo", "import", "--from", "nvidia-smi", str(data_path(JTKJ)), "--gpu-type", "a100",
                             "--json"])
     assert r.exit_code == 0
