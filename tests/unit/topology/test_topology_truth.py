@@ -262,8 +262,8 @@ def test_a_capture_inside_a_cpuset_states_no_gpus_local_cpus():
     0-3 on both sockets), is the tell-tale: local CPUs and cores unknown, no Cores= written."""
     t = smi_topology(parse_topo_matrix(CPUSET_VIEW, "cpuset.txt"), "n")
     assert {"local_cpus", "cores"} <= set(t.unknown("n"))
-    assert not any("Cores=" in ln for ln in gres_lines_for_host(t, "n"))
+    assert not any("Cores=" in ln for ln in gres_lines_for_host(t, "n", "/dev/nvidia{index}"))
     both = CPUSET_VIEW.replace("\t\t1\t\tN/A", "\t0-3\t1\t\tN/A").replace("0-15,56-71", "0-3")
     t = smi_topology(parse_topo_matrix(both, "k80.txt"), "n", threads_per_core=1)
     assert {"local_cpus", "cores"} <= set(t.unknown("n"))
-    assert not any("Cores=" in ln for ln in gres_lines_for_host(t, "n"))
+    assert not any("Cores=" in ln for ln in gres_lines_for_host(t, "n", "/dev/nvidia{index}"))
