@@ -54,6 +54,13 @@ def _tree(text: str, source: str) -> _El:
     try:
         p.Parse(text, True)
     except expat.ExpatError as exc:
+        ends = {expat.errors.codes[m] for m in (expat.errors.XML_ERROR_NO_ELEMENTS,
+                                                 expat.errors.XML_ERROR_UNCLOSED_TOKEN,
+                                                 expat.errors.XML_ERROR_PARTIAL_CHAR)}
+        if len(stack) > 1 and exc.code in ends:
+            # the text stops with elements still open: expat says "no element found" or "unclosed token"
+            raise ParseError(source, exc.lineno, f"the file ends inside <{stack[-1].tag}> (opened at line "
+                                                 f"{stack[-1].line}): a truncated dump?") from None
         raise ParseError(source, exc.lineno, f"not well-formed XML: {expat.ErrorString(exc.code)}",
                          exc.offset + 1) from None
     return root

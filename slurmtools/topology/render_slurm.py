@@ -273,6 +273,7 @@ def render_features(t: Topology) -> str:
         if tags:
             lines.append(f"NodeName={compress(hosts)} Features={','.join(tags)}")
     if not lines:   # an empty file read as "features written" would be merged as nothing
-        raise ConfigError(_where(t), "features", "no host has a feature the topology can tell (GPU type, NVLink, "
-                                                 "leaf switch, rack)")
+        raise ConfigError(_where(t), "features", "no host has a feature the topology can tell (a node type's "
+                                                 "features, a leaf switch, a rack, a multi-node NVLink domain; a "
+                                                 "one-node capture has none of them)")
     return "\n".join(lines) + "\n"

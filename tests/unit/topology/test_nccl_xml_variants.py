@@ -120,3 +120,13 @@ def test_a_pciless_nic_is_near_no_gpu():
     t = to_topology(parse_nccl_xml(GB_SOCKET.format(nic0=ETH0, nic1=""), "b200.xml"), "b200")
     assert q.nearest_nics(t, "b200") == {0: [], 1: []} and q.nic_numa(t, "b200") == {"eth0": []}
     assert "nic_locality" in t.unknown("b200")
+
+
+@pytest.mark.parametrize("cut", ['<pci busid="0000:01:00.0"', ""])
+def test_a_truncated_dump_is_told_as_one(cut):
+    """A dump cut short (a paste, a full disk) read "not well-formed XML: no element found", which says nothing of
+    where; a mismatched tag keeps expat's own words."""
+    with pytest.raises(ParseError, match=r"^t\.xml:3: the file ends inside <cpu> \(opened at line 2\): a truncated"):
+        parse_nccl_xml('<system version="1">\n<cpu numaid="0">\n' + cut, "t.xml")
+    with pytest.raises(ParseError, match="mismatched tag"):
+        parse_nccl_xml("<system><cpu></system>", "t.xml")
