@@ -380,7 +380,6 @@ def replay_cmd(site: Optional[str] = typer.Option(..., "--site", help="Candidate
     if sacct_file:
         from slurmtools.errors import ParseError
         from slurmtools.policy.replay import REPLAY_FIELDS
-
         from slurmtools.slurm.parsable import decode_dump
 
         try:

@@ -289,20 +289,11 @@ def _gpus_recorded(jobs, cap, source: str) -> None:
     on = hosts_outside(every, gpu_hosts)
     ran = on.placed - on.entirely
     if ran:
-        hosts = sorted({h for nl, n in every.items() for h in _hosts(nl) if h in gpu_hosts})
+        hosts = [h for h in hosts_outside(every, set()).hosts if h in gpu_hosts]   # every host, by the same reading
         raise BadInput(f"{source}: none of its {ran} run(s) on the site's GPU nodes ({compress(hosts[:200])}) names "
                        "a GPU in AllocTRES: Slurm records a job's GPUs there only when slurm.conf's "
                        "AccountingStorageTRES lists gres/gpu (its default does not), so the dump does not say which "
                        "runs held GPUs; add gres/gpu to AccountingStorageTRES (jobs are recorded from then on)")
-
-
-def _hosts(nodelist: str) -> list[str]:
-    from slurmtools.hostlist import expand
-
-    try:
-        return expand(nodelist)
-    except ValueError:
-        return []
 
 
 #: the longest window the right-sizing section reads again (advise's own sacct fields); longer reports say so

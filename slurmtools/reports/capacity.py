@@ -38,8 +38,6 @@ class HostsOutside:
     entirely: int = 0        # runs that ran on none of the capacity's hosts
 
 
-
-
 def hosts_outside(runs_by_nodelist, known) -> HostsOutside:
     """The hosts runs ran on (sacct NodeList hostlists, with the runs of each) that `known` (the capacity's hosts)
     lacks. A report whose runs ran on hosts its capacity does not count would set GPU-hours it cannot hold against

@@ -604,6 +604,16 @@ class GresCheck:
                 and any(v != "off" for v in self.conf.autodetect.values()))
 
 
+def _device_number(g) -> int:
+    """The N of the /dev/nvidiaN a gres.conf line names for GPU `g`: its minor, else (unstated) its index."""
+    return g.index if g.minor is None else g.minor
+
+
+def _gpu_named(g) -> str:
+    """The GPU as findings name it: by index, and its device where that is another number."""
+    return f"GPU {g.index}" + (f" (/dev/nvidia{g.minor})" if _device_number(g) != g.index else "")
+
+
 def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck:
     """A gres.conf against a topology (a capture): per host, every GPU listed, Cores= equal to the cores local to
     the GPU, Links= equal to its NVLink row; and what was compared (hosts, GPUs, skipped lines). A File=
@@ -634,13 +644,7 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
         hosts.append(h)
         if any(g.minor is None for g in gpus):
             by_index.append(h)
-
-        def device(g) -> int:
-            return g.index if g.minor is None else g.minor
-
-        def gpu(g) -> str:   # the GPU as findings name it: by index, and its device where that is another number
-            return f"GPU {g.index}" + (f" (/dev/nvidia{g.minor})" if device(g) != g.index else "")
-
+        device, gpu = _device_number, _gpu_named
         cores = q.local_cores(t, h)
         matrix = None if "nvlink" in t.unknown(h) else q.nvlink_matrix(t, h)  # unstated: nothing to compare to
         detected = conf.autodetect.get(h, conf.autodetect.get(None, "off")) != "off"
