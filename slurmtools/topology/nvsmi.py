@@ -363,15 +363,19 @@ def _split_cell(tok: str, most: int) -> list[str] | None:
 
 
 def parse_cpulist(value: str) -> frozenset[int]:
-    """`0-51,104-155` -> the set of ids. Raises ValueError on anything else, and on ids of CPU_ID_LIMIT or more."""
+    """`0-51,104-155` -> the set of ids. Raises ValueError on anything else, and on ids of CPU_ID_LIMIT or more;
+    where the list has the form but not the sense (a range that runs backwards, an id too large) the error says
+    which part, for the message to name it."""
     if not _CPULIST.match(value):
         raise ValueError(value)
     out: set[int] = set()
     for part in value.split(","):
         a, _, b = part.partition("-")
         lo, hi = whole_number(a), whole_number(b or a)
-        if hi < lo or hi >= CPU_ID_LIMIT:
-            raise ValueError(value)
+        if hi < lo:
+            raise ValueError(f"{part} runs backwards")
+        if hi >= CPU_ID_LIMIT:
+            raise ValueError(f"id {hi} is not below {CPU_ID_LIMIT}")
         out.update(range(lo, hi + 1))
     return frozenset(out)
 
@@ -635,6 +639,12 @@ def _affinity_value(name: str, tok: str):
     return parse_cpulist(tok) if name == "numa" else whole_number(tok)
 
 
+def _why(exc: ValueError, tok: str) -> str:
+    """What `parse_cpulist` found wrong in a value that has a CPU list's form (`: 266-192 runs backwards`), or ""."""
+    said = str(exc)
+    return f": {said}" if said and said != tok else ""
+
+
 def _fits(name: str, tok: str) -> bool:
     try:
         _affinity_value(name, tok)
@@ -702,9 +712,9 @@ def _affinity_values(rest, columns, label, source, lineno, tail: tuple[str, int]
         col, tok = placement[name]
         try:
             vals[_FIELDS[name]] = _affinity_value(name, tok)
-        except ValueError:
+        except ValueError as exc:
             raise ParseError(source, lineno, f"row {label}, {_COLUMN_TITLES[name]}: expected {_FORMS[name]}, "
-                                             f"found {tok!r}", col) from None
+                                             f"found {tok!r}{_why(exc, tok)}", col) from None
     return vals
 
 
@@ -718,8 +728,13 @@ def _short_row_placement(rest, names, label, source, lineno, tail) -> dict[str, 
         fitting = [pl for pl in by_tabs if all(_fits(name, tok) for name, (_, tok) in pl.items())]
         if not fitting:   # laid out as nvidia-smi prints it: name the cell that is not of its column's form
             name, (col, tok) = next((name, cell) for name, cell in by_tabs[-1].items() if not _fits(name, cell[1]))
+            try:
+                _affinity_value(name, tok)
+                why = ""
+            except ValueError as exc:
+                why = _why(exc, tok)
             raise ParseError(source, lineno, f"row {label}, {_COLUMN_TITLES[name]}: expected {_FORMS[name]}, "
-                                             f"found {tok!r}", col)
+                                             f"found {tok!r}{why}", col)
     else:
         fitting = [dict(zip(chosen, rest)) for chosen in combinations(names, len(rest))
                    if all(_fits(name, tok) for name, (_, tok) in zip(chosen, rest))]

@@ -197,6 +197,18 @@ def test_affinity_ids_are_bounded(cells, column):
     the memory), refused."""
     with pytest.raises(ParseError, match=f"{column}: expected a list like 0-15,32-47 \\(ids below 65536\\)"):
         parse_topo_matrix(TWO.replace("0-7\t0", cells, 1), "paste.txt")
+    with pytest.raises(ParseError, match=f"{column}: .*: id [0-9]+ is not below 65536$"):
+        parse_topo_matrix(TWO.replace("0-7\t0", cells, 1), "paste.txt")
+
+
+@pytest.mark.parametrize("cells, column, part", [("266-192\t0", "CPU Affinity", "266-192"),
+                                                 ("0-7\t3-1", "NUMA Affinity", "3-1"),
+                                                 ("0-7,15-8\t0", "CPU Affinity", "15-8")])
+def test_a_range_that_runs_backwards_is_named(cells, column, part):
+    """A reversed range (`266-192`, seen in a hand-edited paste) has a CPU list's form; the message names the range
+    that runs backwards rather than only the form it should have."""
+    with pytest.raises(ParseError, match=f"{column}: expected a list like .*: {part} runs backwards$"):
+        parse_topo_matrix(TWO.replace("0-7\t0", cells, 1), "paste.txt")
 
 
 @pytest.mark.parametrize("speed", ["25.1.1", "٣", "."])
