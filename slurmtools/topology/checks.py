@@ -646,9 +646,9 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
             by_index.append(h)
         device, gpu = _device_number, _gpu_named
         cores = q.local_cores(t, h)
-        matrix = None if "nvlink" in t.unknown(h) else q.nvlink_matrix(t, h)  # unstated: nothing to compare to
+        matrix = None if "nvlink" in t.unknown(h) else q.slurm_links_rows(t, h)  # unstated: nothing to compare
         detected = conf.autodetect.get(h, conf.autodetect.get(None, "off")) != "off"
-        for i, g in enumerate(gpus):
+        for g in gpus:
             line = listed.get(device(g))
             if line is None:
                 if detected:     # slurmd adds the GPUs the driver shows that the file does not list
@@ -665,10 +665,10 @@ def compare_gres(t: Topology, text: str, source: str = "gres.conf") -> GresCheck
                                                         f"capture has {_r(cores[g.index])}"))
             if line.links is not None and matrix is not None:
                 links_n += 1
-                if list(line.links) != matrix[i]:
+                if list(line.links) != matrix[g.index]:
                     out.append(Finding("gres-links", h, f"{where}: {gpu(g)} Links="
                                                         f"{','.join(map(str, line.links))}, the capture has "
-                                                        f"{','.join(map(str, matrix[i]))}"))
+                                                        f"{','.join(map(str, matrix[g.index]))}"))
         for idx in sorted(set(listed) - {device(g) for g in gpus}):
             what = f"GPU {idx}" if h in by_index else f"/dev/nvidia{idx} (no GPU's device minor)"
             out.append(Finding("gres-extra", h, f"{source}:{listed[idx].line}: {what} is not in the capture"))

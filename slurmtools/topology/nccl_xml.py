@@ -15,7 +15,7 @@ from xml.parsers import expat
 
 from slurmtools.errors import ParseError, whole_number
 from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
-from slurmtools.topology.nvml_capture import pci_key
+from slurmtools.topology.pci import pci_key
 
 # One 32-bit word of a cpumask: int(w, 16) alone also takes blanks, signs, `_` and a 0x prefix, and the bits of a
 # longer word past the 32nd would be lost.

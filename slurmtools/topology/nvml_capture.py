@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from slurmtools.errors import ParseError, unknown_key
 from slurmtools.topology.cpu_layout import CPU_ID_LIMIT
+from slurmtools.topology.pci import pci_key
 
 FORMAT = "slurmtools.nvml-capture/2"
 # /1 stored nvmlDeviceGetNumaNodeId as `numa`: that is the NUMA node of the GPU's own memory (Grace Hopper and the
@@ -358,16 +358,6 @@ def _fabric(nv, h) -> tuple[str | None, int | None]:
 
 
 # ----------------------------------------------------------------------------------------------- decisions
-
-#: a PCI bus id: domain (8 hex digits from NVML, 4 in the legacy form and NCCL's files), bus, device, function
-_PCI_BUS_ID = re.compile(r"([0-9a-fA-F]{4}|[0-9a-fA-F]{8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])")
-
-
-def pci_key(bus_id: str) -> tuple[int, int, int, int] | None:
-    """'00000000:07:00.0' and '0000:07:00.0' are the same device; None for text that is no PCI bus id."""
-    m = _PCI_BUS_ID.fullmatch(bus_id)
-    return tuple(int(x, 16) for x in m.groups()) if m else None
-
 
 @dataclass(frozen=True)
 class NvlinkLayout:

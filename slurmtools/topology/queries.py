@@ -19,6 +19,7 @@ from slurmtools.topology import fabric_index as _fabric_index
 from slurmtools.topology.fabric_index import FabricIndex
 from slurmtools.gc_pause import gc_paused
 from slurmtools.topology.graph import FABRIC_KINDS, Gpu, Topology, _natural
+from slurmtools.topology.pci import pci_key
 
 INTERNAL = ("pcie", "smp")
 
@@ -69,6 +70,25 @@ def nvlink_matrix(t: Topology, host: str) -> list[list[int]]:
     gpus = t.gpus(host)
     return [[-1 if i == j else nvlink_count(t, a.vid, b.vid) for j, b in enumerate(gpus)]
             for i, a in enumerate(gpus)]
+
+
+def slurm_gpu_order(t: Topology, host: str) -> list[Gpu]:
+    """A node's GPUs as Slurm numbers them in gres.conf Links= (gres.conf(5): sorted by PCI bus ID, NVML's own
+    enumeration; slurmd's AutoDetect writes its Links in that order and refuses a file's line whose Links differ
+    from it). By bus ID where the source states one for every GPU (an NCCL dump numbers GPUs by CUDA ordinal, which
+    need not follow the bus); otherwise by index, which for NVML and `nvidia-smi topo -m` is that same enumeration."""
+    gpus = t.gpus(host)
+    keys = [pci_key(g.pci_bus_id) if g.pci_bus_id else None for g in gpus]
+    if gpus and all(keys) and len(set(keys)) == len(keys):
+        return [g for _, g in sorted(zip(keys, gpus), key=lambda kg: kg[0])]
+    return gpus
+
+
+def slurm_links_rows(t: Topology, host: str) -> dict[int, list[int]]:
+    """Each GPU's gres.conf Links= row, by GPU index: NVLinks to each GPU in Slurm's numbering
+    (`slurm_gpu_order`), -1 at its own place."""
+    order = slurm_gpu_order(t, host)
+    return {a.index: [-1 if a is b else nvlink_count(t, a.vid, b.vid) for b in order] for a in order}
 
 
 def pcie_groups(t: Topology, host: str) -> dict[str | None, list[int]]:

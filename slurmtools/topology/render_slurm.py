@@ -164,7 +164,8 @@ def gres_lines_for_host(t: Topology, host: str, file_pattern: str = GRES_FILES,
     `file_pattern` is formatted with the GPU's device `minor`, which is unknown unless the source stated it, or,
     when the admin says the device files follow it, its `index` (a site's declared GPUs; the lab's fake devices
     `<lab>/dev/nvidia{index}`); see `_device_files`. Links= is Slurm's row for the GPU: -1 for itself, then the
-    NVLink count to each peer in index order (slurmd numbers GPUs in File= order, so the lines' order). Type=
+    NVLink count to each peer in Slurm's numbering of the node's GPUs (`queries.slurm_gpu_order`: PCI bus order
+    where the source states it, which slurmd's AutoDetect compares a line's Links with). Type=
     and Cores= are written where the graph knows them and left out otherwise (`gres_gaps` says which); a host
     whose NVLinks are unknown is refused, because Links= would state "no NVLink", unless `assume_no_nvlink`."""
     gpus = t.gpus(host)
@@ -174,7 +175,7 @@ def gres_lines_for_host(t: Topology, host: str, file_pattern: str = GRES_FILES,
                                                 "with NVML or `nvidia-smi topo -m`, or pass --assume-no-nvlink")
     files = _device_files(t, host, gpus, file_pattern)
     cores = q.local_cores(t, host)
-    links = q.nvlink_matrix(t, host)
+    links = q.slurm_links_rows(t, host)
     out = []
     for i, g in enumerate(gpus):
         parts = ["Name=gpu"]
@@ -184,7 +185,7 @@ def gres_lines_for_host(t: Topology, host: str, file_pattern: str = GRES_FILES,
         if cores.get(g.index):
             parts.append("Cores=" + int_ranges(cores[g.index]))
         if len(gpus) > 1:
-            parts.append("Links=" + ",".join(str(x) for x in links[i]))
+            parts.append("Links=" + ",".join(str(x) for x in links[g.index]))
         out.append(" ".join(parts))
     return out
 
