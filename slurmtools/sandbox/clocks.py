@@ -34,7 +34,8 @@ def acceleration_note(speedup: float, preemptions: int) -> list[str]:
     one history preempt other jobs than its 1x replays do, with either clock (docs/sandbox.md, measured)."""
     if speedup <= 1 or preemptions <= 0:
         return []
-    return [f"at {speedup:g}x the preemptions and the GPU-hours they lost are one timing of the history: an "
-            f"accelerated replay does not keep which jobs are preempted, and these figures (with the waits of the "
-            f"tiers involved) moved by up to 2x against 1x replays in the measurements (docs/sandbox.md); --repeat N "
-            f"shows their spread, --speedup 1 replays the history at real speed"]
+    return [f"at {speedup:g}x the preemptions and the GPU-hours they lost are one timing of the history: "
+            f"accelerated replays kept which jobs a 1x replay preempted only on the fast clock at up to 20x (one "
+            f"history, Slurm 25.11); elsewhere these figures (with the waits of the tiers involved) moved by up to 2x "
+            f"against 1x replays in the measurements (docs/sandbox.md); --repeat N shows their spread, --speedup 1 "
+            f"replays the history at real speed"]

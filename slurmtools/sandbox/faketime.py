@@ -20,11 +20,17 @@ from dataclasses import dataclass
 from slurmtools.sandbox.timescale import PRIORITY_CALC_MIN, Scale, Speedup, scaled_site_doc
 
 
-#: timeouts for work that takes real time (a hook, a message, a launch), kept at their real length on the fast clock:
-#: the lab's PrologEpilogTimeout (scripts/slurm-lab), Slurm's defaults for the others (slurm.conf(5)); a node that
-#: misses one is drained or set down, which the replay would count as lost capacity
-REAL_TIMEOUTS_S = {"PrologEpilogTimeout": 30, "MessageTimeout": 10, "TCPTimeout": 2, "BatchStartTimeout": 10,
-                   "SlurmdTimeout": 300, "UnkillableStepTimeout": 60}
+#: timeouts for work that takes real time (a hook, a launch), kept at their real length on the fast clock: the lab's
+#: PrologEpilogTimeout (scripts/slurm-lab), Slurm's defaults for the others (slurm.conf(5)); a node that misses one is
+#: drained or set down, which the replay would count as lost capacity
+REAL_TIMEOUTS_S = {"PrologEpilogTimeout": 30, "TCPTimeout": 2, "BatchStartTimeout": 10, "SlurmdTimeout": 300,
+                   "UnkillableStepTimeout": 60}
+#: MessageTimeout (Slurm's default) also decides: slurmctld preempts no more jobs for a job within KillWait +
+#: MessageTimeout of its last preemption (node_scheduler.c), and at N times its length that window kept a 30x replay
+#: from preempting a job a 1x one did (docs/sandbox.md). So it stays as recorded while that leaves a message
+#: MESSAGE_FLOOR_S real seconds, and above that speed-up is N times the floor
+MESSAGE_TIMEOUT_S = 10
+MESSAGE_FLOOR_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,12 @@ class FakeClock(Speedup):
         60x a 30 s epilog timeout would be half a real second, and an epilog slowed by load would drain its node."""
         conf = Scale(1).slurm_conf(requeue_delay_param=requeue_delay_param, max_limit_s=max_limit_s)
         conf.update({k: str(round(v * self.speedup)) for k, v in REAL_TIMEOUTS_S.items()})
+        conf["MessageTimeout"] = str(self.message_timeout_s())
         return conf
+
+    def message_timeout_s(self) -> int:
+        """MessageTimeout on Slurm's clock: as recorded, or N x MESSAGE_FLOOR_S where that is longer."""
+        return max(MESSAGE_TIMEOUT_S, math.ceil(MESSAGE_FLOOR_S * self.speedup - 1e-9))
 
     def lab_env(self) -> dict[str, str]:
         return {"SLURMTOOLS_LAB_FAKETIME": f"{self.speedup:g}"}
@@ -75,7 +86,14 @@ class FakeClock(Speedup):
 
     def limits_note(self, *, requeue_delay_param: bool | None) -> list[str]:
         s = self.speedup
-        return [f"slurmctld and slurmd ran under libfaketime {s:g}x faster than real time: every Slurm clock (time "
-                f"limits, grace, the requeue delay, the 30 s timer) runs at the sandbox's speed, but work outside "
-                f"them (a job's launch, a scheduling pass's CPU time, a message) takes {s:g}x longer in the "
-                f"sandbox's time than on a real cluster"]
+        notes = [f"slurmctld and slurmd ran under libfaketime {s:g}x faster than real time: every Slurm clock (time "
+                 f"limits, grace, the requeue delay, the 30 s timer) runs at the sandbox's speed, but work outside "
+                 f"them (a job's launch, a scheduling pass's CPU time, a message) takes {s:g}x longer in the "
+                 f"sandbox's time than on a real cluster"]
+        mt = self.message_timeout_s()
+        if mt > MESSAGE_TIMEOUT_S:
+            notes.append(f"MessageTimeout was {mt} s of Slurm's clock, not {MESSAGE_TIMEOUT_S} s, to leave a message "
+                         f"{MESSAGE_FLOOR_S:g} real s: after a preemption slurmctld waits KillWait + MessageTimeout "
+                         f"before it preempts more jobs for the same job, {mt - MESSAGE_TIMEOUT_S} s longer than on "
+                         f"the site; at --speedup {MESSAGE_TIMEOUT_S / MESSAGE_FLOOR_S:g} or less it is as recorded")
+        return notes

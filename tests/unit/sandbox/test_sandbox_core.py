@@ -250,7 +250,15 @@ def test_fast_clock_gives_slurm_the_recorded_durations():
     fast_conf = FakeClock(60).slurm_conf(requeue_delay_param=False, max_limit_s=60)
     assert {k: v for k, v in fast_conf.items() if "Timeout" not in k} == Scale(1).slurm_conf(
         requeue_delay_param=False, max_limit_s=60)   # the scheduler sees a 1x replay's settings
-    assert fast_conf["PrologEpilogTimeout"] == "1800" and fast_conf["MessageTimeout"] == "600"  # real 30 s and 10 s
+    assert fast_conf["PrologEpilogTimeout"] == "1800"   # its real 30 s
+    # MessageTimeout also sets how long a preemptor waits before preempting more: as recorded while it leaves a
+    # message half a real second, N x that above
+    assert fast_conf["MessageTimeout"] == "30" and FakeClock(60).message_timeout_s() == 30
+    assert FakeClock(20).slurm_conf(requeue_delay_param=False, max_limit_s=60)["MessageTimeout"] == "10"
+    assert FakeClock(10).message_timeout_s() == 10 and FakeClock(21).message_timeout_s() == 11
+    assert len(FakeClock(20).limits_note(requeue_delay_param=False)) == 1
+    said = FakeClock(60).limits_note(requeue_delay_param=False)[1]
+    assert "MessageTimeout was 30 s of Slurm's clock, not 10 s" in said and "20 s longer" in said
     assert FakeClock(10).slurm_time(1100.0, 1000.0) == 2000.0 and FakeClock(10).wall_time(2000.0, 1000.0) == 1100.0
     with pytest.raises(SpeedupError, match="--speedup 0.5"):
         clocks.check("faketime", 0.5, [], site)
