@@ -28,13 +28,14 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                site_path: str = typer.Option(..., "--site", help="The candidate site file to replay through"),
                baseline_path: Optional[str] = typer.Option(None, "--baseline", help="The current site file: "
                                                            "replayed too, and shown side by side"),
-               speedup: Optional[float] = typer.Option(None, "--speedup", help="Time acceleration (default: the "
-                                                       "largest the trace and sites hold that keeps the median "
-                                                       "job's run >= 40 s, docs/sandbox.md)"),
-               clock: str = typer.Option("scaled", "--clock", help="How time is accelerated: scaled (Slurm in "
-                                         "real time, every time in the site and trace divided by the speed-up) or "
-                                         "faketime (slurmctld and slurmd on a clock that runs faster, under "
-                                         "libfaketime; docs/sandbox.md)"),
+               speedup: Optional[float] = typer.Option(None, "--speedup", help="Time acceleration (default: "
+                                                       "with --clock faketime at most 20 and the median job's run "
+                                                       ">= 12 s; with scaled the largest the trace and sites hold "
+                                                       "that keeps it >= 40 s; docs/sandbox.md)"),
+               clock: str = typer.Option("faketime", "--clock", help="How time is accelerated: faketime "
+                                         "(slurmctld and slurmd on a clock that runs faster, under libfaketime: "
+                                         "the more faithful, docs/sandbox.md) or scaled (Slurm in real time, every "
+                                         "time in the site and trace divided by the speed-up)"),
                lead_in: float = typer.Option(1.0, "--lead-in", help="Seconds from the lab coming up to the first "
                                              "submission (with --clock faketime: recorded seconds after a fair-share "
                                              "pass of slurmctld): replaying again with another value (e.g. 15) moves "
@@ -172,10 +173,8 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         trace = trace.replayed_from(t_from)  # ParseError: one line, when nothing is left to replay
     job_limits = [j.limit_s for j in trace.jobs if j.limit_s]
     if speedup is None:
-        from slurmtools.sandbox.timescale import default_speedup
-
         most = min(clocks.max_speedup(clock, job_limits, s)[0] for _, s, _ in sites)
-        speedup = default_speedup([j.run_s for j in trace.jobs], most)
+        speedup = clocks.default_speedup(clock, [j.run_s for j in trace.jobs], most)
     scales = [clocks.check(clock, speedup, job_limits, s, where=f"--speedup (with {opt} {s.source})")
               for opt, s, _ in sites]
     progress = _progress_line() if sys.stderr.isatty() and not json_out else None
@@ -222,7 +221,7 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
         if model is not None:
             results[label].notes.append(model.statement)
         results[label].notes.extend(scale.limits_note(requeue_delay_param=release.requeue_delay))
-        results[label].notes.extend(clocks.acceleration_note(scale.speedup, results[label].overall.preemptions))
+        results[label].notes.extend(clocks.acceleration_note(scale, results[label].overall.preemptions))
     if out:
         from slurmtools.sandbox.report import write
 

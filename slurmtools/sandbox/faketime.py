@@ -31,16 +31,29 @@ REAL_TIMEOUTS_S = {"PrologEpilogTimeout": 30, "TCPTimeout": 2, "BatchStartTimeou
 #: MESSAGE_FLOOR_S real seconds, and above that speed-up is N times the floor
 MESSAGE_TIMEOUT_S = 10
 MESSAGE_FLOOR_S = 0.5
+#: the largest number of seconds slurm.conf takes for these timeouts (16-bit; 65534 and 65535 mean unset/infinite)
+MAX_CONF_SECONDS = 65533
 
 
 @dataclass(frozen=True)
 class FakeClock(Speedup):
     ALIGNS_TO_PRIORITY_PASS = True   # its passes come every 300/N wall seconds, as recorded
+    #: while MessageTimeout stays as recorded: 10x and 20x kept a 1x replay's preemptions on the benchmark's first
+    #: history on both releases, and all but 1 or 2 of 5 on its second (docs/sandbox.md)
+    KEPT_PREEMPTIONS_UP_TO = MESSAGE_TIMEOUT_S / MESSAGE_FLOOR_S
+    #: the default speed-up: at most that, and a median run of at least 12 s (20x of the benchmark's 4-minute one)
+    DEFAULT_AT_MOST = KEPT_PREEMPTIONS_UP_TO
+    DEFAULT_MIN_MEDIAN_RUN_S = 12.0
 
     @staticmethod
     def bound(limits_s: list[float], site) -> tuple[float, str]:
-        """No bound: Slurm gets every duration as recorded, so none becomes too small for its units."""
-        return math.inf, "nothing bounds it (every Slurm clock runs at the sandbox's speed)"
+        """Slurm gets every duration as recorded, so none becomes too small for its units; but the timeouts kept at
+        their real length grow N times, and slurm.conf reads each as a 16-bit number of seconds."""
+        key = max(REAL_TIMEOUTS_S, key=REAL_TIMEOUTS_S.get)
+        real = REAL_TIMEOUTS_S[key]
+        return (float(MAX_CONF_SECONDS // real),
+                f"{key} keeps its real {real} s, i.e. N x {real} s of Slurm's clock, and slurm.conf takes at most "
+                f"{MAX_CONF_SECONDS} s (a 16-bit number)")
 
     def limit_minutes(self, real_s: float) -> int:
         """Slurm's clock runs N times faster, so the recorded limit is given as it is."""

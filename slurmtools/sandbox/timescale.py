@@ -49,6 +49,14 @@ class Speedup:
     #: scaled clock the passes are a wall minute or more apart (PriorityCalcPeriod is whole minutes) and not at the
     #: recorded period anyway, so waiting would cost up to that minute per replay and keep nothing faithful
     ALIGNS_TO_PRIORITY_PASS: ClassVar[bool] = False
+    #: the largest speed-up at which accelerated replays were measured to preempt the jobs a 1x replay preempts, in
+    #: its order (docs/sandbox.md, "Measured accuracy"); 0: at none
+    KEPT_PREEMPTIONS_UP_TO: ClassVar[float] = 0
+    #: the default speed-up (`default_speedup`) keeps a history's median run at least this many wall-clock seconds
+    #: in the sandbox (recorded run / N), and is at most DEFAULT_AT_MOST: where the clock's measured accuracy was
+    #: best (docs/sandbox.md)
+    DEFAULT_MIN_MEDIAN_RUN_S: ClassVar[float] = 40.0
+    DEFAULT_AT_MOST: ClassVar[float] = math.inf
 
     def sandbox_s(self, real_s: float) -> float:
         """Real (recorded) seconds as the wall-clock seconds the sandbox spends on them: submit gaps, job work."""
@@ -174,18 +182,18 @@ def max_speedup(limits_s: list[float], site) -> tuple[float, str]:
     return max(1.0, math.floor(value * 1000) / 1000), why
 
 
-#: the scaled median run time at which benchmarks/bench_sandbox.py measured the smallest start error (0.59% of the
-#: span, Slurm 22.05, 2026-11-24): the default speed-up keeps a history's median run at least this long
-MIN_SCALED_MEDIAN_RUN_S = 40.0
-
-
-def default_speedup(runs_s: list[float], most: float) -> float:
-    """The speed-up used without --speedup: the largest that holds (`most`) and keeps the median run >= 40 s."""
+def default_speedup(runs_s: list[float], most: float, clock: type[Speedup] | None = None) -> float:
+    """The speed-up used without --speedup: the largest that holds (`most`) and the clock's measured defaults
+    allow (`DEFAULT_AT_MOST`, a median run >= `DEFAULT_MIN_MEDIAN_RUN_S`). On the scaled clock a 40 s median run
+    gave the smallest start error (0.59 % of the span, Slurm 22.05, 2026-11-24); the fast clock kept starts and
+    preemptions at 20x, a 12 s median run, on both releases (2026-11-28)."""
     import statistics
 
+    clock = clock or Scale
     if not runs_s:
         return 1.0
-    return max(1.0, min(most, math.floor(statistics.median(runs_s) / MIN_SCALED_MEDIAN_RUN_S)))
+    by_run = math.floor(statistics.median(runs_s) / clock.DEFAULT_MIN_MEDIAN_RUN_S)
+    return max(1.0, min(most, clock.DEFAULT_AT_MOST, by_run))
 
 
 def check(speedup: float, limits_s: list[float], site, *, where: str = "--speedup", clock=None):

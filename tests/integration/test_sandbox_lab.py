@@ -11,7 +11,10 @@ third brings up a lab standing for the live cluster, runs jobs on it and replays
 accounting. A fourth interrupts a replay with Ctrl-C twice (and others with SIGTERM and a hang-up) while its jobs
 run and checks the daemons and the jobs' programs are gone. A fifth replays a preemption on the fast clock (`--clock
 faketime`): Slurm's grace and requeue delay at 60x, the recorded limits as they are, and the clock's launcher and
-shared memory gone afterwards. A sixth replays a history three times (`--repeat 3`) and checks the spread the report
+shared memory gone afterwards. The fast clock is the default, so the 200-job replay, the interrupted replays and
+`--repeat` run on it; the campaign, the scaled model, `--since` (at 1x, where the fast clock would first wait up to
+5 minutes for slurmctld's fair-share pass) and the forecast run on the scaled clock (`--clock scaled`), so both
+clocks bring up real labs. A sixth replays a history three times (`--repeat 3`) and checks the spread the report
 carries. A seventh feeds ten days of history to the demand forecast and replays only the forecast's day
 (`--forecast`, `--from`).
 """
@@ -142,7 +145,7 @@ def test_a_campaign_file_adds_its_jobs_to_a_real_replay_at_their_scaled_time(tmp
                 "--run-median", "4", "--seed", "3").returncode == 0
     camp.write_text(CAMPAIGN)
     r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--add",
-             str(camp), "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
+             str(camp), "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
              str(OFFSET + 200), "--json", timeout=540)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)["candidate"]
@@ -176,7 +179,7 @@ def test_node_scale_replays_a_scaled_model_through_the_cli(tmp_path):
     assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "20", "--hours", "0.5",
                 "--run-median", "4", "--seed", "5").returncode == 0
     r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--node-scale",
-             "2", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
+             "2", "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
              str(OFFSET + 250), "--json", timeout=540)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)["candidate"]
@@ -238,7 +241,8 @@ def test_since_replays_the_history_the_live_clusters_accounting_holds(tmp_path):
                 .splitlines() if "_slurm_rpc_submit_batch_job" in ln]
         assert [p - qos_only[t] for p, (_, t, _, _) in zip(prio, LIVE_JOBS)] == [10000] * len(LIVE_JOBS), prio
         r = subprocess.run([sys.executable, "-m", "slurmtools", "sandbox", "replay", "--since", "1h", "--site",
-                            "site_configs/example/site.toml", "--speedup", "1", "--slurm", lab_slurm(), "--workdir",
+                            "site_configs/example/site.toml", "--clock", "scaled", "--speedup", "1", "--slurm", lab_slurm(),
+                            "--workdir",
                             str(work), "--port-offset", str(OFFSET + 400), "--json"], cwd=REPO, env=lenv,
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
@@ -466,7 +470,7 @@ def test_forecast_load_replays_from_the_end_of_a_long_history(tmp_path):
     trace = tmp_path / "history.txt"
     trace.write_text(_daily_history(10))
     r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--forecast",
-             "mid", "--forecast-days", "2", "--from", "+10d", "--speedup", "60", "--slurm", lab_slurm(),
+             "mid", "--forecast-days", "2", "--from", "+10d", "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(),
              "--workdir", str(work), "--port-offset", str(OFFSET + 150), "--json", timeout=540)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)["candidate"]

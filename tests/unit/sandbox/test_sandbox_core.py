@@ -15,7 +15,7 @@ from slurmtools.errors import ParseError
 from slurmtools.sandbox import outcome as oc
 from slurmtools.sandbox import clocks, sitecopy
 from slurmtools.sandbox.example_trace import generate
-from slurmtools.sandbox.faketime import FakeClock
+from slurmtools.sandbox.faketime import MESSAGE_TIMEOUT_S, FakeClock
 from slurmtools.sandbox.submission import build, within_second
 from slurmtools.sandbox.timescale import Scale, SpeedupError, check, max_speedup, scaled_site_doc
 from slurmtools.sandbox.trace import load_trace, trace_from_records, unsettled
@@ -237,8 +237,8 @@ def test_outcome_on_the_fast_clock_reads_slurm_times_back_to_the_wall_clock():
 def test_fast_clock_gives_slurm_the_recorded_durations():
     site = load_site(SITE)
     raw = tomllib.loads(SITE.read_text())
-    fast = clocks.check("faketime", 500, [60.0], site)   # far beyond what the scaled clock can express here
-    assert isinstance(fast, FakeClock) and fast.lab_env() == {"SLURMTOOLS_LAB_FAKETIME": "500"}
+    fast = clocks.check("faketime", 200, [60.0], site)   # far beyond what the scaled clock can express here
+    assert isinstance(fast, FakeClock) and fast.lab_env() == {"SLURMTOOLS_LAB_FAKETIME": "200"}
     t = trace_from_records(parse_sacct(_dump(ROWS), "h.txt", ()), "h.txt")
     subs = build(t.jobs, FakeClock(60), site)
     # recorded limits (120 and 240 min) and the tier's 5-minute signal lead as they are; the work still 1/60
@@ -265,7 +265,12 @@ def test_fast_clock_gives_slurm_the_recorded_durations():
     with pytest.raises(SpeedupError, match="--clock sundial"):
         clocks.check("sundial", 10, [], site)
     assert clocks.max_speedup("scaled", [1800.0], site)[0] == 30
-    assert clocks.max_speedup("faketime", [1800.0], site)[0] == float("inf")
+    # the fast clock keeps SlurmdTimeout at its real 300 s, N x 300 s of Slurm's, a 16-bit number in slurm.conf
+    most, why = clocks.max_speedup("faketime", [1800.0], site)
+    assert most == 218 and "SlurmdTimeout" in why and "65533" in why
+    assert FakeClock(218).slurm_conf(requeue_delay_param=False, max_limit_s=60)["SlurmdTimeout"] == "65400"
+    with pytest.raises(SpeedupError, match=r"--speedup 219: .*SlurmdTimeout.*at most 218 holds"):
+        clocks.check("faketime", 219, [], site)
 
 
 @pytest.mark.parametrize("clock", [Scale(60), FakeClock(60)])
@@ -298,7 +303,9 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
     cases = [
         (["--trace", str(bad_trace), "--site", str(SITE)], [str(bad_trace), "QOS"]),
         (["--trace", str(good), "--site", str(bad_site)], [str(bad_site), "priority"]),
-        (["--trace", str(good), "--site", str(SITE), "--speedup", "500"], ["--speedup", "at most 60 holds"]),
+        (["--trace", str(good), "--site", str(SITE), "--speedup", "500"], ["--speedup", "at most 218 holds"]),
+        (["--trace", str(good), "--site", str(SITE), "--clock", "scaled", "--speedup", "500"],
+         ["--speedup", "at most 60 holds"]),
         (["--trace", str(good), "--site", str(SITE), "--slurm", "21.08"], ["--slurm 21.08"]),
         (["--site", str(SITE)], ["--trace FILE or --since DURATION"]),
         (["--trace", str(good), "--since", "7d", "--site", str(SITE)], ["give exactly one"]),
@@ -353,8 +360,35 @@ def test_a_preempted_job_that_finished_after_its_grace_deadline_counts_as_preemp
 
 
 def test_an_accelerated_replay_that_preempted_says_what_its_preemption_figures_are_worth():
-    assert clocks.acceleration_note(1, 7) == []      # real speed: nothing to warn about
-    assert clocks.acceleration_note(30, 0) == []     # no preemption figure to read
-    (note,) = clocks.acceleration_note(30, 4)
+    assert clocks.acceleration_note(Scale(1), 7) == []      # real speed: nothing to warn about
+    assert clocks.acceleration_note(Scale(30), 0) == []     # no preemption figure to read
+    (note,) = clocks.acceleration_note(Scale(30), 4)
     assert note.startswith("at 30x the preemptions and the GPU-hours they lost are one timing of the history")
     assert "--repeat N" in note and "--speedup 1" in note and "docs/sandbox.md" in note
+    # the scaled clock kept a 1x replay's preemptions at no speed-up measured, so even 10x gets the warning
+    (note,) = clocks.acceleration_note(Scale(10), 4)
+    assert "one timing of the history" in note and "only on the fast clock at up to 20x" in note
+
+
+def test_the_fast_clock_says_its_preemptions_were_measured_faithful_only_up_to_20x():
+    (at20,) = clocks.acceleration_note(FakeClock(20), 4)
+    assert at20.startswith("at 20x on this clock (up to 20x), replays of the benchmark's histories preempted")
+    assert "one timing" not in at20 and "--repeat N" in at20
+    (at30,) = clocks.acceleration_note(FakeClock(30), 4)
+    assert "one timing of the history" in at30 and "only at up to 20x" in at30
+    assert FakeClock(20).message_timeout_s() == MESSAGE_TIMEOUT_S < FakeClock(30).message_timeout_s()
+
+
+def test_the_default_speed_up_is_each_clocks_measured_best():
+    """Without --speedup: the scaled clock keeps the median run >= 40 s (its best start accuracy); the fast clock
+    goes to at most 20x (where it kept a 1x replay's preemptions) and keeps the median run >= 12 s (20x of the
+    benchmark's 4-minute median)."""
+    four_min, hour, minute = [200.0, 240.0, 300.0], [3600.0] * 3, [60.0] * 3
+    assert clocks.default_speedup("scaled", four_min, 30) == 6
+    assert clocks.default_speedup("scaled", hour, float("inf")) == 90
+    assert clocks.default_speedup("scaled", hour, 30) == 30              # what the site's units hold comes first
+    assert clocks.default_speedup("faketime", four_min, 218) == 20
+    assert clocks.default_speedup("faketime", hour, 218) == 20           # never past what was measured faithful
+    assert clocks.default_speedup("faketime", minute, 218) == 5
+    assert clocks.default_speedup("faketime", [5.0], 218) == 1
+    assert clocks.default_speedup("faketime", [], 218) == 1
