@@ -380,6 +380,7 @@ def replay(trace: Trace, site, raw_doc: dict, workdir: Path, scale: Clock, relea
     instead of the site itself (`scaling`), whose jobs it cannot express count as refused; `within_second_seed`:
     move each submission within its recorded second (`submission.within_second`); `align_to_priority_pass`: as
     `feed_and_wait` takes it."""
+    workdir = Path(workdir).resolve()   # sbatch runs as the sandbox's users from /tmp: a relative path names nothing
     refused = {}
     if model is not None:
         from slurmtools.sandbox.scaling import ScaleRefused, scale_job

@@ -144,8 +144,10 @@ def test_a_campaign_file_adds_its_jobs_to_a_real_replay_at_their_scaled_time(tmp
     assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "20", "--hours", "0.5",
                 "--run-median", "4", "--seed", "3").returncode == 0
     camp.write_text(CAMPAIGN)
+    # --workdir relative, as its default (.sandbox) is: the replayed jobs' scripts must still be found
     r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--add",
-             str(camp), "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
+             str(camp), "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(), "--workdir",
+             str(work.relative_to(REPO)), "--port-offset",
              str(OFFSET + 200), "--json", timeout=540)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)["candidate"]
