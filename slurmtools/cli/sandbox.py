@@ -49,8 +49,9 @@ def replay_cmd(trace_path: Optional[str] = typer.Option(None, "--trace", help="T
                out: Optional[str] = typer.Option(None, "--out", help="Write the report files into this folder"),
                formats: str = typer.Option("html,csv,json,md", "--formats", help="Report formats for --out"),
                workdir: str = typer.Option(".sandbox", "--workdir", help="The sandbox's own folder (labs, logs)"),
-               port_offset: int = typer.Option(4000, "--port-offset", help="Shift every sandbox port by this "
-                                                                           "much (keep clear of a running lab)"),
+               port_offset: int = typer.Option(8000, "--port-offset", help="Shift every sandbox port by this "
+                                               "much (keep clear of a running lab; the default is clear of the "
+                                               "demo's and the test suite's labs)"),
                checkpoint_every: str = typer.Option("30m", "--checkpoint-every", help="Replayed jobs save their "
                                                     "progress this often (real time)"),
                save_time: str = typer.Option("30s", "--save-time", help="How long a save on the preemption "

@@ -181,8 +181,8 @@ def test_node_scale_replays_a_scaled_model_through_the_cli(tmp_path):
     assert _cli("sandbox", "example-trace", "--out", str(trace), "--jobs", "20", "--hours", "0.5",
                 "--run-median", "4", "--seed", "5").returncode == 0
     r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--node-scale",
-             "2", "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work), "--port-offset",
-             str(OFFSET + 250), "--json", timeout=540)
+             "2", "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(), "--workdir", str(work),
+             "--port-offset", str(OFFSET + 250), "--json", timeout=540)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)["candidate"]
     assert any(n.startswith("scaled model 1:2: 8 emulated nodes for 16 real ones") for n in res["notes"]), res["notes"]
@@ -243,8 +243,8 @@ def test_since_replays_the_history_the_live_clusters_accounting_holds(tmp_path):
                 .splitlines() if "_slurm_rpc_submit_batch_job" in ln]
         assert [p - qos_only[t] for p, (_, t, _, _) in zip(prio, LIVE_JOBS)] == [10000] * len(LIVE_JOBS), prio
         r = subprocess.run([sys.executable, "-m", "slurmtools", "sandbox", "replay", "--since", "1h", "--site",
-                            "site_configs/example/site.toml", "--clock", "scaled", "--speedup", "1", "--slurm", lab_slurm(),
-                            "--workdir",
+                            "site_configs/example/site.toml", "--clock", "scaled", "--speedup", "1", "--slurm",
+                            lab_slurm(), "--workdir",
                             str(work), "--port-offset", str(OFFSET + 400), "--json"], cwd=REPO, env=lenv,
                            capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
@@ -472,8 +472,8 @@ def test_forecast_load_replays_from_the_end_of_a_long_history(tmp_path):
     trace = tmp_path / "history.txt"
     trace.write_text(_daily_history(10))
     r = _cli("sandbox", "replay", "--trace", str(trace), "--site", "site_configs/example/site.toml", "--forecast",
-             "mid", "--forecast-days", "2", "--from", "+10d", "--clock", "scaled", "--speedup", "60", "--slurm", lab_slurm(),
-             "--workdir", str(work), "--port-offset", str(OFFSET + 150), "--json", timeout=540)
+             "mid", "--forecast-days", "2", "--from", "+10d", "--clock", "scaled", "--speedup", "60", "--slurm",
+             lab_slurm(), "--workdir", str(work), "--port-offset", str(OFFSET + 150), "--json", timeout=540)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)["candidate"]
     jobs = {j["key"]: j for j in res["jobs"]}
